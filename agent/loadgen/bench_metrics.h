@@ -1,0 +1,48 @@
+// Summary metrics over a load run, computed exactly as `vllm bench serve` does
+// (vllm/benchmarks/serve.py calculate_metrics), plus servesweep's own per-request rates.
+// Definitions: docs/metrics.md.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/loadgen/load_generator.h"
+
+namespace servesweep::loadgen {
+
+struct Stats {
+  // NaN everywhere when count == 0.
+  double mean = 0, median = 0, std = 0, p90 = 0, p95 = 0, p99 = 0, min = 0, max = 0;
+  uint64_t count = 0;
+};
+
+// Percentiles with linear interpolation between closest ranks (numpy.percentile's default).
+Stats ComputeStats(std::vector<double> values);
+
+struct SloLimits {
+  double ttft_ms = 0, tpot_ms = 0, e2el_ms = 0;   // 0 = no limit
+};
+
+struct BenchSummary {
+  double duration_s = 0;
+  uint32_t completed = 0;
+  uint32_t failed = 0;
+  uint64_t total_input_tokens = 0;
+  uint64_t total_output_tokens = 0;
+  double request_throughput = 0;
+  double output_throughput = 0;
+  double total_token_throughput = 0;
+  double goodput = 0;             // NaN when no SLO limit is set
+  Stats ttft_ms, tpot_ms, itl_ms, e2el_ms;
+  Stats decode_tok_per_s;         // per request: (output_tokens - 1) / (e2el - ttft)
+  Stats prefill_tok_per_s;        // per request: prompt_tokens / ttft
+};
+
+BenchSummary Summarize(const LoadResult& result, const SloLimits& slo = {});
+
+// The JSON `vllm bench serve --save-result` writes, same field names (ms units as there).
+nlohmann::json ToVllmJson(const BenchSummary& summary);
+
+}  // namespace servesweep::loadgen

@@ -1,0 +1,68 @@
+// The load generator: drives streaming OpenAI-compatible requests at a URL and records, per
+// request, every output chunk's arrival time. It knows a URL, never an engine.
+//
+// One thread drives all streams through libcurl's multi interface. RunLoad() blocks; it is
+// safe to run several RunLoad() calls on different threads (they share nothing).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace servesweep::loadgen {
+
+enum class Api { kCompletions, kChatCompletions };
+
+struct LoadSettings {
+  std::string base_url;               // e.g. "http://127.0.0.1:8000" (no trailing /v1)
+  Api api = Api::kCompletions;
+  std::string model;
+  std::string api_key;                // sent as a bearer token; never logged
+  uint32_t num_requests = 100;        // measured requests
+  uint32_t warmup_requests = 0;       // sent first, at the same concurrency, and not measured
+  uint32_t input_len_tok = 128;
+  uint32_t output_len_tok = 128;
+  // Closed loop when request_rate_per_s == 0 (concurrency > 0 required). Open loop (Poisson
+  // arrivals on an absolute schedule) when > 0, capped at concurrency when concurrency > 0.
+  uint32_t concurrency = 1;
+  double request_rate_per_s = 0;
+  uint64_t seed = 0;
+  bool ignore_eos = true;
+  double temperature = 0;
+  double request_timeout_s = 600;
+};
+
+struct RequestRecord {
+  // Times in ns from the start of the measured phase (steady clock). -1 where not reached.
+  uint32_t index = 0;
+  bool warmup = false;
+  bool success = false;
+  std::string error;
+  uint32_t prompt_tokens = 0;         // from the usage chunk; else the requested input length
+  uint32_t output_tokens = 0;         // from the usage chunk; else the number of output chunks
+  int64_t scheduled_ns = -1;
+  int64_t start_ns = -1;
+  int64_t first_token_ns = -1;        // first chunk that carried output text
+  int64_t end_ns = -1;                // last chunk that carried output text
+  std::vector<int64_t> chunk_times_ns;
+  std::vector<uint32_t> chunk_tokens;
+};
+
+struct Progress {
+  uint32_t completed = 0;
+  uint32_t total = 0;
+  bool warmup = false;
+};
+
+struct LoadResult {
+  std::vector<RequestRecord> requests;   // measured requests only, in index order
+  double duration_s = 0;                 // first measured send -> last measured completion
+};
+
+// Throws std::invalid_argument when settings are inconsistent. Failed requests are recorded,
+// never thrown. on_progress (optional) is called from the load thread at most ~10 times/s.
+LoadResult RunLoad(const LoadSettings& settings,
+                   const std::function<void(const Progress&)>& on_progress = {});
+
+}  // namespace servesweep::loadgen

@@ -1,0 +1,128 @@
+@0x8eaa26b80ae44c06;
+# What an agent measures and ships back; also the agent's spool file format. Evolve only by adding fields.
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("servesweep::schema");
+using Spec = import "run_spec.capnp";
+
+struct LatencyStats {
+  # Milliseconds (or the unit in the field's name). NaN where nothing was measured.
+  mean @0 :Float64;
+  median @1 :Float64;
+  std @2 :Float64;
+  p90 @3 :Float64;
+  p95 @4 :Float64;
+  p99 @5 :Float64;
+  min @6 :Float64;
+  max @7 :Float64;
+  count @8 :UInt64;
+}
+
+struct RequestRecord {
+  # Times in nanoseconds from the start of the measured phase (steady clock).
+  index @0 :UInt32;
+  success @1 :Bool;
+  error @2 :Text;
+  promptTokens @3 :UInt32;
+  outputTokens @4 :UInt32;
+  scheduledNs @5 :Int64;
+  startNs @6 :Int64;
+  firstTokenNs @7 :Int64;  # first chunk that carried output; -1 if none
+  endNs @8 :Int64;         # last output chunk
+  chunkTimesNs @9 :List(Int64);   # each chunk that carried output
+  chunkTokens @10 :List(UInt32);  # tokens carried by each such chunk, where known
+  warmup @11 :Bool;
+}
+
+struct EngineSample {
+  # One scrape of the engine's /metrics, reduced to the signals of the benchmark record.
+  atNs @0 :Int64;
+  name @1 :Text;           # servesweep's signal name, e.g. "kv_cache_usage"
+  value @2 :Float64;
+}
+
+struct ProbeResult {
+  name @0 :Text;           # e.g. "cuda.device_query", "hbm.triad"
+  status @1 :Text;         # "ok", "no_gpu", "failed"
+  value @2 :Float64;
+  unit @3 :Text;
+  detail @4 :Text;
+}
+
+struct BenchmarkRecord {
+  # Conditions. Text fields hold "n/a" with a reason when not applicable, never "".
+  model @0 :Text;
+  checkpointRevision @1 :Text;
+  engine @2 :Text;
+  engineVersion @3 :Text;
+  engineCommit @4 :Text;
+  gpuModel @5 :Text;
+  gpuCount @6 :UInt32;
+  interconnect @7 :Text;
+  precision @8 :Text;
+  quantization @9 :Text;
+  kvCacheDtype @10 :Text;
+  tp @11 :UInt32;
+  ep @12 :Bool;
+  pp @13 :UInt32;
+  dp @14 :UInt32;
+  pdSplit @15 :Text;
+  inputLenDist @16 :Text;
+  outputLenDist @17 :Text;
+  concurrency @18 :UInt32;
+  requestRatePerS @19 :Float64;
+  arrival @20 :Text;
+  warm @21 :Bool;
+  warmupRequests @22 :UInt32;
+
+  # Figures over the measured requests, computed as `vllm bench serve` does.
+  durationS @23 :Float64;
+  completed @24 :UInt32;
+  failed @25 :UInt32;
+  successRate @26 :Float64;
+  totalInputTokens @27 :UInt64;
+  totalOutputTokens @28 :UInt64;
+  requestThroughput @29 :Float64;
+  outputThroughput @30 :Float64;
+  totalTokenThroughput @31 :Float64;
+  ttftMs @32 :LatencyStats;
+  tpotMs @33 :LatencyStats;
+  itlMs @34 :LatencyStats;
+  e2elMs @35 :LatencyStats;
+  decodeTokPerSPerRequest @36 :LatencyStats;
+  prefillTokPerSPerRequest @37 :LatencyStats;
+  outputThroughputPerGpu @38 :Float64;
+  goodput @39 :Float64;           # requests/s meeting every SLO limit; NaN without an SLO
+  coldStartMs @40 :Float64;       # engine process start -> ready
+
+  # Engine signals scraped during the measured phase. NaN where the engine does not expose them.
+  kvCacheUsageMax @41 :Float64;
+  runningMax @42 :Float64;
+  waitingMax @43 :Float64;
+  preemptions @44 :Float64;
+  prefixCacheHits @45 :Float64;
+  prefixCacheQueries @46 :Float64;
+  specDecodeAcceptance @47 :Float64;
+}
+
+enum RunStatus {
+  ok @0;
+  failed @1;
+  cancelled @2;
+}
+
+struct RunResult {
+  runId @0 :Text;
+  attempt @1 :UInt32;
+  agentId @2 :Text;
+  status @3 :RunStatus;
+  error @4 :Text;
+  spec @5 :Spec.RunSpec;
+  record @6 :BenchmarkRecord;
+  requests @7 :List(RequestRecord);
+  engineSamples @8 :List(EngineSample);
+  probes @9 :List(ProbeResult);
+  startedAtUnixMs @10 :Int64;
+  finishedAtUnixMs @11 :Int64;
+  engineLogTail @12 :Text;
+  agentIds @13 :List(Text);       # every agent of the placement, head first
+}

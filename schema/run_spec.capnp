@@ -1,0 +1,83 @@
+@0x9927ee43d6dbc39e;
+# The experiment matrix once expanded: one RunSpec per run. Evolve only by adding fields.
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("servesweep::schema");
+
+struct Layout {
+  # Parallel layout of one engine deployment. GPUs used = tp * pp * dp (EP reuses the same GPUs).
+  tp @0 :UInt32 = 1;
+  pp @1 :UInt32 = 1;
+  dp @2 :UInt32 = 1;
+  expertParallel @3 :Bool = false;
+  # Prefill/decode disaggregation: 0 prefill instances means a single, aggregated pool.
+  prefillInstances @4 :UInt32 = 0;
+  decodeInstances @5 :UInt32 = 0;
+  # GPUs each agent (node) contributes; 0 = use the agents' inventory.
+  gpusPerNode @6 :UInt32 = 0;
+}
+
+enum ApiKind {
+  completions @0;       # /v1/completions
+  chatCompletions @1;   # /v1/chat/completions
+}
+
+struct Workload {
+  name @0 :Text;
+  api @1 :ApiKind;
+  inputLenTok @2 :UInt32;
+  outputLenTok @3 :UInt32;
+  numRequests @4 :UInt32;
+  warmupRequests @5 :UInt32;
+  # Closed loop when requestRatePerS is 0; open loop (Poisson) otherwise, capped by concurrency if > 0.
+  concurrency @6 :UInt32;
+  requestRatePerS @7 :Float64;
+  seed @8 :UInt64;
+  ignoreEos @9 :Bool = true;
+  temperature @10 :Float64;
+}
+
+struct Slo {
+  # 0 = no limit on that metric.
+  ttftMs @0 :Float64;
+  tpotMs @1 :Float64;
+  e2elMs @2 :Float64;
+}
+
+struct SimSettings {
+  # Fixed timing of the first emulator; its performance model is a later addition.
+  ttftMs @0 :Float64 = 20;
+  itlMs @1 :Float64 = 5;
+  startupMs @2 :Float64 = 0;
+}
+
+struct RunSpec {
+  runId @0 :Text;          # stable across restarts: "<sweep>-<index>-<hash of the conditions>"
+  sweepName @1 :Text;
+  index @2 :UInt32;
+  repeat @3 :UInt32;
+  engine @4 :Text;         # "sim", "vllm", "sglang", "llamacpp", "external"
+  engineVersion @5 :Text;
+  engineFlags @6 :List(Text);
+  image @7 :Text;
+  model @8 :Text;
+  checkpointRevision @9 :Text;
+  precision @10 :Text;
+  quantization @11 :Text;
+  kvCacheDtype @12 :Text;
+  layout @13 :Layout;
+  gpusNeeded @14 :UInt32;  # derived from layout
+  nodesNeeded @15 :UInt32; # derived from layout and gpusPerNode
+  workload @16 :Workload;
+  slo @17 :Slo;
+  sim @18 :SimSettings;
+  timeoutS @19 :Float64 = 600;
+  maxAttempts @20 :UInt32 = 3;
+  label @21 :Text;         # human-readable summary of the varied axes
+}
+
+struct Matrix {
+  name @0 :Text;
+  sourcePath @1 :Text;
+  sourceHash @2 :Text;     # hex digest of the matrix file's text
+  runs @3 :List(RunSpec);
+}

@@ -1,0 +1,91 @@
+@0xc8e37229d5d96c70;
+# Messages between coordinator (ROUTER) and agents (DEALER): one Envelope per ZeroMQ frame.
+# Evolve only by adding fields and union members.
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("servesweep::schema");
+using Spec = import "run_spec.capnp";
+using Result = import "result.capnp";
+
+const protocolVersion :UInt32 = 1;
+
+struct Gpu {
+  index @0 :UInt32;
+  name @1 :Text;
+  memoryBytes @2 :UInt64;
+  uuid @3 :Text;
+}
+
+struct Inventory {
+  agentId @0 :Text;
+  hostname @1 :Text;
+  address @2 :Text;        # where other agents reach this node (head address for multi-node layouts)
+  pid @3 :UInt32;
+  cpuCores @4 :UInt32;
+  memoryBytes @5 :UInt64;
+  gpus @6 :List(Gpu);
+  emulatedGpus @7 :Bool;   # GPUs announced for emulated runs, not real devices
+  interconnect @8 :Text;
+  engines @9 :List(Text);
+  version @10 :Text;
+}
+
+enum Role {
+  head @0;     # starts the engine's front end, runs the load and ships the result
+  worker @1;   # starts the engine's workers and holds its GPUs until released
+}
+
+struct Hello {
+  inventory @0 :Inventory;
+  spooledRunIds @1 :List(Text);   # results waiting in the spool; they are resent after hello
+}
+
+struct Heartbeat {
+  busyRunId @0 :Text;             # "" when idle
+}
+
+struct Assign {
+  spec @0 :Spec.RunSpec;
+  attempt @1 :UInt32;
+  role @2 :Role;
+  rank @3 :UInt32;
+  groupSize @4 :UInt32;
+  headAddress @5 :Text;
+  agentIds @6 :List(Text);        # the whole placement, head first
+}
+
+struct Progress {
+  runId @0 :Text;
+  attempt @1 :UInt32;
+  phase @2 :Text;                 # "starting", "warmup", "measuring", "draining"
+  completedRequests @3 :UInt32;
+  totalRequests @4 :UInt32;
+}
+
+struct Ack {
+  runId @0 :Text;
+  attempt @1 :UInt32;
+}
+
+struct Cancel {
+  runId @0 :Text;
+  reason @1 :Text;
+}
+
+struct Bye {
+  reason @0 :Text;
+}
+
+struct Envelope {
+  protocolVersion @0 :UInt32;
+  sentAtUnixMs @1 :Int64;
+  union {
+    hello @2 :Hello;
+    heartbeat @3 :Heartbeat;
+    assign @4 :Assign;
+    progress @5 :Progress;
+    result @6 :Result.RunResult;
+    ack @7 :Ack;
+    cancel @8 :Cancel;
+    bye @9 :Bye;
+  }
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of servesweep on Debian 12, from Debian's packages.
+# Idempotent: safe to run again. Needs root (or sudo).
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+packages=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  capnproto libcapnp-dev
+  libzmq3-dev cppzmq-dev
+  libyaml-cpp-dev nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev
+  libsqlite3-dev sqlite3
+  libcurl4-openssl-dev
+  libboost-dev libboost-system-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  procps iproute2
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "install-deps: all ${#packages[@]} packages present"
