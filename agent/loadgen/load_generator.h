@@ -45,6 +45,7 @@ struct RequestRecord {
   int64_t start_ns = -1;
   int64_t first_token_ns = -1;        // first chunk that carried output text
   int64_t end_ns = -1;                // last chunk that carried output text
+  int64_t done_ns = -1;               // the transfer finished (after [DONE] / end of body)
   std::vector<int64_t> chunk_times_ns;
   std::vector<uint32_t> chunk_tokens;
 };

@@ -1,0 +1,161 @@
+// Matches `vllm bench serve` as read in vllm-project/vllm:
+//   vllm/benchmarks/serve.py  @ 009e6d4a1cd6ba3fb2a9fc00f4ec06f5297232a1
+//     calculate_metrics(), benchmark() result dict, process_one_metric(), --metric-percentiles
+//   vllm/benchmarks/lib/endpoint_request_func.py @ 02cfb534df5674737558730b10f23d1b7aef9b7c
+//     async_request_openai_completions / _chat_completions (ttft, itl, latency)
+// Deliberate differences (README.md): what counts as an output chunk (text only, not any
+// non-empty `choices`), output_tokens without usage = output chunks (vLLM retokenizes the
+// text), and duration = t0 -> last measured completion (vLLM: before the first send -> after
+// gather; the same up to scheduling noise).
+#include "agent/loadgen/bench_metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace servesweep::loadgen {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// numpy.percentile(method="linear") on sorted data, including numpy's _lerp, which computes
+// b - (b - a) * (1 - t) when t >= 0.5 so that results are monotone and exact at the ends.
+double Percentile(const std::vector<double>& sorted, double p) {
+  const double pos = p / 100.0 * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  const double t = pos - static_cast<double>(lo);
+  const double a = sorted[lo], b = sorted[hi];
+  const double diff = b - a;
+  return t >= 0.5 ? b - diff * (1.0 - t) : a + diff * t;
+}
+
+Stats Scaled(Stats s, double k) {
+  for (double* v : {&s.mean, &s.median, &s.std, &s.p90, &s.p95, &s.p99, &s.min, &s.max}) *v *= k;
+  return s;
+}
+
+double Seconds(int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+}  // namespace
+
+Stats ComputeStats(std::vector<double> values) {
+  Stats s;
+  s.count = values.size();
+  if (values.empty()) {
+    s.mean = s.median = s.std = s.p90 = s.p95 = s.p99 = s.min = s.max = kNaN;
+    return s;
+  }
+  std::sort(values.begin(), values.end());
+  double sum = 0;
+  for (double v : values) sum += v;
+  s.mean = sum / static_cast<double>(values.size());
+  double sq = 0;
+  for (double v : values) sq += (v - s.mean) * (v - s.mean);
+  s.std = std::sqrt(sq / static_cast<double>(values.size()));   // population, like np.std
+  s.median = Percentile(values, 50);
+  s.p90 = Percentile(values, 90);
+  s.p95 = Percentile(values, 95);
+  s.p99 = Percentile(values, 99);
+  s.min = values.front();
+  s.max = values.back();
+  return s;
+}
+
+BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
+  BenchSummary out;
+  out.duration_s = result.duration_s;
+  // Per-request values in seconds, as vLLM keeps them; scaled to ms at the end like its
+  // np.mean(ttfts) * 1000.
+  std::vector<double> ttfts, tpots, all_tpots, itls, e2els, decode, prefill;
+  for (const RequestRecord& r : result.requests) {
+    if (!r.success) {
+      ++out.failed;
+      continue;
+    }
+    ++out.completed;
+    // vLLM: usage.completion_tokens, else retokenized text, else 1. Ours is never 0 on success
+    // (at least one output chunk); the max() keeps vLLM's floor for hand-made records.
+    const uint32_t output_len = std::max<uint32_t>(r.output_tokens, 1);
+    out.total_input_tokens += r.prompt_tokens;
+    out.total_output_tokens += output_len;
+    const double ttft_s = Seconds(r.first_token_ns - r.start_ns);
+    const double latency_s = Seconds(r.end_ns - r.start_ns);   // start -> last output chunk
+    double tpot_s = 0;
+    if (output_len > 1) {
+      tpot_s = (latency_s - ttft_s) / static_cast<double>(output_len - 1);
+      tpots.push_back(tpot_s);
+    }
+    all_tpots.push_back(tpot_s);   // vLLM's goodput uses this list: tpot 0 when output_len <= 1
+    for (size_t i = 1; i < r.chunk_times_ns.size(); ++i) {
+      itls.push_back(Seconds(r.chunk_times_ns[i] - r.chunk_times_ns[i - 1]));   // per chunk
+    }
+    ttfts.push_back(ttft_s);
+    e2els.push_back(latency_s);
+    // servesweep's own per-request rates (not in vLLM).
+    if (output_len > 1 && r.end_ns > r.first_token_ns) {
+      decode.push_back(static_cast<double>(output_len - 1) / Seconds(r.end_ns - r.first_token_ns));
+    }
+    if (ttft_s > 0) prefill.push_back(static_cast<double>(r.prompt_tokens) / ttft_s);
+  }
+
+  const double dur = result.duration_s;
+  auto per_s = [dur](double x) { return dur > 0 ? x / dur : kNaN; };
+  out.request_throughput = per_s(out.completed);
+  out.output_throughput = per_s(static_cast<double>(out.total_output_tokens));
+  out.total_token_throughput =
+      per_s(static_cast<double>(out.total_input_tokens + out.total_output_tokens));
+
+  if (slo.ttft_ms > 0 || slo.tpot_ms > 0 || slo.e2el_ms > 0) {
+    // vLLM: good when every configured `slo_ms / 1000 >= value_s` (inclusive).
+    uint32_t good = 0;
+    for (size_t i = 0; i < ttfts.size(); ++i) {
+      bool ok = true;
+      if (slo.ttft_ms > 0) ok = ok && slo.ttft_ms / 1000 >= ttfts[i];
+      if (slo.tpot_ms > 0) ok = ok && slo.tpot_ms / 1000 >= all_tpots[i];
+      if (slo.e2el_ms > 0) ok = ok && slo.e2el_ms / 1000 >= e2els[i];
+      if (ok) ++good;
+    }
+    out.goodput = per_s(good);
+  } else {
+    out.goodput = kNaN;
+  }
+
+  out.ttft_ms = Scaled(ComputeStats(std::move(ttfts)), 1000);
+  out.tpot_ms = Scaled(ComputeStats(std::move(tpots)), 1000);
+  out.itl_ms = Scaled(ComputeStats(std::move(itls)), 1000);
+  out.e2el_ms = Scaled(ComputeStats(std::move(e2els)), 1000);
+  out.decode_tok_per_s = ComputeStats(std::move(decode));
+  out.prefill_tok_per_s = ComputeStats(std::move(prefill));
+  return out;
+}
+
+nlohmann::json ToVllmJson(const BenchSummary& s) {
+  nlohmann::json j;
+  j["duration"] = s.duration_s;
+  j["completed"] = s.completed;
+  j["failed"] = s.failed;
+  j["total_input_tokens"] = s.total_input_tokens;
+  j["total_output_tokens"] = s.total_output_tokens;
+  j["request_throughput"] = s.request_throughput;
+  // vLLM writes None (null) when no --goodput was given.
+  j["request_goodput"] = std::isnan(s.goodput) ? nlohmann::json(nullptr) : nlohmann::json(s.goodput);
+  j["output_throughput"] = s.output_throughput;
+  j["total_token_throughput"] = s.total_token_throughput;
+  // vLLM computes np.mean(x or 0): an empty list reports 0, not NaN.
+  auto v = [](double x) { return std::isnan(x) ? 0.0 : x; };
+  // vLLM's defaults: --metric-percentiles 99; --percentile-metrics ttft,tpot,itl. e2el is
+  // added here (vLLM emits it with --percentile-metrics ...,e2el, under these same keys).
+  const std::pair<const char*, const Stats*> metrics[] = {
+      {"ttft", &s.ttft_ms}, {"tpot", &s.tpot_ms}, {"itl", &s.itl_ms}, {"e2el", &s.e2el_ms}};
+  for (const auto& [name, st] : metrics) {
+    const std::string n(name);
+    j["mean_" + n + "_ms"] = v(st->mean);
+    j["median_" + n + "_ms"] = v(st->median);
+    j["std_" + n + "_ms"] = v(st->std);
+    j["p99_" + n + "_ms"] = v(st->p99);
+  }
+  return j;
+}
+
+}  // namespace servesweep::loadgen

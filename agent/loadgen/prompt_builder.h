@@ -1,0 +1,23 @@
+// Seeded synthetic prompts: `len_tok` words from a small fixed vocabulary, separated by single
+// spaces. The emulator counts one token per whitespace-separated word, so the length is exact
+// there; real tokenizers will differ and the usage chunk's prompt_tokens is what gets recorded.
+//
+// The first kIndexWords words spell the request's index in base kVocabSize (least significant
+// first), so two requests of one run (index < 64^4, len_tok >= 4) always differ, and differ
+// in their first few words: no prefix-cache block is shared between them (prefix-cache hits
+// are measured apart, never mixed in by accident). Pure functions; thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace servesweep::loadgen {
+
+inline constexpr uint32_t kVocabSize = 64;
+inline constexpr uint32_t kIndexWords = 4;
+
+// Same (seed, index, len_tok) -> same prompt, on every platform (std::mt19937_64 is fully
+// specified; no std:: distribution is used because their output is implementation-defined).
+std::string BuildPrompt(uint64_t seed, uint64_t index, uint32_t len_tok);
+
+}  // namespace servesweep::loadgen
