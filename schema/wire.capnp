@@ -37,6 +37,11 @@ enum Role {
 struct Hello {
   inventory @0 :Inventory;
   spooledRunIds @1 :List(Text);   # results waiting in the spool; they are resent after hello
+  # What the agent is doing right now, so a restarted coordinator can adopt the run.
+  busyRunId @2 :Text;
+  busyAttempt @3 :UInt32;
+  busyRole @4 :Role;
+  busyGroupSize @5 :UInt32;
 }
 
 struct Heartbeat {

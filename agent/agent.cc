@@ -1,0 +1,269 @@
+#include "agent/agent.h"
+
+#include <capnp/serialize.h>
+#include <fmt/format.h>
+#include <kj/exception.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "common/clock.h"
+#include "common/envelope_codec.h"
+
+namespace servesweep::agent {
+namespace {
+
+std::string Key(const std::string& run_id, uint32_t attempt) {
+  return fmt::format("{}.{}", run_id, attempt);
+}
+
+constexpr int64_t kProgressEveryNs = 1'000'000'000;
+
+}  // namespace
+
+Agent::Agent(AgentSettings settings, zmq::context_t& context)
+    : settings_(std::move(settings)), context_(context), spool_(settings_.spool_dir) {}
+
+Agent::~Agent() = default;
+
+void Agent::Connect() {
+  socket_ = zmq::socket_t(context_, zmq::socket_type::dealer);
+  socket_.set(zmq::sockopt::routing_id, settings_.agent_id);
+  socket_.set(zmq::sockopt::linger, 0);
+  socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxFrameBytes));
+  socket_.connect(settings_.connect);
+  SendHello();
+  // Everything unacknowledged goes again: the coordinator drops what it already committed.
+  const int64_t now_ns = SteadyNowNs();
+  for (auto& [key, outgoing] : outgoing_) SendResult(outgoing, now_ns);
+}
+
+bool Agent::Send(capnp::MallocMessageBuilder& message) {
+  try {
+    zmq::message_t frame = EncodeFrame(message);
+    return socket_.send(frame, zmq::send_flags::dontwait).has_value();
+  } catch (const zmq::error_t& e) {
+    spdlog::warn("send failed: {}", e.what());
+    return false;
+  }
+}
+
+void Agent::SendHello() {
+  capnp::MallocMessageBuilder message;
+  auto hello = NewEnvelope(message).initHello();
+  InventorySettings inventory_settings{settings_.agent_id, settings_.address, settings_.emulated_gpus};
+  auto inventory = hello.initInventory();
+  FillInventory(inventory_settings, inventory);
+  gpu_model_ = inventory.getGpus().size() > 0 ? std::string(inventory.getGpus()[0].getName().cStr()) : "none";
+  interconnect_ = inventory.getInterconnect().cStr();
+  auto spooled = hello.initSpooledRunIds(static_cast<unsigned>(outgoing_.size()));
+  unsigned i = 0;
+  for (const auto& [key, outgoing] : outgoing_) spooled.set(i++, outgoing.run_id);
+  if (executor_ && !executor_->Finished()) {
+    hello.setBusyRunId(executor_->run_id());
+    hello.setBusyAttempt(executor_->attempt());
+    hello.setBusyRole(executor_->role());
+    hello.setBusyGroupSize(executor_->group_size());
+  }
+  Send(message);
+}
+
+void Agent::SendHeartbeat() {
+  capnp::MallocMessageBuilder message;
+  auto heartbeat = NewEnvelope(message).initHeartbeat();
+  if (executor_ && !executor_->Finished()) heartbeat.setBusyRunId(executor_->run_id());
+  Send(message);
+}
+
+void Agent::SendProgress() {
+  if (!executor_ || executor_->Finished() || executor_->role() != schema::Role::HEAD) return;
+  capnp::MallocMessageBuilder message;
+  auto progress = NewEnvelope(message).initProgress();
+  progress.setRunId(executor_->run_id());
+  progress.setAttempt(executor_->attempt());
+  progress.setPhase(executor_->phase());
+  progress.setCompletedRequests(executor_->completed_requests());
+  progress.setTotalRequests(executor_->total_requests());
+  Send(message);
+}
+
+void Agent::SendResult(Outgoing& outgoing, int64_t now_ns) {
+  capnp::MallocMessageBuilder message;
+  NewEnvelope(message).setResult(outgoing.result->getRoot<schema::RunResult>().asReader());
+  Send(message);
+  outgoing.sent_ns = now_ns;
+}
+
+void Agent::LoadSpool() {
+  for (const auto& entry : spool_.List()) {
+    std::string bytes;
+    if (Status s = spool_.Read(entry, &bytes); !s.ok()) {
+      spdlog::error("{}", s.message());
+      continue;
+    }
+    auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+    std::memcpy(words.begin(), bytes.data(), words.size() * sizeof(capnp::word));
+    Outgoing outgoing;
+    outgoing.run_id = entry.run_id;
+    outgoing.attempt = entry.attempt;
+    outgoing.result = std::make_unique<capnp::MallocMessageBuilder>();
+    kj::Maybe<kj::Exception> failure = kj::runCatchingExceptions([&]() {
+      capnp::FlatArrayMessageReader reader(words);
+      outgoing.result->setRoot(reader.getRoot<schema::RunResult>());
+    });
+    if (failure != nullptr) {
+      spdlog::error("{}: unreadable spooled result left in place", entry.path);
+      continue;
+    }
+    spdlog::info("found spooled result {} (attempt {}) to deliver", entry.run_id, entry.attempt);
+    outgoing_[Key(entry.run_id, entry.attempt)] = std::move(outgoing);
+  }
+}
+
+void Agent::OnAssign(schema::Assign::Reader assign) {
+  const std::string run_id = assign.getSpec().getRunId();
+  if (executor_ && !executor_->Finished()) {
+    spdlog::warn("assigned {} while still busy with {}; ignored", run_id, executor_->run_id());
+    return;
+  }
+  CollectFinishedRun(SteadyNowNs());
+  spdlog::info("run {} attempt {}: {} (rank {}/{})", run_id, assign.getAttempt(),
+               assign.getRole() == schema::Role::HEAD ? "head" : "worker", assign.getRank(),
+               assign.getGroupSize());
+  ExecutorContext context{settings_.agent_id, settings_.work_dir, gpu_model_, interconnect_};
+  executor_ = std::make_unique<RunExecutor>(assign, context);
+}
+
+void Agent::CollectFinishedRun(int64_t now_ns) {
+  if (!executor_ || !executor_->Finished()) return;
+  auto result = executor_->TakeResult();
+  const std::string run_id = executor_->run_id();
+  const uint32_t attempt = executor_->attempt();
+  executor_.reset();
+  if (!result) return;
+  // Spool first: from here on a crash cannot lose the measurement.
+  if (Status s = spool_.Write(run_id, attempt, *result); !s.ok()) {
+    spdlog::error("run {}: could not spool the result ({}); sending it from memory", run_id,
+                  s.message());
+  }
+  Outgoing outgoing{run_id, attempt, std::move(result), 0};
+  auto root = outgoing.result->getRoot<schema::RunResult>();
+  spdlog::info("run {} attempt {} finished: {}{}", run_id, attempt,
+               root.getStatus() == schema::RunStatus::OK ? "ok" : "not ok",
+               root.getError().size() ? std::string(" (") + root.getError().cStr() + ")" : "");
+  SendResult(outgoing, now_ns);
+  outgoing_[Key(run_id, attempt)] = std::move(outgoing);
+}
+
+void Agent::Handle(const zmq::message_t& frame, bool* bye) {
+  std::unique_ptr<DecodedEnvelope> decoded;
+  if (Status s = DecodeFrame(frame, &decoded); !s.ok()) {
+    spdlog::warn("dropped a frame from the coordinator: {}", s.message());
+    return;
+  }
+  kj::Maybe<kj::Exception> failure = kj::runCatchingExceptions([&]() {
+    auto envelope = decoded->envelope();
+    switch (envelope.which()) {
+      case schema::Envelope::HEARTBEAT:
+        break;
+      case schema::Envelope::ASSIGN:
+        OnAssign(envelope.getAssign());
+        break;
+      case schema::Envelope::CANCEL: {
+        auto cancel = envelope.getCancel();
+        if (executor_ && executor_->run_id() == cancel.getRunId().cStr()) {
+          spdlog::info("run {} released: {}", executor_->run_id(), cancel.getReason().cStr());
+          executor_->Cancel(cancel.getReason());
+        }
+        break;
+      }
+      case schema::Envelope::ACK: {
+        auto ack = envelope.getAck();
+        const std::string run_id = ack.getRunId();
+        outgoing_.erase(Key(run_id, ack.getAttempt()));
+        spool_.Remove(run_id, ack.getAttempt());
+        break;
+      }
+      case schema::Envelope::BYE:
+        spdlog::info("coordinator said bye: {}", envelope.getBye().getReason().cStr());
+        *bye = true;
+        break;
+      default:
+        spdlog::warn("ignored an unexpected message kind {} from the coordinator",
+                     static_cast<unsigned>(envelope.which()));
+    }
+  });
+  KJ_IF_MAYBE(exception, failure) {
+    spdlog::warn("dropped a message from the coordinator: {}", exception->getDescription().cStr());
+  }
+}
+
+Status Agent::Run() {
+  if (Status s = spool_.Init(); !s.ok()) return s;
+  LoadSpool();
+  Connect();
+  spdlog::info("agent {} connecting to {} ({} spooled result(s))", settings_.agent_id,
+               settings_.connect, outgoing_.size());
+  const int64_t interval_ns = int64_t{settings_.heartbeat_ms} * 1'000'000;
+  int64_t last_heard_ns = SteadyNowNs();
+  int64_t next_heartbeat_ns = last_heard_ns + interval_ns;
+  int64_t next_progress_ns = last_heard_ns + kProgressEveryNs;
+  int backoff_ms = settings_.reconnect_initial_ms;
+  const auto poll_timeout = std::chrono::milliseconds(std::clamp(settings_.heartbeat_ms / 4, 1, 50));
+
+  while (!stop_.load()) {
+    zmq::pollitem_t items[] = {{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0}};
+    try {
+      zmq::poll(items, 1, poll_timeout);
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) return Status::Error(fmt::format("poll failed: {}", e.what()));
+    }
+    int64_t now_ns = SteadyNowNs();
+    bool bye = false;
+    if (items[0].revents & ZMQ_POLLIN) {
+      zmq::message_t frame;
+      while (socket_.recv(frame, zmq::recv_flags::dontwait)) {
+        last_heard_ns = now_ns;
+        backoff_ms = settings_.reconnect_initial_ms;
+        Handle(frame, &bye);
+      }
+    }
+    if (bye && settings_.exit_on_bye) {
+      if (executor_) executor_->Cancel("coordinator said bye");
+      executor_.reset();
+      return Status::Ok();
+    }
+    now_ns = SteadyNowNs();
+    CollectFinishedRun(now_ns);
+    if (executor_ && executor_->timeout_s() > 0 &&
+        static_cast<double>(now_ns - executor_->started_ns()) / 1e9 > executor_->timeout_s()) {
+      executor_->Cancel(fmt::format("timed out after {:.0f} s", executor_->timeout_s()));
+    }
+    for (auto& [key, outgoing] : outgoing_) {
+      if (now_ns - outgoing.sent_ns > int64_t{settings_.resend_after_ms} * 1'000'000) {
+        SendResult(outgoing, now_ns);
+      }
+    }
+    if (now_ns >= next_heartbeat_ns) {
+      SendHeartbeat();
+      next_heartbeat_ns = now_ns + interval_ns;
+    }
+    if (now_ns >= next_progress_ns) {
+      SendProgress();
+      next_progress_ns = now_ns + kProgressEveryNs;
+    }
+    if (now_ns - last_heard_ns > interval_ns * settings_.liveness) {
+      spdlog::warn("coordinator silent for {} ms; reconnecting in {} ms",
+                   (now_ns - last_heard_ns) / 1'000'000, backoff_ms);
+      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+      backoff_ms = std::min(backoff_ms * 2, settings_.reconnect_max_ms);
+      Connect();
+      last_heard_ns = SteadyNowNs();
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace servesweep::agent

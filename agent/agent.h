@@ -1,0 +1,76 @@
+// The agent: one per node. Connects a DEALER socket (its identity = its agent id) to the
+// coordinator, says hello with its inventory, heartbeats, executes assigned runs, and delivers
+// results through its spool (write, send, delete on ack). When the coordinator falls silent for
+// `liveness` heartbeats it reconnects with exponential backoff and says hello again, then resends
+// every spooled result (zguide's Paranoid Pirate worker).
+//
+// Thread-safety: Run() drives everything on the calling thread; RequestStop() from any thread.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <zmq.hpp>
+
+#include "agent/inventory.h"
+#include "agent/run_executor.h"
+#include "agent/spool.h"
+#include "common/status.h"
+
+namespace servesweep::agent {
+
+struct AgentSettings {
+  std::string connect;                 // coordinator endpoint, e.g. tcp://10.0.0.1:5555
+  std::string agent_id;                // default: the hostname
+  std::string address;                 // how other agents reach this node
+  std::string spool_dir;
+  std::string work_dir;                // engine logs
+  uint32_t emulated_gpus = 0;
+  int heartbeat_ms = 1000;
+  int liveness = 3;
+  int reconnect_initial_ms = 250;
+  int reconnect_max_ms = 32000;
+  int resend_after_ms = 10000;         // resend an unacknowledged result after this long
+  bool exit_on_bye = true;
+};
+
+class Agent {
+ public:
+  Agent(AgentSettings settings, zmq::context_t& context);
+  ~Agent();
+  // Returns when the coordinator says bye (exit_on_bye) or on RequestStop().
+  Status Run();
+  void RequestStop() { stop_.store(true); }
+
+ private:
+  struct Outgoing {
+    std::string run_id;
+    uint32_t attempt = 0;
+    std::unique_ptr<capnp::MallocMessageBuilder> result;
+    int64_t sent_ns = 0;
+  };
+
+  void Connect();
+  void SendHello();
+  void SendResult(Outgoing& outgoing, int64_t now_ns);
+  void SendHeartbeat();
+  void SendProgress();
+  bool Send(capnp::MallocMessageBuilder& message);
+  void Handle(const zmq::message_t& frame, bool* bye);
+  void OnAssign(schema::Assign::Reader assign);
+  void CollectFinishedRun(int64_t now_ns);
+  void LoadSpool();
+
+  AgentSettings settings_;
+  zmq::context_t& context_;
+  zmq::socket_t socket_;
+  Spool spool_;
+  std::unique_ptr<RunExecutor> executor_;
+  std::map<std::string, Outgoing> outgoing_;   // key: run_id + "." + attempt; awaiting ack
+  std::string gpu_model_;
+  std::string interconnect_;
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace servesweep::agent

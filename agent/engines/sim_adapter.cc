@@ -1,0 +1,25 @@
+#include "agent/engines/sim_adapter.h"
+
+#include <fmt/format.h>
+
+namespace servesweep::agent {
+
+EngineLaunch SimAdapter::Plan(const LaunchContext& context) const {
+  EngineLaunch launch;
+  launch.metrics_persona = "vllm";
+  launch.version = SERVESWEEP_VERSION;
+  if (context.role != schema::Role::HEAD) return launch;
+  const auto sim = context.spec.getSim();
+  launch.argv = {context.self_executable,
+                 "sim",
+                 "--host", "127.0.0.1",
+                 "--port", std::to_string(context.port),
+                 "--model", context.spec.getModel(),
+                 "--ttft-ms", fmt::format("{}", sim.getTtftMs()),
+                 "--itl-ms", fmt::format("{}", sim.getItlMs()),
+                 "--startup-ms", fmt::format("{}", sim.getStartupMs())};
+  launch.base_url = fmt::format("http://127.0.0.1:{}", context.port);
+  return launch;
+}
+
+}  // namespace servesweep::agent

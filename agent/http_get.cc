@@ -1,0 +1,36 @@
+#include "agent/http_get.h"
+
+#include <curl/curl.h>
+#include <fmt/format.h>
+
+#include <mutex>
+
+namespace servesweep::agent {
+namespace {
+
+size_t Append(char* data, size_t size, size_t count, void* user) {
+  static_cast<std::string*>(user)->append(data, size * count);
+  return size * count;
+}
+
+}  // namespace
+
+Status HttpGet(const std::string& url, long timeout_ms, HttpResponse* out) {
+  static std::once_flag init;
+  std::call_once(init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return Status::Error("curl_easy_init failed");
+  out->body.clear();
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, timeout_ms);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Append);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, &out->body);
+  const CURLcode rc = curl_easy_perform(curl);
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status_code);
+  curl_easy_cleanup(curl);
+  if (rc != CURLE_OK) return Status::Error(fmt::format("GET {}: {}", url, curl_easy_strerror(rc)));
+  return Status::Ok();
+}
+
+}  // namespace servesweep::agent

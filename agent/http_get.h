@@ -1,0 +1,21 @@
+// A blocking HTTP GET for the agent's control paths (engine readiness, /metrics scrapes).
+// Never used for load: the load generator has its own event-driven client.
+//
+// Thread-safety: each call uses its own easy handle; safe from any thread once
+// curl_global_init has run (done on first use).
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+
+namespace servesweep::agent {
+
+struct HttpResponse {
+  long status_code = 0;
+  std::string body;
+};
+
+Status HttpGet(const std::string& url, long timeout_ms, HttpResponse* out);
+
+}  // namespace servesweep::agent

@@ -1,0 +1,122 @@
+#include "agent/record_builder.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "agent/scraper/engine_signals.h"
+
+namespace servesweep::agent {
+namespace {
+
+std::string OrNa(capnp::Text::Reader text, const char* why) {
+  return text.size() > 0 ? std::string(text) : fmt::format("n/a: {}", why);
+}
+
+}  // namespace
+
+void FillStats(const loadgen::Stats& stats, schema::LatencyStats::Builder out) {
+  out.setMean(stats.mean);
+  out.setMedian(stats.median);
+  out.setStd(stats.std);
+  out.setP90(stats.p90);
+  out.setP95(stats.p95);
+  out.setP99(stats.p99);
+  out.setMin(stats.min);
+  out.setMax(stats.max);
+  out.setCount(stats.count);
+}
+
+loadgen::LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::string& base_url) {
+  const auto w = spec.getWorkload();
+  loadgen::LoadSettings settings;
+  settings.base_url = base_url;
+  settings.api = w.getApi() == schema::ApiKind::CHAT_COMPLETIONS ? loadgen::Api::kChatCompletions
+                                                                 : loadgen::Api::kCompletions;
+  settings.model = spec.getModel();
+  settings.num_requests = w.getNumRequests();
+  settings.warmup_requests = w.getWarmupRequests();
+  settings.input_len_tok = w.getInputLenTok();
+  settings.output_len_tok = w.getOutputLenTok();
+  settings.concurrency = w.getConcurrency();
+  settings.request_rate_per_s = w.getRequestRatePerS();
+  settings.seed = w.getSeed();
+  settings.ignore_eos = w.getIgnoreEos();
+  settings.temperature = w.getTemperature();
+  settings.request_timeout_s = spec.getTimeoutS();
+  return settings;
+}
+
+void FillRecord(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summary,
+                const NodeFacts& node, const std::vector<ScrapedSample>& samples,
+                double cold_start_ms, schema::BenchmarkRecord::Builder record) {
+  const auto layout = spec.getLayout();
+  const auto w = spec.getWorkload();
+  record.setModel(spec.getModel());
+  record.setCheckpointRevision(OrNa(spec.getCheckpointRevision(), "not given in the matrix"));
+  record.setEngine(spec.getEngine());
+  record.setEngineVersion(node.engine_version.empty() ? "n/a: not reported" : node.engine_version);
+  record.setEngineCommit(node.engine_commit.empty() ? "n/a: not reported" : node.engine_commit);
+  record.setGpuModel(node.gpu_model);
+  record.setGpuCount(spec.getGpusNeeded());
+  record.setInterconnect(node.interconnect);
+  record.setPrecision(OrNa(spec.getPrecision(), "engine default"));
+  record.setQuantization(OrNa(spec.getQuantization(), "none given"));
+  record.setKvCacheDtype(OrNa(spec.getKvCacheDtype(), "engine default"));
+  record.setTp(layout.getTp());
+  record.setEp(layout.getExpertParallel());
+  record.setPp(layout.getPp());
+  record.setDp(layout.getDp());
+  record.setPdSplit(layout.getPrefillInstances() > 0
+                        ? fmt::format("{}P{}D", layout.getPrefillInstances(),
+                                      layout.getDecodeInstances())
+                        : "none");
+  record.setInputLenDist(fmt::format("fixed:{}", w.getInputLenTok()));
+  record.setOutputLenDist(fmt::format("fixed:{}", w.getOutputLenTok()));
+  record.setConcurrency(w.getConcurrency());
+  record.setRequestRatePerS(w.getRequestRatePerS());
+  record.setArrival(w.getRequestRatePerS() > 0 ? "poisson" : "closed-loop");
+  record.setWarm(w.getWarmupRequests() > 0);
+  record.setWarmupRequests(w.getWarmupRequests());
+
+  record.setDurationS(summary.duration_s);
+  record.setCompleted(summary.completed);
+  record.setFailed(summary.failed);
+  const uint32_t total = summary.completed + summary.failed;
+  record.setSuccessRate(total > 0 ? static_cast<double>(summary.completed) / total
+                                  : std::numeric_limits<double>::quiet_NaN());
+  record.setTotalInputTokens(summary.total_input_tokens);
+  record.setTotalOutputTokens(summary.total_output_tokens);
+  record.setRequestThroughput(summary.request_throughput);
+  record.setOutputThroughput(summary.output_throughput);
+  record.setTotalTokenThroughput(summary.total_token_throughput);
+  FillStats(summary.ttft_ms, record.initTtftMs());
+  FillStats(summary.tpot_ms, record.initTpotMs());
+  FillStats(summary.itl_ms, record.initItlMs());
+  FillStats(summary.e2el_ms, record.initE2elMs());
+  FillStats(summary.decode_tok_per_s, record.initDecodeTokPerSPerRequest());
+  FillStats(summary.prefill_tok_per_s, record.initPrefillTokPerSPerRequest());
+  record.setOutputThroughputPerGpu(spec.getGpusNeeded() > 0
+                                       ? summary.output_throughput / spec.getGpusNeeded()
+                                       : std::numeric_limits<double>::quiet_NaN());
+  record.setGoodput(summary.goodput);
+  record.setColdStartMs(cold_start_ms);
+
+  std::map<std::string, std::vector<double>> series;
+  for (const auto& sample : samples) series[sample.signal].push_back(sample.value);
+  auto reduced = [&](const char* signal) {
+    auto it = series.find(signal);
+    return ReduceSignal(signal, it == series.end() ? std::vector<double>{} : it->second);
+  };
+  record.setKvCacheUsageMax(reduced("kv_cache_usage"));
+  record.setRunningMax(reduced("running"));
+  record.setWaitingMax(reduced("waiting"));
+  record.setPreemptions(reduced("preemptions"));
+  record.setPrefixCacheHits(reduced("prefix_cache_hits"));
+  record.setPrefixCacheQueries(reduced("prefix_cache_queries"));
+  record.setSpecDecodeAcceptance(reduced("spec_decode_acceptance"));
+}
+
+}  // namespace servesweep::agent

@@ -1,0 +1,34 @@
+// Builds the benchmark record of a run: its conditions (from the run spec and the node), the
+// figures (from the load generator's summary) and the engine signals (from /metrics scrapes).
+// Text conditions that do not apply say "n/a: <why>"; they are never left blank.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/loadgen/bench_metrics.h"
+#include "agent/scraper/metrics_scraper.h"
+#include "schema/result.capnp.h"
+#include "schema/run_spec.capnp.h"
+
+namespace servesweep::agent {
+
+struct NodeFacts {
+  std::string gpu_model;
+  std::string interconnect;
+  std::string engine_version;
+  std::string engine_commit;
+};
+
+void FillRecord(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summary,
+                const NodeFacts& node, const std::vector<ScrapedSample>& samples,
+                double cold_start_ms, schema::BenchmarkRecord::Builder record);
+
+void FillStats(const loadgen::Stats& stats, schema::LatencyStats::Builder out);
+
+// The load generator's settings for a run spec (url from the engine adapter).
+loadgen::LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::string& base_url);
+
+}  // namespace servesweep::agent

@@ -1,0 +1,291 @@
+#include "agent/run_executor.h"
+
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "agent/engines/engine_adapter.h"
+#include "agent/http_get.h"
+#include "agent/loadgen/bench_metrics.h"
+#include "agent/loadgen/load_generator.h"
+#include "agent/record_builder.h"
+#include "agent/scraper/metrics_scraper.h"
+#include "common/clock.h"
+#include "common/subprocess.h"
+
+namespace servesweep::agent {
+namespace {
+
+constexpr double kReadyTimeoutCapS = 1800;
+constexpr size_t kLogTailLines = 40;
+
+// A port free right now on loopback (the engine binds it a moment later).
+uint16_t FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof(address);
+  uint16_t port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
+    port = ntohs(address.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+void CopyRequest(const loadgen::RequestRecord& in, schema::RequestRecord::Builder out) {
+  out.setIndex(in.index);
+  out.setWarmup(in.warmup);
+  out.setSuccess(in.success);
+  out.setError(in.error);
+  out.setPromptTokens(in.prompt_tokens);
+  out.setOutputTokens(in.output_tokens);
+  out.setScheduledNs(in.scheduled_ns);
+  out.setStartNs(in.start_ns);
+  out.setFirstTokenNs(in.first_token_ns);
+  out.setEndNs(in.end_ns);
+  auto times = out.initChunkTimesNs(static_cast<unsigned>(in.chunk_times_ns.size()));
+  for (size_t i = 0; i < in.chunk_times_ns.size(); ++i) times.set(i, in.chunk_times_ns[i]);
+  auto tokens = out.initChunkTokens(static_cast<unsigned>(in.chunk_tokens.size()));
+  for (size_t i = 0; i < in.chunk_tokens.size(); ++i) tokens.set(i, in.chunk_tokens[i]);
+}
+
+}  // namespace
+
+RunExecutor::RunExecutor(schema::Assign::Reader assign, ExecutorContext context)
+    : context_(std::move(context)) {
+  assign_message_.setRoot(assign);
+  run_id_ = assign.getSpec().getRunId();
+  attempt_ = assign.getAttempt();
+  role_ = assign.getRole();
+  group_size_ = assign.getGroupSize();
+  timeout_s_ = assign.getSpec().getTimeoutS();
+  started_ns_ = SteadyNowNs();
+  thread_ = std::thread([this] { Execute(); });
+}
+
+RunExecutor::~RunExecutor() {
+  Cancel("agent shutting down");
+  if (thread_.joinable()) thread_.join();
+}
+
+void RunExecutor::Cancel(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cancelled_.load()) return;
+    cancel_reason_ = reason;
+    cancelled_.store(true);
+  }
+  // A load blocked on a stuck engine ends quickly once the engine is gone.
+  if (const int pgid = engine_pgid_.load(); pgid > 0) ::kill(-pgid, SIGKILL);
+}
+
+std::string RunExecutor::cancel_reason() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cancel_reason_;
+}
+
+std::string RunExecutor::phase() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return phase_;
+}
+
+void RunExecutor::SetPhase(const char* phase) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  phase_ = phase;
+}
+
+std::unique_ptr<capnp::MallocMessageBuilder> RunExecutor::TakeResult() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::move(result_);
+}
+
+void RunExecutor::Execute() {
+  if (role_ == schema::Role::WORKER) {
+    ExecuteWorker();
+    finished_.store(true);
+    return;
+  }
+  auto message = std::make_unique<capnp::MallocMessageBuilder>();
+  auto result = message->initRoot<schema::RunResult>();
+  auto assign = assign_message_.getRoot<schema::Assign>().asReader();
+  result.setRunId(run_id_);
+  result.setAttempt(attempt_);
+  result.setAgentId(context_.agent_id);
+  result.setSpec(assign.getSpec());
+  result.setAgentIds(assign.getAgentIds());
+  result.setStartedAtUnixMs(UnixNowMs());
+  try {
+    ExecuteHead(result);
+  } catch (const std::exception& e) {
+    result.setStatus(schema::RunStatus::FAILED);
+    result.setError(fmt::format("agent error: {}", e.what()));
+  }
+  if (cancelled() && result.getStatus() == schema::RunStatus::OK) {
+    result.setStatus(schema::RunStatus::CANCELLED);
+    result.setError(fmt::format("cancelled: {}", cancel_reason()));
+  }
+  result.setFinishedAtUnixMs(UnixNowMs());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    result_ = std::move(message);
+  }
+  finished_.store(true);
+}
+
+void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
+  auto assign = assign_message_.getRoot<schema::Assign>().asReader();
+  const auto spec = assign.getSpec();
+  auto fail = [&](const std::string& error) {
+    result.setStatus(schema::RunStatus::FAILED);
+    result.setError(error);
+  };
+  auto adapter = MakeEngineAdapter(spec.getEngine());
+  if (!adapter) return fail(fmt::format("engine '{}' cannot be started on agent {}",
+                                        spec.getEngine().cStr(), context_.agent_id));
+  LaunchContext launch_context;
+  launch_context.spec = spec;
+  launch_context.role = schema::Role::HEAD;
+  launch_context.rank = assign.getRank();
+  launch_context.group_size = assign.getGroupSize();
+  launch_context.head_address = assign.getHeadAddress();
+  launch_context.port = FreeLoopbackPort();
+  launch_context.self_executable = SelfExecutable();
+  const EngineLaunch launch = adapter->Plan(launch_context);
+
+  std::filesystem::create_directories(context_.work_dir);
+  const std::string log_path =
+      fmt::format("{}/{}.{}.engine.log", context_.work_dir, run_id_, attempt_);
+  ChildProcess engine;
+  const int64_t spawn_ns = SteadyNowNs();
+  if (Status s = ChildProcess::Spawn({launch.argv, launch.env, log_path}, &engine); !s.ok()) {
+    return fail(s.message());
+  }
+  engine_pgid_.store(engine.pid());
+  if (cancelled()) engine.Signal(SIGKILL);   // a cancel that raced the spawn
+  auto engine_failure = [&](const std::string& what) {
+    const auto exit = engine.Poll();
+    result.setEngineLogTail(TailOfFile(log_path, kLogTailLines));
+    fail(fmt::format("{}{}; engine log: {}", what,
+                     exit ? fmt::format(" (engine {})", DescribeExit(*exit)) : "", log_path));
+  };
+
+  // Readiness: /health answers 200, then the model is listed.
+  SetPhase("starting");
+  const double ready_timeout_s = std::min(kReadyTimeoutCapS, spec.getTimeoutS());
+  double cold_start_ms = std::numeric_limits<double>::quiet_NaN();
+  while (true) {
+    if (cancelled()) return engine_failure("cancelled while the engine started");
+    if (engine.Poll()) return engine_failure("engine exited before it was ready");
+    HttpResponse health;
+    if (HttpGet(launch.base_url + launch.health_path, 1000, &health).ok() &&
+        health.status_code == 200) {
+      cold_start_ms = static_cast<double>(SteadyNowNs() - spawn_ns) / 1e6;
+      break;
+    }
+    if (static_cast<double>(SteadyNowNs() - spawn_ns) / 1e9 > ready_timeout_s) {
+      return engine_failure(fmt::format("engine not ready after {:.0f} s", ready_timeout_s));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  HttpResponse models;
+  if (!HttpGet(launch.base_url + "/v1/models", 5000, &models).ok() || models.status_code != 200 ||
+      models.body.find(fmt::format("\"{}\"", spec.getModel().cStr())) == std::string::npos) {
+    return engine_failure(fmt::format("engine ready but /v1/models does not list '{}' (HTTP {})",
+                                      spec.getModel().cStr(), models.status_code));
+  }
+
+  // Load, with /metrics scraped alongside.
+  loadgen::LoadSettings settings = LoadSettingsFor(spec, launch.base_url);
+  total_.store(settings.num_requests);
+  SetPhase(settings.warmup_requests > 0 ? "warmup" : "measuring");
+  MetricsScraper scraper;
+  scraper.Start(launch.base_url + launch.metrics_path, launch.metrics_persona, 1000, SteadyNowNs());
+  loadgen::LoadResult load = loadgen::RunLoad(settings, [this](const loadgen::Progress& p) {
+    if (!p.warmup) {
+      SetPhase("measuring");
+      completed_.store(p.completed);
+    }
+  });
+  scraper.Stop();
+  SetPhase("draining");
+  const bool engine_died = engine.Poll().has_value();
+  engine_pgid_.store(0);
+  engine.Stop(std::chrono::seconds(10));
+
+  loadgen::SloLimits slo;
+  slo.ttft_ms = spec.getSlo().getTtftMs();
+  slo.tpot_ms = spec.getSlo().getTpotMs();
+  slo.e2el_ms = spec.getSlo().getE2elMs();
+  const loadgen::BenchSummary summary = loadgen::Summarize(load, slo);
+  NodeFacts node{context_.gpu_model, context_.interconnect, launch.version, ""};
+  const auto samples = scraper.Samples();
+  FillRecord(spec, summary, node, samples, cold_start_ms, result.initRecord());
+
+  auto requests = result.initRequests(static_cast<unsigned>(load.requests.size()));
+  for (size_t i = 0; i < load.requests.size(); ++i) CopyRequest(load.requests[i], requests[i]);
+  auto engine_samples = result.initEngineSamples(static_cast<unsigned>(samples.size()));
+  for (size_t i = 0; i < samples.size(); ++i) {
+    engine_samples[i].setAtNs(samples[i].at_ns);
+    engine_samples[i].setName(samples[i].signal);
+    engine_samples[i].setValue(samples[i].value);
+  }
+  if (summary.completed == 0) {
+    std::string first_error = "none recorded";
+    for (const auto& r : load.requests) {
+      if (!r.error.empty()) {
+        first_error = r.error;
+        break;
+      }
+    }
+    return engine_failure(fmt::format("no request succeeded ({} failed; first error: {})",
+                                      summary.failed, first_error));
+  }
+  if (engine_died && !cancelled()) {
+    return engine_failure(fmt::format("engine died during the run after {} completed request(s)",
+                                      summary.completed));
+  }
+  result.setStatus(schema::RunStatus::OK);
+}
+
+void RunExecutor::ExecuteWorker() {
+  auto assign = assign_message_.getRoot<schema::Assign>().asReader();
+  auto adapter = MakeEngineAdapter(assign.getSpec().getEngine());
+  ChildProcess engine;
+  if (adapter) {
+    LaunchContext launch_context;
+    launch_context.spec = assign.getSpec();
+    launch_context.role = schema::Role::WORKER;
+    launch_context.rank = assign.getRank();
+    launch_context.group_size = assign.getGroupSize();
+    launch_context.head_address = assign.getHeadAddress();
+    launch_context.self_executable = SelfExecutable();
+    const EngineLaunch launch = adapter->Plan(launch_context);
+    if (!launch.argv.empty()) {
+      std::filesystem::create_directories(context_.work_dir);
+      const std::string log_path =
+          fmt::format("{}/{}.{}.worker{}.log", context_.work_dir, run_id_, attempt_, assign.getRank());
+      if (Status s = ChildProcess::Spawn({launch.argv, launch.env, log_path}, &engine); !s.ok()) {
+        spdlog::error("run {}: worker engine did not start: {}", run_id_, s.message());
+      } else {
+        engine_pgid_.store(engine.pid());
+      }
+    }
+  }
+  SetPhase("holding");
+  while (!cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  engine_pgid_.store(0);
+  engine.Stop(std::chrono::seconds(10));
+}
+
+}  // namespace servesweep::agent

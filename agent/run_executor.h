@@ -1,0 +1,80 @@
+// Executes one assigned run on its own thread. Head: start the engine, wait until it is ready
+// (cold start measured apart), run the load while scraping /metrics, stop the engine, and build
+// the RunResult. Worker: start the engine's worker part (if any) and hold until released.
+// The agent's loop keeps heartbeating meanwhile and polls Finished().
+//
+// Thread-safety: Cancel(), Finished(), progress accessors may be called from the owning thread
+// while the run thread works; TakeResult() only after Finished().
+#pragma once
+
+#include <capnp/message.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "schema/wire.capnp.h"
+
+namespace servesweep::agent {
+
+struct ExecutorContext {
+  std::string agent_id;
+  std::string work_dir;       // engine logs go here
+  std::string gpu_model;
+  std::string interconnect;
+};
+
+class RunExecutor {
+ public:
+  RunExecutor(schema::Assign::Reader assign, ExecutorContext context);
+  ~RunExecutor();  // cancels and joins
+  RunExecutor(const RunExecutor&) = delete;
+  RunExecutor& operator=(const RunExecutor&) = delete;
+
+  void Cancel(const std::string& reason);
+  bool Finished() const { return finished_.load(); }
+  // The RunResult message (head), or nullptr (worker, or nothing to report).
+  std::unique_ptr<capnp::MallocMessageBuilder> TakeResult();
+
+  const std::string& run_id() const { return run_id_; }
+  uint32_t attempt() const { return attempt_; }
+  schema::Role role() const { return role_; }
+  uint32_t group_size() const { return group_size_; }
+  double timeout_s() const { return timeout_s_; }
+  int64_t started_ns() const { return started_ns_; }
+  uint32_t completed_requests() const { return completed_.load(); }
+  uint32_t total_requests() const { return total_.load(); }
+  std::string phase() const;
+
+ private:
+  void Execute();
+  void ExecuteHead(schema::RunResult::Builder result);
+  void ExecuteWorker();
+  void SetPhase(const char* phase);
+  bool cancelled() const { return cancelled_.load(); }
+  std::string cancel_reason() const;
+
+  capnp::MallocMessageBuilder assign_message_;   // our own copy of the Assign
+  ExecutorContext context_;
+  std::string run_id_;
+  uint32_t attempt_ = 0;
+  schema::Role role_ = schema::Role::HEAD;
+  uint32_t group_size_ = 1;
+  double timeout_s_ = 0;
+  int64_t started_ns_ = 0;
+
+  std::atomic<bool> cancelled_{false};
+  std::atomic<bool> finished_{false};
+  std::atomic<uint32_t> completed_{0};
+  std::atomic<uint32_t> total_{0};
+  std::atomic<int> engine_pgid_{0};             // to stop a blocked load by killing the engine
+  mutable std::mutex mutex_;
+  std::string cancel_reason_;
+  const char* phase_ = "starting";
+  std::unique_ptr<capnp::MallocMessageBuilder> result_;
+  std::thread thread_;
+};
+
+}  // namespace servesweep::agent

@@ -1,0 +1,54 @@
+#include "agent/scraper/engine_signals.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+namespace servesweep::agent {
+
+const std::vector<SignalName>& SignalNames() {
+  // vLLM: v1 names (0.8+); gpu_cache_usage_perc is the pre-0.9 name of kv_cache_usage_perc.
+  static const std::vector<SignalName> table = {
+      {"vllm", "vllm:kv_cache_usage_perc", "kv_cache_usage", SignalKind::kGauge, 1.0},
+      {"vllm", "vllm:gpu_cache_usage_perc", "kv_cache_usage", SignalKind::kGauge, 1.0},
+      {"vllm", "vllm:num_requests_running", "running", SignalKind::kGauge, 1.0},
+      {"vllm", "vllm:num_requests_waiting", "waiting", SignalKind::kGauge, 1.0},
+      {"vllm", "vllm:num_preemptions_total", "preemptions", SignalKind::kCounter, 1.0},
+      {"vllm", "vllm:prefix_cache_hits_total", "prefix_cache_hits", SignalKind::kCounter, 1.0},
+      {"vllm", "vllm:prefix_cache_queries_total", "prefix_cache_queries", SignalKind::kCounter, 1.0},
+      {"vllm", "vllm:generation_tokens_total", "generation_tokens", SignalKind::kCounter, 1.0},
+      {"vllm", "vllm:prompt_tokens_total", "prompt_tokens", SignalKind::kCounter, 1.0},
+  };
+  return table;
+}
+
+SignalKind KindOf(const std::string& signal) {
+  for (const auto& name : SignalNames()) {
+    if (name.signal == signal) return name.kind;
+  }
+  return SignalKind::kGauge;
+}
+
+std::vector<SignalValue> ExtractSignals(const std::string& engine,
+                                        const std::vector<PromSample>& samples) {
+  std::map<std::string, double> sums;
+  for (const auto& sample : samples) {
+    for (const auto& name : SignalNames()) {
+      if (name.engine == engine && name.metric == sample.name) {
+        sums[name.signal] += sample.value * name.scale;
+      }
+    }
+  }
+  std::vector<SignalValue> out;
+  for (const auto& [signal, value] : sums) out.push_back({signal, value});
+  return out;
+}
+
+double ReduceSignal(const std::string& signal, const std::vector<double>& values) {
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  if (KindOf(signal) == SignalKind::kCounter) return values.back() - values.front();
+  return *std::max_element(values.begin(), values.end());
+}
+
+}  // namespace servesweep::agent

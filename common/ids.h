@@ -1,0 +1,17 @@
+// Identifiers: random ids for agents, stable content hashes for runs and matrices.
+//
+// Thread-safety: free functions, safe from any thread.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace servesweep {
+
+// 64-bit FNV-1a of the bytes, as 16 lowercase hex digits. Stable across runs and hosts.
+std::string StableHashHex(std::string_view bytes);
+
+// `length` random lowercase hex digits from the OS entropy source.
+std::string RandomHex(size_t length);
+
+}  // namespace servesweep

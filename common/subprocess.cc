@@ -1,0 +1,137 @@
+#include "common/subprocess.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace servesweep {
+
+ChildProcess::~ChildProcess() {
+  if (started() && !exit_status_) Stop(std::chrono::milliseconds(500));
+}
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)), exit_status_(std::exchange(other.exit_status_, {})) {}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
+  if (this != &other) {
+    if (started() && !exit_status_) Stop(std::chrono::milliseconds(500));
+    pid_ = std::exchange(other.pid_, -1);
+    exit_status_ = std::exchange(other.exit_status_, {});
+  }
+  return *this;
+}
+
+Status ChildProcess::Spawn(const SpawnOptions& options, ChildProcess* out) {
+  if (options.argv.empty()) return Status::Error("spawn: expected a program in argv, found none");
+  // Everything the child needs is prepared before fork: after fork only async-signal-safe calls.
+  std::vector<char*> argv;
+  for (const auto& arg : options.argv) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  int log_fd = -1;
+  if (!options.log_path.empty()) {
+    log_fd = ::open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) {
+      return Status::Error(fmt::format("spawn {}: cannot open log {}: {}", options.argv[0],
+                                       options.log_path, std::strerror(errno)));
+    }
+  }
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    if (log_fd >= 0) ::close(log_fd);
+    return Status::Error(fmt::format("spawn {}: fork failed: {}", options.argv[0],
+                                     std::strerror(errno)));
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(127);  // parent died before prctl took effect
+    if (log_fd >= 0) {
+      ::dup2(log_fd, STDOUT_FILENO);
+      ::dup2(log_fd, STDERR_FILENO);
+    }
+    for (const auto& [key, value] : options.env) ::setenv(key.c_str(), value.c_str(), 1);
+    ::execvp(argv[0], argv.data());
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);  // also from the parent, so Signal() works before the child runs
+  if (log_fd >= 0) ::close(log_fd);
+  *out = ChildProcess();
+  out->pid_ = pid;
+  return Status::Ok();
+}
+
+std::optional<int> ChildProcess::Poll() {
+  if (exit_status_ || !started()) return exit_status_;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) == pid_) exit_status_ = status;
+  return exit_status_;
+}
+
+std::optional<int> ChildProcess::Wait(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!Poll()) {
+    if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return exit_status_;
+}
+
+void ChildProcess::Signal(int signal) {
+  if (started() && !exit_status_) ::kill(-pid_, signal);
+}
+
+int ChildProcess::Stop(std::chrono::milliseconds grace) {
+  if (!started()) return 0;
+  if (!Poll()) {
+    Signal(SIGTERM);
+    if (!Wait(grace)) {
+      Signal(SIGKILL);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+      exit_status_ = status;
+    }
+  }
+  ::kill(-pid_, SIGKILL);  // stragglers the child forked into its group
+  return *exit_status_;
+}
+
+std::string DescribeExit(int wait_status) {
+  if (WIFEXITED(wait_status)) return fmt::format("exit {}", WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status)) return fmt::format("signal {}", WTERMSIG(wait_status));
+  return fmt::format("status {}", wait_status);
+}
+
+std::string SelfExecutable() {
+  char buffer[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof(buffer) - 1);
+  if (n <= 0) return "servesweep";
+  return std::string(buffer, static_cast<size_t>(n));
+}
+
+std::string TailOfFile(const std::string& path, size_t max_lines) {
+  std::ifstream in(path);
+  if (!in) return "";
+  std::deque<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(std::move(line));
+    if (lines.size() > max_lines) lines.pop_front();
+  }
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+}  // namespace servesweep

@@ -1,0 +1,55 @@
+#include "coordinator/agent_registry.h"
+
+namespace servesweep::coordinator {
+
+AgentEntry& AgentRegistry::Hello(schema::Inventory::Reader inventory, int64_t now_ns) {
+  AgentEntry& entry = agents_[inventory.getAgentId()];
+  entry.id = inventory.getAgentId();
+  entry.hostname = inventory.getHostname();
+  entry.address = inventory.getAddress();
+  entry.gpus = inventory.getGpus().size();
+  entry.gpu_model = entry.gpus > 0 ? std::string(inventory.getGpus()[0].getName()) : "none";
+  entry.engines.clear();
+  for (auto engine : inventory.getEngines()) entry.engines.insert(engine);
+  entry.last_seen_ns = now_ns;
+  entry.busy_run_id.clear();
+  return entry;
+}
+
+bool AgentRegistry::Touch(const std::string& id, int64_t now_ns) {
+  auto it = agents_.find(id);
+  if (it == agents_.end()) return false;
+  it->second.last_seen_ns = now_ns;
+  return true;
+}
+
+AgentEntry* AgentRegistry::Find(const std::string& id) {
+  auto it = agents_.find(id);
+  return it == agents_.end() ? nullptr : &it->second;
+}
+
+void AgentRegistry::Remove(const std::string& id) { agents_.erase(id); }
+
+std::vector<std::string> AgentRegistry::SilentSince(int64_t deadline_ns) const {
+  std::vector<std::string> out;
+  for (const auto& [id, entry] : agents_) {
+    if (entry.last_seen_ns < deadline_ns) out.push_back(id);
+  }
+  return out;
+}
+
+std::vector<const AgentEntry*> AgentRegistry::Idle() const {
+  std::vector<const AgentEntry*> out;
+  for (const auto& [id, entry] : agents_) {
+    if (entry.busy_run_id.empty()) out.push_back(&entry);
+  }
+  return out;
+}
+
+std::vector<std::string> AgentRegistry::Ids() const {
+  std::vector<std::string> out;
+  for (const auto& [id, entry] : agents_) out.push_back(id);
+  return out;
+}
+
+}  // namespace servesweep::coordinator

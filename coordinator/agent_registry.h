@@ -1,0 +1,47 @@
+// The coordinator's view of its agents: what each announced (GPUs, engines, address), when it
+// was last heard from, and which run it is busy with. Liveness follows zguide's Paranoid Pirate:
+// an agent silent for `liveness` heartbeat intervals is lost.
+//
+// Thread-safety: not thread-safe; owned by the coordinator's loop.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "schema/wire.capnp.h"
+
+namespace servesweep::coordinator {
+
+struct AgentEntry {
+  std::string id;
+  std::string hostname;
+  std::string address;
+  std::string gpu_model;
+  uint32_t gpus = 0;
+  std::set<std::string> engines;
+  int64_t last_seen_ns = 0;
+  std::string busy_run_id;  // "" when idle
+};
+
+class AgentRegistry {
+ public:
+  // Adds or refreshes an agent from its hello; returns it.
+  AgentEntry& Hello(schema::Inventory::Reader inventory, int64_t now_ns);
+  // Marks a message from `id` as a sign of life; false when the agent is unknown.
+  bool Touch(const std::string& id, int64_t now_ns);
+  AgentEntry* Find(const std::string& id);
+  void Remove(const std::string& id);
+  // Agents last heard from before `deadline_ns`.
+  std::vector<std::string> SilentSince(int64_t deadline_ns) const;
+  std::vector<const AgentEntry*> Idle() const;
+  std::vector<std::string> Ids() const;
+  size_t size() const { return agents_.size(); }
+
+ private:
+  std::map<std::string, AgentEntry> agents_;
+};
+
+}  // namespace servesweep::coordinator

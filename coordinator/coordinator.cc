@@ -1,0 +1,493 @@
+#include "coordinator/coordinator.h"
+
+#include <capnp/serialize.h>
+#include <fmt/format.h>
+#include <kj/exception.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+
+#include "common/clock.h"
+#include "common/envelope_codec.h"
+#include "coordinator/placement.h"
+
+namespace servesweep::coordinator {
+namespace {
+
+std::string JoinIds(const std::vector<std::string>& ids) {
+  std::string out;
+  for (const auto& id : ids) out += (out.empty() ? "" : " ") + id;
+  return out;
+}
+
+kj::Array<capnp::word> CopyToWords(const std::string& bytes) {
+  auto words = kj::heapArray<capnp::word>(bytes.size() / sizeof(capnp::word));
+  std::memcpy(words.begin(), bytes.data(), words.size() * sizeof(capnp::word));
+  return words;
+}
+
+}  // namespace
+
+Coordinator::Coordinator(CoordinatorSettings settings, zmq::context_t& context)
+    : settings_(std::move(settings)), context_(context) {}
+
+Coordinator::~Coordinator() = default;
+
+Status Coordinator::Prepare(LoadedMatrix& matrix) {
+  std::error_code error;
+  std::filesystem::create_directories(settings_.out_dir, error);
+  if (error) {
+    return Status::Error(fmt::format("{}: cannot create the output folder: {}", settings_.out_dir,
+                                     error.message()));
+  }
+  const std::string db_path = settings_.out_dir + "/results.db";
+  Status status = ResultsStore::Open(db_path, &store_);
+  if (!status.ok()) return status;
+
+  std::string stored_hash;
+  if (status = store_->SweepHash(&stored_hash); !status.ok()) return status;
+  const std::string hash = matrix.matrix().getSourceHash();
+  if (stored_hash.empty()) {
+    if (status = store_->InitSweep(matrix.matrix(), matrix.text); !status.ok()) return status;
+  } else if (!settings_.resume) {
+    return Status::Error(fmt::format(
+        "{}: already holds a sweep; expected an empty output folder, or --resume to finish that "
+        "sweep (nothing was changed)",
+        db_path));
+  } else if (stored_hash != hash) {
+    return Status::Error(fmt::format(
+        "{}: holds a sweep of another matrix (hash {}); expected the matrix it was started with, "
+        "found {} with hash {} (nothing was changed)",
+        db_path, stored_hash, matrix.matrix().getSourcePath().cStr(), hash));
+  } else {
+    int requeued = 0;
+    if (status = store_->RequeueInterrupted(&requeued); !status.ok()) return status;
+    spdlog::info("resuming the sweep in {}: {} interrupted run(s) back to pending", db_path,
+                 requeued);
+  }
+
+  std::vector<StoredRun> stored;
+  if (status = store_->LoadRuns(&stored); !status.ok()) return status;
+  runs_.clear();
+  run_index_.clear();
+  for (auto& s : stored) {
+    RunSlot slot;
+    slot.run_id = s.run_id;
+    slot.index = s.index;
+    slot.label = s.label;
+    slot.spec_words = CopyToWords(s.spec_bytes);
+    slot.state = s.state;
+    slot.attempts = s.attempts;
+    capnp::FlatArrayMessageReader reader(slot.spec_words);
+    slot.max_attempts = std::max<uint32_t>(1, reader.getRoot<schema::RunSpec>().getMaxAttempts());
+    run_index_[slot.run_id] = runs_.size();
+    runs_.push_back(std::move(slot));
+  }
+  return Status::Ok();
+}
+
+Status Coordinator::Bind() {
+  try {
+    socket_ = zmq::socket_t(context_, zmq::socket_type::router);
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.set(zmq::sockopt::router_mandatory, 1);   // unroutable sends fail loudly
+    socket_.set(zmq::sockopt::router_handover, 1);    // a reconnecting agent takes its id back
+    socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxFrameBytes));
+    socket_.set(zmq::sockopt::sndhwm, 100000);
+    socket_.set(zmq::sockopt::rcvhwm, 100000);
+    socket_.bind(settings_.bind);
+    endpoint_ = socket_.get(zmq::sockopt::last_endpoint);
+  } catch (const zmq::error_t& e) {
+    return Status::Error(fmt::format("cannot bind the coordinator to {}: {}", settings_.bind, e.what()));
+  }
+  spdlog::info("coordinator listening on {}", endpoint_);
+  return Status::Ok();
+}
+
+Coordinator::RunSlot* Coordinator::FindRun(const std::string& run_id) {
+  auto it = run_index_.find(run_id);
+  return it == run_index_.end() ? nullptr : &runs_[it->second];
+}
+
+bool Coordinator::Send(const std::string& identity, capnp::MallocMessageBuilder& message) {
+  try {
+    zmq::message_t frame = EncodeFrame(message);
+    if (!socket_.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+      return false;
+    }
+    return socket_.send(frame, zmq::send_flags::dontwait).has_value();
+  } catch (const zmq::error_t& e) {
+    spdlog::warn("send to agent {} failed: {}", identity, e.what());
+    return false;
+  }
+}
+
+Status Coordinator::Run() {
+  const int64_t interval_ns = int64_t{settings_.heartbeat_ms} * 1'000'000;
+  int64_t next_heartbeat_ns = 0;
+  const auto poll_timeout = std::chrono::milliseconds(std::clamp(settings_.heartbeat_ms / 4, 1, 50));
+  while (!stop_.load()) {
+    zmq::pollitem_t items[] = {{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0}};
+    try {
+      zmq::poll(items, 1, poll_timeout);
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EINTR) return Status::Error(fmt::format("poll failed: {}", e.what()));
+    }
+    int64_t now_ns = SteadyNowNs();
+    for (int budget = 0; budget < 10000; ++budget) {
+      std::vector<zmq::message_t> frames;
+      std::optional<size_t> received;
+      try {
+        received = zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait);
+      } catch (const zmq::error_t& e) {
+        if (e.num() == EINTR) break;
+        return Status::Error(fmt::format("receive failed: {}", e.what()));
+      }
+      if (!received) break;
+      if (frames.size() != 2) {
+        ++frames_rejected_;
+        spdlog::warn("dropped a message of {} frames: expected identity + one envelope",
+                     frames.size());
+        continue;
+      }
+      HandleFrame(frames[0].to_string(), frames[1], now_ns);
+    }
+    now_ns = SteadyNowNs();
+    if (now_ns >= next_heartbeat_ns) {
+      SendHeartbeats();
+      next_heartbeat_ns = now_ns + interval_ns;
+    }
+    for (const auto& id : agents_.SilentSince(now_ns - interval_ns * settings_.liveness)) {
+      LoseAgent(id, fmt::format("no message for {} ms", settings_.heartbeat_ms * settings_.liveness));
+    }
+    Dispatch(now_ns);
+    if (AllFinished()) {
+      SayBye();
+      return Status::Ok();
+    }
+  }
+  return Status::Ok();
+}
+
+void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t& payload,
+                              int64_t now_ns) {
+  std::unique_ptr<DecodedEnvelope> decoded;
+  Status status = DecodeFrame(payload, &decoded);
+  if (!status.ok()) {
+    ++frames_rejected_;
+    spdlog::warn("dropped a frame from '{}': {}", identity, status.message());
+    return;
+  }
+  // Field access is bounds-checked lazily: a hostile message can still throw while we read it.
+  kj::Maybe<kj::Exception> failure = kj::runCatchingExceptions([&]() {
+    auto envelope = decoded->envelope();
+    const auto which = envelope.which();
+    if (which == schema::Envelope::HELLO) {
+      OnHello(identity, envelope.getHello(), now_ns);
+      return;
+    }
+    if (!agents_.Touch(identity, now_ns)) {
+      // Not (or no longer) registered: it will say hello again when its liveness runs out.
+      spdlog::debug("ignored a message from unregistered agent '{}'", identity);
+      return;
+    }
+    switch (which) {
+      case schema::Envelope::HEARTBEAT:
+        break;
+      case schema::Envelope::PROGRESS: {
+        auto progress = envelope.getProgress();
+        spdlog::debug("{}: {} {}/{} ({})", identity, progress.getRunId().cStr(),
+                      progress.getCompletedRequests(), progress.getTotalRequests(),
+                      progress.getPhase().cStr());
+        break;
+      }
+      case schema::Envelope::RESULT:
+        OnResult(identity, envelope.getResult());
+        break;
+      case schema::Envelope::BYE:
+        LoseAgent(identity, fmt::format("said bye: {}", envelope.getBye().getReason().cStr()));
+        break;
+      default:
+        ++frames_rejected_;
+        spdlog::warn("dropped a message from '{}': expected hello, heartbeat, progress, result "
+                     "or bye from an agent, found kind {}",
+                     identity, static_cast<unsigned>(which));
+    }
+  });
+  KJ_IF_MAYBE(exception, failure) {
+    ++frames_rejected_;
+    spdlog::warn("dropped a frame from '{}': {}", identity, exception->getDescription().cStr());
+  }
+}
+
+void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hello,
+                          int64_t now_ns) {
+  auto inventory = hello.getInventory();
+  if (inventory.getAgentId() != identity) {
+    ++frames_rejected_;
+    spdlog::warn("dropped a hello: socket identity '{}' but inventory says '{}'", identity,
+                 inventory.getAgentId().cStr());
+    return;
+  }
+  std::string was_busy;
+  if (AgentEntry* known = agents_.Find(identity)) was_busy = known->busy_run_id;
+  AgentEntry& agent = agents_.Hello(inventory, now_ns);
+  if (Status s = store_->UpsertAgent(inventory); !s.ok()) spdlog::error("{}", s.message());
+  spdlog::info("agent {} ({}, {} GPU{}) said hello", identity, agent.hostname, agent.gpus,
+               agent.gpus == 1 ? "" : "s");
+
+  const int64_t hold_ns = int64_t{settings_.heartbeat_ms} * 1'000'000 * settings_.liveness * 2;
+  for (auto spooled : hello.getSpooledRunIds()) {
+    if (RunSlot* run = FindRun(spooled); run && run->state == RunState::kPending) {
+      run->hold_until_ns = now_ns + hold_ns;   // its result is about to be resent
+    }
+  }
+  const std::string busy = hello.getBusyRunId();
+  RunSlot* busy_run = busy.empty() ? nullptr : FindRun(busy);
+  if (!was_busy.empty() && was_busy != busy) {
+    // The agent restarted or dropped the run we placed on it.
+    if (RunSlot* run = FindRun(was_busy); run && run->state == RunState::kRunning) {
+      run->hold_until_ns = now_ns + hold_ns;
+      EndAttempt(*run, "lost", fmt::format("agent {} reconnected without the run", identity));
+    }
+  }
+  if (busy_run == nullptr) return;
+  if (busy == was_busy) {
+    agent.busy_run_id = busy;   // a reconnect in the middle of the run: keep going
+    return;
+  }
+  // A run we did not place here (the coordinator restarted): adopt a single-agent run whose
+  // attempt is the current one; release anything else.
+  const bool adoptable = busy_run->state == RunState::kPending &&
+                         hello.getBusyRole() == schema::Role::HEAD &&
+                         hello.getBusyGroupSize() == 1 &&
+                         hello.getBusyAttempt() == busy_run->attempts;
+  if (adoptable) {
+    busy_run->state = RunState::kRunning;
+    busy_run->placement = {identity};
+    agent.busy_run_id = busy;
+    if (Status s = store_->MarkRunning(busy, busy_run->attempts, identity); !s.ok()) {
+      spdlog::error("{}", s.message());
+    }
+    spdlog::info("adopted run {} (attempt {}) still running on agent {}", busy,
+                 busy_run->attempts, identity);
+    return;
+  }
+  capnp::MallocMessageBuilder message;
+  auto cancel = NewEnvelope(message).initCancel();
+  cancel.setRunId(busy);
+  cancel.setReason("the coordinator restarted and re-queued this run");
+  Send(identity, message);
+}
+
+void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reader result) {
+  const std::string run_id = result.getRunId();
+  RunSlot* run = FindRun(run_id);
+  if (run == nullptr) {
+    ++frames_rejected_;
+    spdlog::warn("result for unknown run '{}' from agent {}: not part of this sweep; not acked",
+                 run_id, identity);
+    return;
+  }
+  auto ack = [&]() {
+    capnp::MallocMessageBuilder message;
+    auto body = NewEnvelope(message).initAck();
+    body.setRunId(run_id);
+    body.setAttempt(result.getAttempt());
+    Send(identity, message);
+  };
+  AgentEntry* agent = agents_.Find(identity);
+  if (agent && agent->busy_run_id == run_id) agent->busy_run_id.clear();
+
+  if (run->state == RunState::kDone) {
+    ++duplicates_dropped_;
+    spdlog::info("dropped a duplicate result for {} (attempt {}) from {}", run_id,
+                 result.getAttempt(), identity);
+    ack();
+    return;
+  }
+  const bool current = run->state == RunState::kRunning && result.getAttempt() == run->attempts;
+  if (result.getStatus() == schema::RunStatus::OK) {
+    bool duplicate = false;
+    if (Status s = store_->CommitResult(result, true, &duplicate); !s.ok()) {
+      spdlog::error("could not commit the result of {}: {} (not acked; the agent will resend)",
+                    run_id, s.message());
+      return;
+    }
+    if (duplicate) ++duplicates_dropped_;
+    run->state = RunState::kDone;
+    ReleasePlacement(*run, current ? "run finished" : "a result of another attempt was committed",
+                     identity);
+    spdlog::info("run {} [{}] done by {} (attempt {})", run_id, run->label, identity,
+                 result.getAttempt());
+    ack();
+    return;
+  }
+  const std::string error = result.getError();
+  if (current) {
+    const bool final = run->attempts >= run->max_attempts;
+    if (final) {
+      bool duplicate = false;
+      if (Status s = store_->CommitResult(result, false, &duplicate); !s.ok()) {
+        spdlog::error("could not record the failure of {}: {}", run_id, s.message());
+        return;
+      }
+      run->state = RunState::kFailed;
+      ReleasePlacement(*run, "run failed", identity);
+      spdlog::warn("run {} [{}] failed after {} attempt(s): {}", run_id, run->label,
+                   run->attempts, error);
+    } else {
+      EndAttempt(*run, "failed", error);
+    }
+  } else if (Status s = store_->EndAttempt(run_id, result.getAttempt(), "failed", error, false);
+             !s.ok()) {
+    spdlog::error("{}", s.message());
+    return;
+  }
+  ack();
+}
+
+void Coordinator::EndAttempt(RunSlot& run, const std::string& outcome, const std::string& error) {
+  const bool final = run.attempts >= run.max_attempts;
+  if (Status s = store_->EndAttempt(run.run_id, run.attempts, outcome, error, final); !s.ok()) {
+    spdlog::error("{}", s.message());
+  }
+  run.state = final ? RunState::kFailed : RunState::kPending;
+  ReleasePlacement(run, "attempt ended: " + error, "");
+  if (final) {
+    spdlog::warn("run {} [{}] failed after {} attempt(s): {}", run.run_id, run.label, run.attempts,
+                 error);
+  } else {
+    spdlog::warn("run {} [{}] attempt {} {}: {}; re-queued", run.run_id, run.label, run.attempts,
+                 outcome, error);
+  }
+}
+
+void Coordinator::ReleasePlacement(RunSlot& run, const std::string& reason,
+                                   const std::string& except_id) {
+  for (const auto& id : run.placement) {
+    AgentEntry* agent = agents_.Find(id);
+    if (agent == nullptr || agent->busy_run_id != run.run_id) continue;
+    agent->busy_run_id.clear();
+    if (id == except_id) continue;
+    capnp::MallocMessageBuilder message;
+    auto cancel = NewEnvelope(message).initCancel();
+    cancel.setRunId(run.run_id);
+    cancel.setReason(reason);
+    Send(id, message);
+  }
+  run.placement.clear();
+}
+
+void Coordinator::LoseAgent(const std::string& id, const std::string& why) {
+  AgentEntry* agent = agents_.Find(id);
+  if (agent == nullptr) return;
+  const std::string busy = agent->busy_run_id;
+  spdlog::warn("agent {} lost: {}", id, why);
+  agents_.Remove(id);
+  if (RunSlot* run = busy.empty() ? nullptr : FindRun(busy); run && run->state == RunState::kRunning) {
+    EndAttempt(*run, "lost", fmt::format("agent {} lost: {}", id, why));
+  }
+}
+
+void Coordinator::Dispatch(int64_t now_ns) {
+  bool waiting = false;
+  for (auto& run : runs_) {
+    if (run.state != RunState::kPending || run.hold_until_ns > now_ns) continue;
+    const auto idle = agents_.Idle();
+    if (idle.empty()) {
+      waiting = true;
+      break;
+    }
+    capnp::FlatArrayMessageReader reader(run.spec_words);
+    const auto spec = reader.getRoot<schema::RunSpec>();
+    auto placement = PlaceRun(spec, idle);
+    if (!placement) {
+      waiting = true;
+      continue;
+    }
+    ++run.attempts;
+    run.state = RunState::kRunning;
+    run.placement = *placement;
+    if (Status s = store_->MarkRunning(run.run_id, run.attempts, JoinIds(run.placement)); !s.ok()) {
+      spdlog::error("{}", s.message());
+    }
+    const std::string head_address = agents_.Find(run.placement[0])->address;
+    for (uint32_t rank = 0; rank < run.placement.size(); ++rank) {
+      agents_.Find(run.placement[rank])->busy_run_id = run.run_id;
+    }
+    spdlog::info("run {} [{}] attempt {} -> {}", run.run_id, run.label, run.attempts,
+                 JoinIds(run.placement));
+    std::vector<std::string> unreachable;
+    for (uint32_t rank = 0; rank < run.placement.size(); ++rank) {
+      capnp::MallocMessageBuilder message;
+      auto assign = NewEnvelope(message).initAssign();
+      assign.setSpec(spec);
+      assign.setAttempt(run.attempts);
+      assign.setRole(rank == 0 ? schema::Role::HEAD : schema::Role::WORKER);
+      assign.setRank(rank);
+      assign.setGroupSize(static_cast<uint32_t>(run.placement.size()));
+      assign.setHeadAddress(head_address);
+      auto ids = assign.initAgentIds(static_cast<unsigned>(run.placement.size()));
+      for (uint32_t i = 0; i < run.placement.size(); ++i) ids.set(i, run.placement[i]);
+      if (!Send(run.placement[rank], message)) unreachable.push_back(run.placement[rank]);
+    }
+    for (const auto& id : unreachable) LoseAgent(id, "unreachable when assigning");
+  }
+  if (!waiting) {
+    waiting_since_ns_ = 0;
+  } else if (waiting_since_ns_ == 0) {
+    waiting_since_ns_ = now_ns;
+  } else if (now_ns - waiting_since_ns_ > int64_t{settings_.agent_wait_warn_s} * 1'000'000'000) {
+    const auto totals = Totals();
+    spdlog::warn("{} run(s) pending and waiting for idle agents that can hold them ({} agents "
+                 "connected)", totals.pending, agents_.size());
+    waiting_since_ns_ = now_ns;
+  }
+}
+
+void Coordinator::SendHeartbeats() {
+  std::vector<std::string> unreachable;
+  for (const auto& id : agents_.Ids()) {
+    capnp::MallocMessageBuilder message;
+    NewEnvelope(message).initHeartbeat();
+    if (!Send(id, message)) unreachable.push_back(id);
+  }
+  for (const auto& id : unreachable) LoseAgent(id, "unreachable");
+}
+
+bool Coordinator::AllFinished() const {
+  return std::all_of(runs_.begin(), runs_.end(), [](const RunSlot& run) {
+    return run.state == RunState::kDone || run.state == RunState::kFailed;
+  });
+}
+
+void Coordinator::SayBye() {
+  for (const auto& id : agents_.Ids()) {
+    capnp::MallocMessageBuilder message;
+    NewEnvelope(message).initBye().setReason("sweep finished");
+    Send(id, message);
+  }
+  // Give the byes time to leave before the socket closes.
+  socket_.set(zmq::sockopt::linger, 1000);
+}
+
+SweepTotals Coordinator::Totals() const {
+  SweepTotals totals;
+  totals.runs = runs_.size();
+  for (const auto& run : runs_) {
+    switch (run.state) {
+      case RunState::kDone: ++totals.done; break;
+      case RunState::kFailed: ++totals.failed; break;
+      case RunState::kRunning: ++totals.running; break;
+      case RunState::kPending: ++totals.pending; break;
+    }
+  }
+  totals.duplicates_dropped = duplicates_dropped_;
+  totals.frames_rejected = frames_rejected_;
+  return totals;
+}
+
+}  // namespace servesweep::coordinator

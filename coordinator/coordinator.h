@@ -1,0 +1,101 @@
+// The coordinator: owns a sweep's results database, listens on a ZeroMQ ROUTER socket, places
+// pending runs on idle agents, tracks agents' liveness with heartbeats both ways (Paranoid
+// Pirate), commits results and acknowledges them, and re-queues the runs of lost agents.
+// Sweep state lives in the database, so a restarted coordinator (resume) continues where the
+// last one stopped.
+//
+// Thread-safety: Run() drives everything on the calling thread; RequestStop() may be called
+// from any thread (and from a signal handler through the flag it sets).
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include <capnp/message.h>
+#include <kj/array.h>
+
+#include "common/status.h"
+#include "coordinator/agent_registry.h"
+#include "coordinator/matrix_loader.h"
+#include "coordinator/results_store.h"
+
+namespace servesweep::coordinator {
+
+struct CoordinatorSettings {
+  std::string bind = "tcp://127.0.0.1:5555";   // "tcp://127.0.0.1:*" picks a free port
+  std::string out_dir;
+  bool resume = false;
+  int heartbeat_ms = 1000;
+  int liveness = 3;                 // heartbeat intervals of silence before an agent is lost
+  int agent_wait_warn_s = 30;       // warn when pending runs wait this long for agents
+};
+
+struct SweepTotals {
+  size_t runs = 0, done = 0, failed = 0, pending = 0, running = 0;
+  size_t duplicates_dropped = 0;    // results received for runs already committed
+  size_t frames_rejected = 0;       // malformed or unexpected frames dropped
+};
+
+class Coordinator {
+ public:
+  Coordinator(CoordinatorSettings settings, zmq::context_t& context);
+  ~Coordinator();
+
+  // Opens or creates out_dir/results.db and records (or, with resume, checks) the sweep.
+  Status Prepare(LoadedMatrix& matrix);
+  // Binds the ROUTER socket; endpoint() then names the real address (wildcard port resolved).
+  Status Bind();
+  const std::string& endpoint() const { return endpoint_; }
+  // Serves until every run is done or failed (then says bye to the agents) or a stop request.
+  Status Run();
+  void RequestStop() { stop_.store(true); }
+  SweepTotals Totals() const;
+  ResultsStore& store() { return *store_; }
+
+ private:
+  struct RunSlot {
+    std::string run_id;
+    uint32_t index = 0;
+    std::string label;
+    kj::Array<capnp::word> spec_words;   // a serialised schema::RunSpec, word-aligned
+    RunState state = RunState::kPending;
+    uint32_t attempts = 0;
+    uint32_t max_attempts = 3;
+    std::vector<std::string> placement;  // agent ids of the current attempt, head first
+    int64_t hold_until_ns = 0;           // not dispatched before: a result may be on its way
+  };
+
+  void HandleFrame(const std::string& identity, const zmq::message_t& payload, int64_t now_ns);
+  void OnHello(const std::string& identity, schema::Hello::Reader hello, int64_t now_ns);
+  void OnResult(const std::string& identity, schema::RunResult::Reader result);
+  void LoseAgent(const std::string& id, const std::string& why);
+  // Ends the current attempt of a run without a committed result; retries or fails it.
+  void EndAttempt(RunSlot& run, const std::string& outcome, const std::string& error);
+  void ReleasePlacement(RunSlot& run, const std::string& reason, const std::string& except_id);
+  void Dispatch(int64_t now_ns);
+  void SendHeartbeats();
+  bool Send(const std::string& identity, capnp::MallocMessageBuilder& message);
+  RunSlot* FindRun(const std::string& run_id);
+  bool AllFinished() const;
+  void SayBye();
+
+  CoordinatorSettings settings_;
+  zmq::context_t& context_;
+  zmq::socket_t socket_;
+  std::string endpoint_;
+  std::unique_ptr<ResultsStore> store_;
+  std::vector<RunSlot> runs_;
+  std::map<std::string, size_t> run_index_;
+  AgentRegistry agents_;
+  std::atomic<bool> stop_{false};
+  size_t duplicates_dropped_ = 0;
+  size_t frames_rejected_ = 0;
+  int64_t waiting_since_ns_ = 0;
+};
+
+}  // namespace servesweep::coordinator

@@ -1,0 +1,414 @@
+#include "coordinator/matrix_loader.h"
+
+#include <fmt/format.h>
+#include <capnp/serialize.h>
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <vector>
+
+#include "common/ids.h"
+
+namespace servesweep::coordinator {
+namespace {
+
+// Engines this build can launch. Others are refused at load time, before any GPU is spent.
+const std::vector<std::string> kSupportedEngines = {"sim"};
+
+size_t EditDistance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// Parsing context: the file name for messages, and the first error met.
+class Parser {
+ public:
+  explicit Parser(std::string path) : path_(std::move(path)) {}
+
+  bool failed() const { return !status_.ok(); }
+  const Status& status() const { return status_; }
+
+  void Fail(const YAML::Node& node, const std::string& what) {
+    if (failed()) return;
+    const YAML::Mark mark = node.Mark();
+    status_ = Status::Error(fmt::format("{}:{}:{}: {}", path_, mark.line + 1, mark.column + 1, what));
+  }
+
+  static std::string Found(const YAML::Node& node) {
+    switch (node.Type()) {
+      case YAML::NodeType::Null: return "nothing";
+      case YAML::NodeType::Scalar: return fmt::format("'{}'", node.Scalar());
+      case YAML::NodeType::Sequence: return "a list";
+      case YAML::NodeType::Map: return "a mapping";
+      default: return "an undefined node";
+    }
+  }
+
+  // Rejects keys outside `allowed`, suggesting the closest one.
+  void CheckKeys(const YAML::Node& map, const std::string& section,
+                 const std::vector<std::string>& allowed) {
+    for (const auto& entry : map) {
+      const std::string key = entry.first.Scalar();
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      std::string best;
+      size_t best_distance = 3;  // suggest only close matches
+      for (const auto& candidate : allowed) {
+        const size_t d = EditDistance(key, candidate);
+        if (d < best_distance) best_distance = d, best = candidate;
+      }
+      std::string expected;
+      for (const auto& candidate : allowed) expected += (expected.empty() ? "" : ", ") + candidate;
+      Fail(entry.first, fmt::format("unknown key '{}' in {}{}; expected one of: {}", key, section,
+                                    best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best),
+                                    expected));
+      return;
+    }
+  }
+
+  bool ExpectMap(const YAML::Node& node, const std::string& what) {
+    if (node.IsMap()) return true;
+    Fail(node, fmt::format("expected {} as a mapping, found {}", what, Found(node)));
+    return false;
+  }
+
+  uint32_t Uint(const YAML::Node& node, const std::string& key, uint32_t min_value) {
+    int64_t value = 0;
+    if (!node.IsScalar() || !YAML::convert<int64_t>::decode(node, value)) {
+      Fail(node, fmt::format("expected '{}' to be an integer, found {}", key, Found(node)));
+      return min_value;
+    }
+    if (value < min_value || value > 1'000'000'000) {
+      Fail(node, fmt::format("expected '{}' to be an integer >= {}, found {}", key, min_value, value));
+      return min_value;
+    }
+    return static_cast<uint32_t>(value);
+  }
+
+  double Real(const YAML::Node& node, const std::string& key) {
+    double value = 0;
+    if (!node.IsScalar() || !YAML::convert<double>::decode(node, value) || value < 0) {
+      Fail(node, fmt::format("expected '{}' to be a number >= 0, found {}", key, Found(node)));
+      return 0;
+    }
+    return value;
+  }
+
+  bool Bool(const YAML::Node& node, const std::string& key) {
+    bool value = false;
+    if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value)) {
+      Fail(node, fmt::format("expected '{}' to be true or false, found {}", key, Found(node)));
+    }
+    return value;
+  }
+
+  std::string Text(const YAML::Node& node, const std::string& key) {
+    if (!node.IsScalar()) {
+      Fail(node, fmt::format("expected '{}' to be a string, found {}", key, Found(node)));
+      return "";
+    }
+    return node.Scalar();
+  }
+
+ private:
+  std::string path_;
+  Status status_;
+};
+
+void ApplyLayout(Parser& p, const YAML::Node& node, schema::Layout::Builder layout) {
+  if (!p.ExpectMap(node, "'layout'")) return;
+  p.CheckKeys(node, "layout",
+              {"tp", "pp", "dp", "ep", "prefill_instances", "decode_instances", "gpus_per_node"});
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    const YAML::Node& value = entry.second;
+    if (key == "tp") layout.setTp(p.Uint(value, key, 1));
+    if (key == "pp") layout.setPp(p.Uint(value, key, 1));
+    if (key == "dp") layout.setDp(p.Uint(value, key, 1));
+    if (key == "ep") layout.setExpertParallel(p.Bool(value, key));
+    if (key == "prefill_instances") layout.setPrefillInstances(p.Uint(value, key, 0));
+    if (key == "decode_instances") layout.setDecodeInstances(p.Uint(value, key, 0));
+    if (key == "gpus_per_node") layout.setGpusPerNode(p.Uint(value, key, 1));
+  }
+}
+
+// Workload keys may stand in `workload:` or, for sweeping, directly as axes.
+const std::vector<std::string> kWorkloadKeys = {
+    "name", "api", "input_len", "output_len", "num_requests", "warmup_requests",
+    "concurrency", "request_rate", "seed", "ignore_eos", "temperature"};
+
+void ApplyWorkloadKey(Parser& p, const std::string& key, const YAML::Node& value,
+                      schema::Workload::Builder w) {
+  if (key == "name") w.setName(p.Text(value, key));
+  if (key == "input_len") w.setInputLenTok(p.Uint(value, key, 1));
+  if (key == "output_len") w.setOutputLenTok(p.Uint(value, key, 1));
+  if (key == "num_requests") w.setNumRequests(p.Uint(value, key, 1));
+  if (key == "warmup_requests") w.setWarmupRequests(p.Uint(value, key, 0));
+  if (key == "concurrency") w.setConcurrency(p.Uint(value, key, 1));
+  if (key == "request_rate") w.setRequestRatePerS(p.Real(value, key));
+  if (key == "seed") w.setSeed(p.Uint(value, key, 0));
+  if (key == "ignore_eos") w.setIgnoreEos(p.Bool(value, key));
+  if (key == "temperature") w.setTemperature(p.Real(value, key));
+  if (key == "api") {
+    const std::string api = p.Text(value, key);
+    if (api == "completions") {
+      w.setApi(schema::ApiKind::COMPLETIONS);
+    } else if (api == "chat") {
+      w.setApi(schema::ApiKind::CHAT_COMPLETIONS);
+    } else {
+      p.Fail(value, fmt::format("expected 'api' to be completions or chat, found '{}'", api));
+    }
+  }
+}
+
+void ApplyWorkload(Parser& p, const YAML::Node& node, schema::Workload::Builder w) {
+  if (!p.ExpectMap(node, "'workload'")) return;
+  p.CheckKeys(node, "workload", kWorkloadKeys);
+  for (const auto& entry : node) ApplyWorkloadKey(p, entry.first.Scalar(), entry.second, w);
+}
+
+void ApplySim(Parser& p, const YAML::Node& node, schema::SimSettings::Builder sim) {
+  if (!p.ExpectMap(node, "'sim'")) return;
+  p.CheckKeys(node, "sim", {"ttft_ms", "itl_ms", "startup_ms"});
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    if (key == "ttft_ms") sim.setTtftMs(p.Real(entry.second, key));
+    if (key == "itl_ms") sim.setItlMs(p.Real(entry.second, key));
+    if (key == "startup_ms") sim.setStartupMs(p.Real(entry.second, key));
+  }
+}
+
+void ApplySlo(Parser& p, const YAML::Node& node, schema::Slo::Builder slo) {
+  if (!p.ExpectMap(node, "'slo'")) return;
+  p.CheckKeys(node, "slo", {"ttft_ms", "tpot_ms", "e2el_ms"});
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    if (key == "ttft_ms") slo.setTtftMs(p.Real(entry.second, key));
+    if (key == "tpot_ms") slo.setTpotMs(p.Real(entry.second, key));
+    if (key == "e2el_ms") slo.setE2elMs(p.Real(entry.second, key));
+  }
+}
+
+// Keys that describe one run: allowed at the top level and as axes.
+const std::vector<std::string> kRunKeys = {
+    "engine", "engine_version", "engine_flags", "image", "model", "checkpoint_revision",
+    "precision", "quantization", "kv_cache_dtype", "layout", "workload", "slo", "sim",
+    "timeout_s", "max_attempts",
+    // workload shorthands, so `concurrency: [1, 8]` can be an axis
+    "input_len", "output_len", "num_requests", "concurrency", "request_rate"};
+
+void ApplyRunKey(Parser& p, const std::string& key, const YAML::Node& value,
+                 schema::RunSpec::Builder spec) {
+  if (key == "engine") {
+    const std::string engine = p.Text(value, key);
+    if (!p.failed() &&
+        std::find(kSupportedEngines.begin(), kSupportedEngines.end(), engine) == kSupportedEngines.end()) {
+      p.Fail(value, fmt::format("engine '{}' is not supported by this build; expected one of: sim",
+                                engine));
+    }
+    spec.setEngine(engine);
+  }
+  if (key == "engine_version") spec.setEngineVersion(p.Text(value, key));
+  if (key == "image") spec.setImage(p.Text(value, key));
+  if (key == "model") spec.setModel(p.Text(value, key));
+  if (key == "checkpoint_revision") spec.setCheckpointRevision(p.Text(value, key));
+  if (key == "precision") spec.setPrecision(p.Text(value, key));
+  if (key == "quantization") spec.setQuantization(p.Text(value, key));
+  if (key == "kv_cache_dtype") spec.setKvCacheDtype(p.Text(value, key));
+  if (key == "timeout_s") spec.setTimeoutS(p.Real(value, key));
+  if (key == "max_attempts") spec.setMaxAttempts(p.Uint(value, key, 1));
+  if (key == "engine_flags") {
+    if (!value.IsSequence()) {
+      p.Fail(value, fmt::format("expected 'engine_flags' to be a list of strings, found {}",
+                                Parser::Found(value)));
+      return;
+    }
+    auto flags = spec.initEngineFlags(static_cast<unsigned>(value.size()));
+    for (size_t i = 0; i < value.size(); ++i) flags.set(i, p.Text(value[i], key));
+  }
+  if (key == "layout") ApplyLayout(p, value, spec.getLayout());
+  if (key == "workload") ApplyWorkload(p, value, spec.getWorkload());
+  if (key == "slo") ApplySlo(p, value, spec.getSlo());
+  if (key == "sim") ApplySim(p, value, spec.getSim());
+  if (key == "input_len" || key == "output_len" || key == "num_requests" ||
+      key == "concurrency" || key == "request_rate") {
+    ApplyWorkloadKey(p, key, value, spec.getWorkload());
+  }
+}
+
+// A short label of the axis values that make this run differ from its siblings.
+std::string AxisLabel(const std::string& axis, const YAML::Node& value) {
+  if (value.IsScalar()) return fmt::format("{}={}", axis, value.Scalar());
+  if (value.IsMap()) {
+    std::string out;
+    for (const auto& entry : value) {
+      std::string rendered = entry.second.IsScalar() ? entry.second.Scalar() : "...";
+      out += fmt::format("{}{}={}", out.empty() ? "" : " ", entry.first.Scalar(), rendered);
+    }
+    return out;
+  }
+  return axis + "=...";
+}
+
+void CheckRunIsRunnable(Parser& p, const YAML::Node& where, schema::RunSpec::Reader spec) {
+  const auto w = spec.getWorkload();
+  if (spec.getEngine().size() == 0) p.Fail(where, "expected 'engine' (e.g. engine: sim), found none");
+  if (spec.getModel().size() == 0) p.Fail(where, "expected 'model' (the served model name), found none");
+  if (w.getInputLenTok() == 0) p.Fail(where, "expected 'input_len' (tokens per prompt), found none");
+  if (w.getOutputLenTok() == 0) p.Fail(where, "expected 'output_len' (tokens per response), found none");
+  if (w.getNumRequests() == 0) p.Fail(where, "expected 'num_requests', found none");
+  if (w.getConcurrency() == 0 && w.getRequestRatePerS() == 0) {
+    p.Fail(where, "expected 'concurrency' (closed loop) or 'request_rate' (open loop), found neither");
+  }
+  const auto layout = spec.getLayout();
+  if ((layout.getPrefillInstances() == 0) != (layout.getDecodeInstances() == 0)) {
+    p.Fail(where, fmt::format("expected both prefill_instances and decode_instances for a "
+                              "disaggregated layout, found {} and {}",
+                              layout.getPrefillInstances(), layout.getDecodeInstances()));
+  }
+}
+
+}  // namespace
+
+uint32_t GpusForLayout(schema::Layout::Reader layout) {
+  const uint32_t per_instance = layout.getTp() * layout.getPp();
+  if (layout.getPrefillInstances() > 0) {
+    return (layout.getPrefillInstances() + layout.getDecodeInstances()) * per_instance;
+  }
+  return per_instance * layout.getDp();
+}
+
+Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatrix* out) {
+  YAML::Node parsed;
+  try {
+    parsed = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::Error(fmt::format("{}:{}:{}: expected valid YAML, found a syntax error: {}", path,
+                                     e.mark.line + 1, e.mark.column + 1, e.msg));
+  }
+  // Read through a const node: yaml-cpp's non-const operator[] may insert missing keys.
+  const YAML::Node& root = parsed;
+  Parser p(path);
+  if (!p.ExpectMap(root, "the matrix")) return p.status();
+
+  std::vector<std::string> top_keys = kRunKeys;
+  for (const char* key : {"name", "axes", "repeats", "local"}) top_keys.push_back(key);
+  p.CheckKeys(root, "the matrix", top_keys);
+  if (p.failed()) return p.status();
+
+  std::string name = "sweep";
+  uint32_t repeats = 1;
+  if (root["name"]) name = p.Text(root["name"], "name");
+  if (root["repeats"]) repeats = p.Uint(root["repeats"], "repeats", 1);
+  if (const YAML::Node local = root["local"]) {
+    if (p.ExpectMap(local, "'local'")) {
+      p.CheckKeys(local, "local", {"agents", "gpus_per_agent"});
+      if (local["agents"]) out->local.agents = p.Uint(local["agents"], "agents", 1);
+      if (local["gpus_per_agent"]) {
+        out->local.gpus_per_agent = p.Uint(local["gpus_per_agent"], "gpus_per_agent", 1);
+      }
+    }
+  }
+
+  // Axes: each a non-empty list; the runs are their cartesian product, first axis slowest.
+  std::vector<std::pair<std::string, YAML::Node>> axes;
+  if (const YAML::Node axes_node = root["axes"]) {
+    if (p.ExpectMap(axes_node, "'axes'")) {
+      p.CheckKeys(axes_node, "axes", kRunKeys);
+      for (const auto& entry : axes_node) {
+        if (!entry.second.IsSequence() || entry.second.size() == 0) {
+          p.Fail(entry.second, fmt::format("expected axis '{}' to be a non-empty list, found {}",
+                                           entry.first.Scalar(), Parser::Found(entry.second)));
+        }
+        axes.emplace_back(entry.first.Scalar(), entry.second);
+      }
+    }
+  }
+  if (p.failed()) return p.status();
+
+  size_t combinations = 1;
+  for (const auto& axis : axes) combinations *= axis.second.size();
+  const size_t total = combinations * repeats;
+  if (total > 100000) {
+    return Status::Error(fmt::format("{}: expected at most 100000 runs, found {} (axes x repeats)",
+                                     path, total));
+  }
+
+  auto matrix = out->message.initRoot<schema::Matrix>();
+  matrix.setName(name);
+  matrix.setSourcePath(path);
+  matrix.setSourceHash(StableHashHex(text));
+  auto runs = matrix.initRuns(static_cast<unsigned>(total));
+  out->text = text;
+
+  for (size_t combo = 0; combo < combinations; ++combo) {
+    for (uint32_t repeat = 0; repeat < repeats; ++repeat) {
+      const size_t index = combo * repeats + repeat;
+      auto spec = runs[index];
+      spec.setSweepName(name);
+      spec.setIndex(static_cast<uint32_t>(index));
+      spec.setRepeat(repeat);
+      for (const auto& entry : root) {
+        const std::string key = entry.first.Scalar();
+        if (key != "name" && key != "axes" && key != "repeats" && key != "local") {
+          ApplyRunKey(p, key, entry.second, spec);
+        }
+      }
+      // Decompose the combination index, last axis fastest.
+      std::string label;
+      size_t rest = combo;
+      std::vector<size_t> choice(axes.size());
+      for (size_t a = axes.size(); a-- > 0;) {
+        choice[a] = rest % axes[a].second.size();
+        rest /= axes[a].second.size();
+      }
+      for (size_t a = 0; a < axes.size(); ++a) {
+        const YAML::Node value = axes[a].second[choice[a]];
+        ApplyRunKey(p, axes[a].first, value, spec);
+        label += (label.empty() ? "" : " ") + AxisLabel(axes[a].first, value);
+      }
+      if (repeats > 1) label += fmt::format(" repeat={}", repeat);
+      spec.setLabel(label.empty() ? "default" : label);
+      CheckRunIsRunnable(p, root, spec.asReader());
+      if (p.failed()) return p.status();
+
+      const auto layout = spec.getLayout().asReader();
+      spec.setGpusNeeded(GpusForLayout(layout));
+      if (layout.getGpusPerNode() > 0) {
+        spec.setNodesNeeded((spec.getGpusNeeded() + layout.getGpusPerNode() - 1) /
+                            layout.getGpusPerNode());
+      }
+      // The run id hashes the run's conditions, so an edited matrix never reuses stale results.
+      capnp::MallocMessageBuilder scratch;
+      scratch.setRoot(spec.asReader());
+      auto words = capnp::messageToFlatArray(scratch);
+      auto bytes = words.asChars();
+      const std::string hash = StableHashHex(std::string_view(bytes.begin(), bytes.size()));
+      spec.setRunId(fmt::format("{}-{:04}-{}", name, index, hash.substr(0, 8)));
+    }
+  }
+  return Status::Ok();
+}
+
+Status LoadMatrixFile(const std::string& path, LoadedMatrix* out) {
+  std::ifstream in(path);
+  if (!in) return Status::Error(fmt::format("{}: expected a readable matrix file, found none", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return ExpandMatrix(path, buffer.str(), out);
+}
+
+}  // namespace servesweep::coordinator

@@ -1,0 +1,80 @@
+// The results database (SQLite, one file per sweep output folder): the sweep's identity, the
+// state of every run (pending / running / done / failed, attempts), every attempt, the committed
+// results with their benchmark-record columns, per-request records and engine samples.
+// A result is committed in one transaction with its run's state, so a crash between the two is
+// impossible; committing the same run twice is refused by the primary key (idempotent).
+//
+// Thread-safety: not thread-safe; owned by the coordinator's loop (reports open their own).
+#pragma once
+
+#include <sqlite3.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "schema/result.capnp.h"
+#include "schema/run_spec.capnp.h"
+#include "schema/wire.capnp.h"
+
+namespace servesweep::coordinator {
+
+enum class RunState { kPending, kRunning, kDone, kFailed };
+const char* RunStateName(RunState state);
+
+struct StoredRun {
+  std::string run_id;
+  uint32_t index = 0;
+  std::string label;
+  std::string spec_bytes;   // a serialised schema::RunSpec message
+  RunState state = RunState::kPending;
+  uint32_t attempts = 0;
+  std::string last_error;
+};
+
+// A table read back for reports: column names and text cells ("" for NULL).
+struct Table {
+  std::vector<std::string> columns;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::vector<bool>> is_null;
+};
+
+class ResultsStore {
+ public:
+  ~ResultsStore();
+  ResultsStore(const ResultsStore&) = delete;
+  ResultsStore& operator=(const ResultsStore&) = delete;
+
+  // Opens (creating if needed) the database and its tables.
+  static Status Open(const std::string& path, std::unique_ptr<ResultsStore>* out);
+
+  // The stored matrix hash, or "" when the database holds no sweep yet.
+  Status SweepHash(std::string* hash);
+  // Records the sweep and all its runs as pending, in one transaction.
+  Status InitSweep(schema::Matrix::Reader matrix, const std::string& matrix_text);
+  Status LoadRuns(std::vector<StoredRun>* out);
+  // After a restart: runs left `running` go back to `pending`, their attempts marked "lost".
+  Status RequeueInterrupted(int* requeued);
+
+  Status MarkRunning(const std::string& run_id, uint32_t attempt, const std::string& agents);
+  // Ends one attempt that produced no committed result: the run goes back to pending or, when
+  // `final`, to failed.
+  Status EndAttempt(const std::string& run_id, uint32_t attempt, const std::string& outcome,
+                    const std::string& error, bool final);
+  // Commits a result: results row + requests + engine samples + run state, one transaction.
+  // *duplicate is set (and nothing written) when the run already has a committed result.
+  Status CommitResult(schema::RunResult::Reader result, bool final_state_done, bool* duplicate);
+  Status UpsertAgent(schema::Inventory::Reader inventory);
+
+  // runs LEFT JOIN results, ordered by run index: the benchmark record of every run.
+  Status QuerySummary(Table* out);
+  Status Query(const std::string& sql, Table* out);
+
+ private:
+  explicit ResultsStore(sqlite3* db) : db_(db) {}
+  Status Exec(const std::string& sql);
+  sqlite3* db_;
+};
+
+}  // namespace servesweep::coordinator
