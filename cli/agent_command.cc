@@ -1,0 +1,51 @@
+// `servesweep agent --connect tcp://HOST:PORT`: one per node; runs what the coordinator assigns.
+#include <spdlog/spdlog.h>
+
+#include <memory>
+
+#include "agent/agent.h"
+#include "agent/inventory.h"
+#include "cli/commands.h"
+#include "cli/stop_signals.h"
+
+namespace servesweep::cli {
+
+void AddAgentCommand(CLI::App& app, int* exit_code) {
+  auto settings = std::make_shared<agent::AgentSettings>();
+  auto* cmd = app.add_subcommand("agent", "Run benchmark work for a coordinator on this node");
+  cmd->add_option("--connect", settings->connect, "Coordinator endpoint, tcp://HOST:PORT")->required();
+  cmd->add_option("--id", settings->agent_id, "Agent id (default: the hostname)");
+  cmd->add_option("--address", settings->address, "Address other nodes reach this one at");
+  cmd->add_option("--spool", settings->spool_dir, "Spool folder (default: ./servesweep-agent-ID/spool)");
+  cmd->add_option("--work-dir", settings->work_dir, "Engine logs (default: ./servesweep-agent-ID/work)");
+  cmd->add_option("--emulate-gpus", settings->emulated_gpus,
+                  "Announce N emulated GPUs (for the sim engine) instead of real ones");
+  cmd->add_option("--heartbeat-ms", settings->heartbeat_ms, "Heartbeat interval")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--liveness", settings->liveness, "Missed heartbeats before reconnecting")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_option("--reconnect-max-ms", settings->reconnect_max_ms, "Longest reconnect backoff")
+      ->capture_default_str();
+  cmd->callback([settings, exit_code] {
+    if (settings->agent_id.empty()) settings->agent_id = agent::LocalHostname();
+    const std::string home = "servesweep-agent-" + settings->agent_id;
+    if (settings->spool_dir.empty()) settings->spool_dir = home + "/spool";
+    if (settings->work_dir.empty()) settings->work_dir = home + "/work";
+    if (settings->address.empty()) {
+      const bool loopback = settings->connect.find("127.0.0.1") != std::string::npos ||
+                            settings->connect.find("localhost") != std::string::npos;
+      settings->address = loopback ? "127.0.0.1" : agent::LocalHostname();
+    }
+    zmq::context_t context(1);
+    agent::Agent agent(*settings, context);
+    StopSignals signals([&agent] { agent.RequestStop(); });
+    if (Status s = agent.Run(); !s.ok()) {
+      spdlog::error("agent: {}", s.message());
+      *exit_code = kExitError;
+      return;
+    }
+    *exit_code = signals.received() ? kExitInterrupted : kExitOk;
+  });
+}
+
+}  // namespace servesweep::cli

@@ -1,0 +1,39 @@
+// `servesweep report DIR`: rewrites summary.csv and report.md from DIR/results.db.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "cli/commands.h"
+#include "coordinator/report.h"
+#include "coordinator/results_store.h"
+
+namespace servesweep::cli {
+
+void AddReportCommand(CLI::App& app, int* exit_code) {
+  auto dir = std::make_shared<std::string>();
+  auto* cmd = app.add_subcommand("report", "Write summary.csv and report.md from a results folder");
+  cmd->add_option("dir", *dir, "Output folder of a sweep (holds results.db)")->required();
+  cmd->callback([dir, exit_code] {
+    const std::string db = *dir + "/results.db";
+    if (!std::filesystem::exists(db)) {
+      spdlog::error("{}: expected a results database, found none", db);
+      *exit_code = kExitError;
+      return;
+    }
+    std::unique_ptr<coordinator::ResultsStore> store;
+    coordinator::ReportPaths paths;
+    Status s = coordinator::ResultsStore::Open(db, &store);
+    if (s.ok()) s = coordinator::WriteReports(*store, *dir, &paths);
+    if (!s.ok()) {
+      spdlog::error("{}", s.message());
+      *exit_code = kExitError;
+      return;
+    }
+    fmt::print("summary: {}\nreport:  {}\n", paths.summary_csv, paths.report_md);
+    *exit_code = kExitOk;
+  });
+}
+
+}  // namespace servesweep::cli

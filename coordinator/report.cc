@@ -1,0 +1,129 @@
+#include "coordinator/report.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+
+namespace servesweep::coordinator {
+namespace {
+
+// Cells of one summary row by column name; NULL reads "n/a" (the record is never silently blank).
+class Row {
+ public:
+  Row(const Table& table, size_t row) : table_(table), row_(row) {
+    for (size_t i = 0; i < table.columns.size(); ++i) index_[table.columns[i]] = i;
+  }
+  bool Null(const std::string& column) const {
+    return table_.is_null[row_][index_.at(column)];
+  }
+  std::string Text(const std::string& column) const {
+    return Null(column) ? "n/a" : table_.rows[row_][index_.at(column)];
+  }
+  std::string Number(const std::string& column, int decimals) const {
+    if (Null(column)) return "n/a";
+    return fmt::format("{:.{}f}", std::strtod(table_.rows[row_][index_.at(column)].c_str(), nullptr),
+                       decimals);
+  }
+
+ private:
+  const Table& table_;
+  size_t row_;
+  std::map<std::string, size_t> index_;
+};
+
+Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return Status::Error(fmt::format("{}: cannot write", path));
+  return Status::Ok();
+}
+
+std::string SummaryCsv(const Table& table) {
+  std::string csv;
+  for (size_t i = 0; i < table.columns.size(); ++i) {
+    csv += (i ? "," : "") + CsvField(table.columns[i]);
+  }
+  csv += "\n";
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    for (size_t i = 0; i < table.columns.size(); ++i) {
+      csv += (i ? "," : "") + CsvField(table.is_null[r][i] ? "n/a" : table.rows[r][i]);
+    }
+    csv += "\n";
+  }
+  return csv;
+}
+
+std::string ReportMarkdown(ResultsStore& store, const Table& summary) {
+  Table meta;
+  std::map<std::string, std::string> info;
+  if (store.Query("SELECT key, value FROM meta WHERE key != 'matrix_text'", &meta).ok()) {
+    for (const auto& row : meta.rows) info[row[0]] = row[1];
+  }
+  size_t done = 0, failed = 0, other = 0;
+  for (size_t r = 0; r < summary.rows.size(); ++r) {
+    const std::string status = Row(summary, r).Text("status");
+    (status == "done" ? done : status == "failed" ? failed : other)++;
+  }
+  std::string md = fmt::format("# servesweep report: {}\n\n", info["sweep_name"]);
+  md += fmt::format("Matrix `{}` (hash {}), servesweep {}.\n\n", info["matrix_path"],
+                    info["matrix_hash"], info["servesweep_version"]);
+  md += fmt::format("{} runs: {} done, {} failed, {} not finished.\n\n", summary.rows.size(), done,
+                    failed, other);
+  md += "Figures over the measured requests (warm-up excluded), computed as `vllm bench serve` "
+        "does; definitions in docs/metrics.md. Throughput in tokens/s, latencies in ms.\n\n";
+  md += "| run | status | engine | GPUs | tp/pp/dp | conc. | rate | ok/failed | req/s | out tok/s "
+        "| out tok/s/GPU | TTFT p50 | TTFT p99 | TPOT p50 | ITL p50 | E2E p50 | E2E p95 | cold "
+        "start |\n";
+  md += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (size_t r = 0; r < summary.rows.size(); ++r) {
+    const Row row(summary, r);
+    md += fmt::format(
+        "| {} | {} | {} | {} | {}/{}/{} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | "
+        "{} | {} |\n",
+        row.Text("label"), row.Text("status"), row.Text("engine"), row.Text("gpu_count"),
+        row.Text("tp"), row.Text("pp"), row.Text("dp"), row.Text("concurrency"),
+        row.Number("request_rate_per_s", 1), row.Text("completed"), row.Text("failed"),
+        row.Number("request_throughput", 2), row.Number("output_throughput", 1),
+        row.Number("output_throughput_per_gpu", 1), row.Number("ttft_median_ms", 1),
+        row.Number("ttft_p99_ms", 1), row.Number("tpot_median_ms", 2),
+        row.Number("itl_median_ms", 2), row.Number("e2el_median_ms", 1),
+        row.Number("e2el_p95_ms", 1), row.Number("cold_start_ms", 0));
+  }
+  std::string failures;
+  for (size_t r = 0; r < summary.rows.size(); ++r) {
+    const Row row(summary, r);
+    if (row.Text("status") == "done") continue;
+    failures += fmt::format("- `{}` [{}]: {} after {} attempt(s): {}\n", row.Text("run_id"),
+                            row.Text("label"), row.Text("status"), row.Text("attempts"),
+                            row.Text("last_error"));
+  }
+  if (!failures.empty()) md += "\n## Runs not done\n\n" + failures;
+  md += "\nEvery column of every run: summary.csv (docs/results.md). Raw data: results.db.\n";
+  return md;
+}
+
+}  // namespace
+
+std::string CsvField(const std::string& value) {
+  if (value.find_first_of(",\"\n\r") == std::string::npos) return value;
+  std::string out = "\"";
+  for (char c : value) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+Status WriteReports(ResultsStore& store, const std::string& out_dir, ReportPaths* paths) {
+  Table summary;
+  if (Status s = store.QuerySummary(&summary); !s.ok()) return s;
+  paths->summary_csv = out_dir + "/summary.csv";
+  paths->report_md = out_dir + "/report.md";
+  if (Status s = WriteFile(paths->summary_csv, SummaryCsv(summary)); !s.ok()) return s;
+  return WriteFile(paths->report_md, ReportMarkdown(store, summary));
+}
+
+}  // namespace servesweep::coordinator

@@ -1,0 +1,26 @@
+// Reports, written from the results database only (never from a running sweep's memory):
+// summary.csv (one row per run, the benchmark-record columns of docs/results.md) and report.md
+// (a readable table of the sweep, failures listed with their reasons).
+//
+// Thread-safety: functions over a store the caller owns.
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+#include "coordinator/results_store.h"
+
+namespace servesweep::coordinator {
+
+struct ReportPaths {
+  std::string summary_csv;
+  std::string report_md;
+};
+
+// Writes both files into `out_dir`.
+Status WriteReports(ResultsStore& store, const std::string& out_dir, ReportPaths* paths);
+
+// CSV field quoting per RFC 4180.
+std::string CsvField(const std::string& value);
+
+}  // namespace servesweep::coordinator
