@@ -20,6 +20,8 @@ struct EmulatorSettings {
   int io_threads = 1;
   std::string request_log_path;    // JSONL ground truth: one line per finished request ("" = off)
   std::string persona = "vllm";    // metric names on /metrics: "vllm" (SGLang persona comes later)
+  int64_t max_model_len = 131072;  // prompt + max_tokens above this is a 400, as in vLLM
+  int64_t kv_capacity_tok = 1000000;  // denominator of vllm:kv_cache_usage_perc
 };
 
 class Emulator {

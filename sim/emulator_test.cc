@@ -1,0 +1,448 @@
+// Tests of the engine emulator over real sockets: the wire format load generators rely on,
+// token accounting, absolute timing (from the request log), aborts and concurrency.
+#include "sim/emulator.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "sim/test_client.h"
+
+namespace servesweep::sim {
+namespace {
+
+using nlohmann::json;
+using testing::GetRequest;
+using testing::HttpResponse;
+using testing::PostRequest;
+using testing::SseData;
+using testing::TestConnection;
+
+class EmulatorTest : public ::testing::Test {
+ protected:
+  void StartEmulator(EmulatorSettings settings) {
+    emulator_ = std::make_unique<Emulator>(std::move(settings));
+    emulator_->Start();
+    thread_ = std::thread([this] { emulator_->Run(); });
+  }
+  // Stops the server and joins its thread; the request log is complete afterwards.
+  void StopEmulator() {
+    if (!emulator_) return;
+    emulator_->Stop();
+    thread_.join();
+    emulator_.reset();
+  }
+  void TearDown() override { StopEmulator(); }
+
+  HttpResponse Exchange(const std::string& request) {
+    TestConnection connection(emulator_->port());
+    connection.Send(request);
+    return connection.ReadResponse();
+  }
+  HttpResponse Post(const std::string& path, const json& body) {
+    return Exchange(PostRequest(path, body.dump()));
+  }
+
+  static std::string LogPath() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string path = ::testing::TempDir() + "sim_" + info->name() + ".jsonl";
+    std::remove(path.c_str());
+    return path;
+  }
+  static std::vector<json> ReadLog(const std::string& path) {
+    std::ifstream in(path);
+    std::vector<json> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(json::parse(line));
+    return lines;
+  }
+
+  std::unique_ptr<Emulator> emulator_;
+  std::thread thread_;
+};
+
+EmulatorSettings FastSettings() {
+  EmulatorSettings s;
+  s.model_name = "m/x";
+  s.ttft_ms = 2;
+  s.itl_ms = 1;
+  return s;
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// The value of a Prometheus sample; series is the line up to the value (name and labels).
+double Sample(const std::string& text, const std::string& series) {
+  const size_t at = text.find("\n" + series + " ");
+  if (at == std::string::npos) throw std::runtime_error("no sample " + series);
+  return std::stod(text.substr(at + series.size() + 2));
+}
+
+TEST_F(EmulatorTest, HealthIs503UntilStartupElapses) {
+  EmulatorSettings s = FastSettings();
+  s.startup_ms = 400;
+  const auto started = std::chrono::steady_clock::now();
+  StartEmulator(s);
+  HttpResponse early = Exchange(GetRequest("/health"));
+  ASSERT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(400));
+  EXPECT_EQ(early.status, 503);
+  std::this_thread::sleep_until(started + std::chrono::milliseconds(450));
+  HttpResponse ready = Exchange(GetRequest("/health"));
+  EXPECT_EQ(ready.status, 200);
+  EXPECT_EQ(ready.body, "");
+}
+
+TEST_F(EmulatorTest, ModelsListsTheModel) {
+  EmulatorSettings s = FastSettings();
+  s.max_model_len = 4096;
+  StartEmulator(s);
+  HttpResponse r = Exchange(GetRequest("/v1/models"));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["content-type"], "application/json");
+  const json body = json::parse(r.body);
+  EXPECT_EQ(body["object"], "list");
+  ASSERT_EQ(body["data"].size(), 1u);
+  EXPECT_EQ(body["data"][0]["id"], "m/x");
+  EXPECT_EQ(body["data"][0]["object"], "model");
+  EXPECT_EQ(body["data"][0]["owned_by"], "servesweep-sim");
+  EXPECT_EQ(body["data"][0]["max_model_len"], 4096);
+  EXPECT_TRUE(body["data"][0]["created"].is_number_integer());
+}
+
+TEST_F(EmulatorTest, StreamedCompletionEventSequence) {
+  StartEmulator(FastSettings());
+  HttpResponse r = Post("/v1/completions", {{"model", "m/x"},
+                                            {"prompt", "one two\tthree \n four  "},
+                                            {"max_tokens", 5},
+                                            {"stream", true},
+                                            {"stream_options", {{"include_usage", true}}}});
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["content-type"], "text/event-stream; charset=utf-8");
+  EXPECT_EQ(r.headers["transfer-encoding"], "chunked");
+  const std::vector<std::string> events = SseData(r.body);
+  ASSERT_EQ(events.size(), 7u);  // 5 tokens, usage, [DONE]
+  std::string id;
+  for (int k = 0; k < 5; ++k) {
+    const json chunk = json::parse(events[k]);
+    if (k == 0) id = chunk["id"];
+    EXPECT_EQ(chunk["id"], id);
+    EXPECT_EQ(chunk["object"], "text_completion");
+    EXPECT_EQ(chunk["model"], "m/x");
+    ASSERT_EQ(chunk["choices"].size(), 1u);
+    EXPECT_EQ(chunk["choices"][0]["text"], " t" + std::to_string(k));
+    EXPECT_EQ(chunk["choices"][0]["finish_reason"], k == 4 ? json("length") : json(nullptr));
+    EXPECT_TRUE(chunk["usage"].is_null());
+  }
+  EXPECT_EQ(id.rfind("cmpl-", 0), 0u);
+  const json usage = json::parse(events[5]);
+  EXPECT_EQ(usage["id"], id);
+  EXPECT_EQ(usage["choices"], json::array());
+  EXPECT_EQ(usage["usage"],
+            json({{"prompt_tokens", 4}, {"total_tokens", 9}, {"completion_tokens", 5}}));
+  EXPECT_EQ(events[6], "[DONE]");
+
+  // Without include_usage there is no usage chunk.
+  HttpResponse plain = Post("/v1/completions",
+                            {{"model", "m/x"}, {"prompt", "a"}, {"max_tokens", 3}, {"stream", true}});
+  const std::vector<std::string> plain_events = SseData(plain.body);
+  ASSERT_EQ(plain_events.size(), 4u);
+  EXPECT_EQ(json::parse(plain_events[2])["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(plain_events[3], "[DONE]");
+}
+
+TEST_F(EmulatorTest, ChatStreamSendsRoleChunkFirst) {
+  StartEmulator(FastSettings());
+  HttpResponse r = Post("/v1/chat/completions",
+                        {{"model", "m/x"},
+                         {"messages", {{{"role", "user"}, {"content", "hi there"}}}},
+                         {"max_completion_tokens", 3},
+                         {"stream", true},
+                         {"stream_options", {{"include_usage", true}}}});
+  ASSERT_EQ(r.status, 200);
+  const std::vector<std::string> events = SseData(r.body);
+  ASSERT_EQ(events.size(), 6u);  // role, 3 tokens, usage, [DONE]
+  const json role = json::parse(events[0]);
+  EXPECT_EQ(role["object"], "chat.completion.chunk");
+  EXPECT_EQ(role["id"].get<std::string>().rfind("chatcmpl-", 0), 0u);
+  EXPECT_EQ(role["choices"][0]["delta"], json({{"role", "assistant"}, {"content", ""}}));
+  for (int k = 0; k < 3; ++k) {
+    const json chunk = json::parse(events[1 + k]);
+    EXPECT_EQ(chunk["choices"][0]["delta"], json({{"content", " t" + std::to_string(k)}}));
+    EXPECT_EQ(chunk["choices"][0]["finish_reason"], k == 2 ? json("length") : json(nullptr));
+  }
+  EXPECT_EQ(json::parse(events[4])["usage"]["prompt_tokens"], 2);
+  EXPECT_EQ(json::parse(events[4])["usage"]["completion_tokens"], 3);
+  EXPECT_EQ(events[5], "[DONE]");
+}
+
+TEST_F(EmulatorTest, PromptTokenAccounting) {
+  StartEmulator(FastSettings());
+  auto prompt_tokens = [&](const json& prompt) {
+    HttpResponse r = Post("/v1/completions", {{"model", "m/x"}, {"prompt", prompt}, {"max_tokens", 3}});
+    EXPECT_EQ(r.status, 200) << r.body;
+    const json body = json::parse(r.body);
+    EXPECT_EQ(body["choices"][0]["text"], " t0 t1 t2");
+    EXPECT_EQ(body["choices"][0]["finish_reason"], "length");
+    EXPECT_EQ(body["usage"]["completion_tokens"], 3);
+    return body["usage"]["prompt_tokens"].get<int>();
+  };
+  EXPECT_EQ(prompt_tokens(json::array({101, 7, 9, 9, 2, 0, 55})), 7);
+  EXPECT_EQ(prompt_tokens(json::array({json::array({1, 2})})), 2);
+  EXPECT_EQ(prompt_tokens(json::array({"five words in one prompt"})), 5);
+  EXPECT_EQ(prompt_tokens(""), 0);
+
+  HttpResponse chat = Post("/v1/chat/completions",
+                           {{"model", "m/x"},
+                            {"messages",
+                             {{{"role", "system"}, {"content", "be brief"}},
+                              {{"role", "user"}, {"content", "three more words"}},
+                              {{"role", "user"}, {"content", json::array()}}}},
+                            {"max_tokens", 2}});
+  ASSERT_EQ(chat.status, 200);
+  const json body = json::parse(chat.body);
+  EXPECT_EQ(body["object"], "chat.completion");
+  EXPECT_EQ(body["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(body["choices"][0]["message"]["content"], " t0 t1");
+  EXPECT_EQ(body["usage"],
+            json({{"prompt_tokens", 5}, {"total_tokens", 7}, {"completion_tokens", 2}}));
+}
+
+TEST_F(EmulatorTest, DefaultMaxTokensIs16) {
+  StartEmulator(FastSettings());
+  HttpResponse r = Post("/v1/completions", {{"prompt", "x"}});  // model may be omitted
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(json::parse(r.body)["usage"]["completion_tokens"], 16);
+}
+
+TEST_F(EmulatorTest, UnknownModelIs404) {
+  StartEmulator(FastSettings());
+  HttpResponse r = Post("/v1/completions", {{"model", "other"}, {"prompt", "x"}});
+  EXPECT_EQ(r.status, 404);
+  EXPECT_EQ(json::parse(r.body), json::parse(R"({"error":{"message":"The model `other` does not exist.",
+                                                  "type":"NotFoundError","param":null,"code":404}})"));
+}
+
+TEST_F(EmulatorTest, MalformedRequestsAre400AndUnknownPathsAre404) {
+  EmulatorSettings s = FastSettings();
+  s.max_model_len = 10;
+  StartEmulator(s);
+  auto expect_400 = [&](const std::string& path, const std::string& body) {
+    HttpResponse r = Exchange(PostRequest(path, body));
+    EXPECT_EQ(r.status, 400) << body;
+    const json error = json::parse(r.body)["error"];
+    EXPECT_EQ(error["type"], "BadRequestError");
+    EXPECT_EQ(error["code"], 400);
+    EXPECT_FALSE(error["message"].get<std::string>().empty());
+  };
+  expect_400("/v1/completions", "{not json");
+  expect_400("/v1/completions", R"({"model":"m/x"})");
+  expect_400("/v1/chat/completions", R"({"model":"m/x","prompt":"x"})");
+  expect_400("/v1/completions", R"({"prompt":"x","max_tokens":"5"})");
+  expect_400("/v1/completions", R"({"prompt":"x","max_tokens":0})");
+  expect_400("/v1/completions", R"({"prompt":["a","b"]})");
+  expect_400("/v1/completions", R"({"prompt":"x","max_tokens":10})");  // 11 > max_model_len
+
+  HttpResponse missing = Exchange(GetRequest("/v1/nothing"));
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(json::parse(missing.body)["error"]["code"], 404);
+  EXPECT_EQ(Exchange(GetRequest("/v1/completions")).status, 405);
+}
+
+TEST_F(EmulatorTest, KeepAliveServesSeveralRequestsOnOneConnection) {
+  StartEmulator(FastSettings());
+  TestConnection connection(emulator_->port());
+  const std::string stream_body =
+      json({{"prompt", "a b"}, {"max_tokens", 2}, {"stream", true}}).dump();
+  for (int i = 0; i < 2; ++i) {
+    connection.Send(PostRequest("/v1/completions", stream_body));
+    HttpResponse r = connection.ReadResponse();
+    ASSERT_EQ(r.status, 200);
+    EXPECT_EQ(SseData(r.body).size(), 3u);
+  }
+  connection.Send(GetRequest("/health"));
+  EXPECT_EQ(connection.ReadResponse().status, 200);
+  // Two requests sent back to back (pipelined) are answered in order.
+  connection.Send(PostRequest("/v1/completions", stream_body) + GetRequest("/v1/models"));
+  EXPECT_EQ(SseData(connection.ReadResponse().body).size(), 3u);
+  EXPECT_EQ(json::parse(connection.ReadResponse().body)["object"], "list");
+}
+
+TEST_F(EmulatorTest, TokensFollowTheAbsoluteSchedule) {
+  EmulatorSettings s = FastSettings();
+  s.ttft_ms = 30;
+  s.itl_ms = 8;
+  s.request_log_path = LogPath();
+  StartEmulator(s);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(Post("/v1/completions", {{"prompt", "a b c"}, {"max_tokens", 20}, {"stream", true}})
+                  .status,
+              200);
+  }
+  ASSERT_EQ(Post("/v1/chat/completions",
+                 {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"max_tokens", 4}})
+                .status,
+            200);
+  StopEmulator();
+
+  const std::vector<json> log = ReadLog(s.request_log_path);
+  ASSERT_EQ(log.size(), 6u);
+  std::vector<double> ttft_ms, itl_ms;
+  for (size_t i = 0; i < 5; ++i) {
+    const json& line = log[i];
+    EXPECT_EQ(line["path"], "/v1/completions");
+    EXPECT_EQ(line["status"], "ok");
+    EXPECT_EQ(line["prompt_tokens"], 3);
+    EXPECT_EQ(line["completion_tokens"], 20);
+    const auto tokens = line["token_ns"].get<std::vector<int64_t>>();
+    ASSERT_EQ(tokens.size(), 20u);
+    ttft_ms.push_back(static_cast<double>(tokens[0] - line["arrival_ns"].get<int64_t>()) / 1e6);
+    for (size_t k = 1; k < tokens.size(); ++k) {
+      itl_ms.push_back(static_cast<double>(tokens[k] - tokens[k - 1]) / 1e6);
+    }
+    // Absolute schedule: the last token is due at ttft + 19 itl, whatever the jitter before.
+    EXPECT_NEAR(static_cast<double>(tokens[19] - line["arrival_ns"].get<int64_t>()) / 1e6,
+                30 + 19 * 8, 5);
+  }
+  EXPECT_NEAR(Median(ttft_ms), 30, 2);
+  EXPECT_NEAR(Median(itl_ms), 8, 2);
+  EXPECT_EQ(log[5]["path"], "/v1/chat/completions");
+  EXPECT_EQ(log[5]["completion_tokens"], 4);
+  EXPECT_EQ(log[5]["token_ns"].size(), 4u);
+}
+
+TEST_F(EmulatorTest, ClientDisconnectMidStreamIsAbortedAndServerKeepsServing) {
+  EmulatorSettings s = FastSettings();
+  s.itl_ms = 5;
+  s.request_log_path = LogPath();
+  StartEmulator(s);
+  {
+    TestConnection quitter(emulator_->port());
+    quitter.Send(PostRequest("/v1/completions",
+                             json({{"prompt", "a b c d"}, {"max_tokens", 1000}, {"stream", true}}).dump()));
+    quitter.WaitFor("\"text\":\" t2\"");
+    const std::string metrics = Exchange(GetRequest("/metrics")).body;
+    EXPECT_EQ(Sample(metrics, "vllm:num_requests_running{model_name=\"m/x\"}"), 1);
+    // Prompt 4 tokens + at least 3 generated, of a 1,000,000-token cache.
+    EXPECT_GE(Sample(metrics, "vllm:kv_cache_usage_perc{model_name=\"m/x\"}"), 7e-6);
+  }  // closes the socket mid-stream
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::string metrics = Exchange(GetRequest("/metrics")).body;
+  EXPECT_EQ(Sample(metrics, "vllm:num_requests_running{model_name=\"m/x\"}"), 0);
+  EXPECT_EQ(Sample(metrics, "vllm:kv_cache_usage_perc{model_name=\"m/x\"}"), 0);
+  EXPECT_EQ(Sample(metrics, "vllm:request_success_total{model_name=\"m/x\",finished_reason=\"abort\"}"), 1);
+  EXPECT_EQ(Post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}}).status, 200);
+  StopEmulator();
+
+  const std::vector<json> log = ReadLog(s.request_log_path);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0]["status"], "aborted");
+  EXPECT_GE(log[0]["completion_tokens"], 3);
+  EXPECT_LT(log[0]["completion_tokens"], 100);
+  EXPECT_EQ(log[0]["token_ns"].size(), log[0]["completion_tokens"].get<size_t>());
+  EXPECT_EQ(log[1]["status"], "ok");
+}
+
+TEST_F(EmulatorTest, MetricsUseVllmNamesAndCount) {
+  StartEmulator(FastSettings());
+  ASSERT_EQ(Post("/v1/completions", {{"prompt", "a b c"}, {"max_tokens", 4}, {"stream", true}}).status, 200);
+  ASSERT_EQ(Post("/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 6}}).status, 200);
+  HttpResponse r = Exchange(GetRequest("/metrics"));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.headers["content-type"], "text/plain; version=0.0.4; charset=utf-8");
+  const std::string& text = r.body;
+  const std::string label = "{model_name=\"m/x\"}";
+  EXPECT_EQ(Sample(text, "vllm:num_requests_running" + label), 0);
+  EXPECT_EQ(Sample(text, "vllm:num_requests_waiting" + label), 0);
+  EXPECT_EQ(Sample(text, "vllm:kv_cache_usage_perc" + label), 0);
+  EXPECT_EQ(Sample(text, "vllm:prompt_tokens_total" + label), 5);
+  EXPECT_EQ(Sample(text, "vllm:generation_tokens_total" + label), 10);
+  EXPECT_EQ(Sample(text, "vllm:request_success_total{model_name=\"m/x\",finished_reason=\"length\"}"), 2);
+  EXPECT_EQ(Sample(text, "vllm:num_preemptions_total" + label), 0);
+  EXPECT_EQ(Sample(text, "vllm:prefix_cache_queries_total" + label), 5);
+  EXPECT_EQ(Sample(text, "vllm:prefix_cache_hits_total" + label), 0);
+  EXPECT_EQ(Sample(text, "vllm:time_to_first_token_seconds_count" + label), 2);
+  EXPECT_EQ(Sample(text, "vllm:time_to_first_token_seconds_bucket{model_name=\"m/x\",le=\"+Inf\"}"), 2);
+  EXPECT_EQ(Sample(text, "vllm:time_to_first_token_seconds_bucket{model_name=\"m/x\",le=\"0.001\"}"), 0);
+  EXPECT_NE(text.find("# TYPE vllm:prompt_tokens_total counter\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE vllm:kv_cache_usage_perc gauge\n"), std::string::npos);
+  EXPECT_NE(text.find("# TYPE vllm:time_to_first_token_seconds histogram\n"), std::string::npos);
+}
+
+// Opens kStreams connections at once, each streaming one completion, and checks every stream
+// is whole. The streams must overlap: 1000 in series would take 290 s.
+void ExpectThousandConcurrentStreamsComplete(uint16_t port) {
+  constexpr int kStreams = 1000;
+  constexpr int kTokens = 20;
+  const std::string request = PostRequest(
+      "/v1/completions", json({{"prompt", "a b"}, {"max_tokens", kTokens}, {"stream", true}}).dump(),
+      /*keep_alive=*/false);
+  const auto started = std::chrono::steady_clock::now();
+  std::vector<std::unique_ptr<TestConnection>> connections;
+  for (int i = 0; i < kStreams; ++i) {
+    connections.push_back(std::make_unique<TestConnection>(port));
+    connections.back()->Send(request);
+  }
+  // Read every connection until the server closes it (Connection: close), multiplexed by poll.
+  std::vector<std::string> received(kStreams);
+  std::vector<pollfd> fds;
+  for (auto& c : connections) fds.push_back({c->fd(), POLLIN, 0});
+  int open = kStreams;
+  char buf[16384];
+  while (open > 0) {
+    ASSERT_GT(::poll(fds.data(), fds.size(), 10000), 0) << "streams stalled; open: " << open;
+    for (int i = 0; i < kStreams; ++i) {
+      if (fds[i].fd < 0 || fds[i].revents == 0) continue;
+      const ssize_t n = ::recv(fds[i].fd, buf, sizeof(buf), 0);
+      if (n > 0) {
+        received[i].append(buf, static_cast<size_t>(n));
+      } else {
+        fds[i].fd = -1;
+        --open;
+      }
+    }
+  }
+  const double elapsed_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  for (int i = 0; i < kStreams; ++i) {
+    const std::string& raw = received[i];
+    ASSERT_EQ(raw.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << i;
+    size_t events = 0;
+    for (size_t at = raw.find("data: "); at != std::string::npos; at = raw.find("data: ", at + 1)) {
+      ++events;
+    }
+    EXPECT_EQ(events, kTokens + 1u) << i;
+    EXPECT_TRUE(raw.ends_with("data: [DONE]\n\n\r\n0\r\n\r\n")) << i;
+  }
+  EXPECT_LT(elapsed_s, 3.0);
+}
+
+EmulatorSettings ConcurrencySettings(int io_threads) {
+  EmulatorSettings s = FastSettings();
+  s.ttft_ms = 100;
+  s.itl_ms = 10;
+  s.io_threads = io_threads;
+  return s;
+}
+
+TEST_F(EmulatorTest, ThousandConcurrentStreamsCompleteOnOneIoThread) {
+  StartEmulator(ConcurrencySettings(1));
+  ExpectThousandConcurrentStreamsComplete(emulator_->port());
+}
+
+TEST_F(EmulatorTest, ThousandConcurrentStreamsCompleteOnFourIoThreads) {
+  StartEmulator(ConcurrencySettings(4));
+  ExpectThousandConcurrentStreamsComplete(emulator_->port());
+}
+
+}  // namespace
+}  // namespace servesweep::sim
