@@ -73,7 +73,11 @@ void Agent::SendHello() {
 void Agent::SendHeartbeat() {
   capnp::MallocMessageBuilder message;
   auto heartbeat = NewEnvelope(message).initHeartbeat();
-  if (executor_ && !executor_->Finished()) heartbeat.setBusyRunId(executor_->run_id());
+  if (queued_assign_) {
+    heartbeat.setBusyRunId(queued_assign_->getRoot<schema::Assign>().getSpec().getRunId());
+  } else if (executor_ && !executor_->Finished()) {
+    heartbeat.setBusyRunId(executor_->run_id());
+  }
   Send(message);
 }
 
@@ -124,16 +128,43 @@ void Agent::LoadSpool() {
 
 void Agent::OnAssign(schema::Assign::Reader assign) {
   const std::string run_id = assign.getSpec().getRunId();
-  if (executor_ && !executor_->Finished()) {
-    spdlog::warn("assigned {} while still busy with {}; ignored", run_id, executor_->run_id());
+  if (executor_ && !executor_->Finished() && !executor_->cancelled()) {
+    // The coordinator believes we are free: refuse explicitly so it re-queues the run.
+    spdlog::warn("assigned {} while busy with {}; refusing it", run_id, executor_->run_id());
+    RefuseAssignment(assign, fmt::format("agent {} is busy with {}", settings_.agent_id,
+                                         executor_->run_id()));
     return;
   }
+  if (executor_ && !executor_->Finished()) {
+    // A released run is still tearing its engine down: start this one when it has finished,
+    // without blocking the loop (heartbeats must go on).
+    queued_assign_ = std::make_unique<capnp::MallocMessageBuilder>();
+    queued_assign_->setRoot(assign);
+    return;
+  }
+  StartRun(assign);
+}
+
+void Agent::StartRun(schema::Assign::Reader assign) {
+  const std::string run_id = assign.getSpec().getRunId();
   CollectFinishedRun(SteadyNowNs());
   spdlog::info("run {} attempt {}: {} (rank {}/{})", run_id, assign.getAttempt(),
                assign.getRole() == schema::Role::HEAD ? "head" : "worker", assign.getRank(),
                assign.getGroupSize());
   ExecutorContext context{settings_.agent_id, settings_.work_dir, gpu_model_, interconnect_};
   executor_ = std::make_unique<RunExecutor>(assign, context);
+}
+
+void Agent::RefuseAssignment(schema::Assign::Reader assign, const std::string& why) {
+  capnp::MallocMessageBuilder message;
+  auto result = NewEnvelope(message).initResult();
+  result.setRunId(assign.getSpec().getRunId());
+  result.setAttempt(assign.getAttempt());
+  result.setAgentId(settings_.agent_id);
+  result.setStatus(schema::RunStatus::FAILED);
+  result.setError(why);
+  result.setSpec(assign.getSpec());
+  Send(message);
 }
 
 void Agent::CollectFinishedRun(int64_t now_ns) {
@@ -173,6 +204,10 @@ void Agent::Handle(const zmq::message_t& frame, bool* bye) {
         break;
       case schema::Envelope::CANCEL: {
         auto cancel = envelope.getCancel();
+        if (queued_assign_ &&
+            queued_assign_->getRoot<schema::Assign>().getSpec().getRunId() == cancel.getRunId()) {
+          queued_assign_.reset();
+        }
         if (executor_ && executor_->run_id() == cancel.getRunId().cStr()) {
           spdlog::info("run {} released: {}", executor_->run_id(), cancel.getReason().cStr());
           executor_->Cancel(cancel.getReason());
@@ -237,6 +272,10 @@ Status Agent::Run() {
     }
     now_ns = SteadyNowNs();
     CollectFinishedRun(now_ns);
+    if (queued_assign_ && !executor_) {
+      auto queued = std::move(queued_assign_);
+      StartRun(queued->getRoot<schema::Assign>().asReader());
+    }
     if (executor_ && executor_->timeout_s() > 0 &&
         static_cast<double>(now_ns - executor_->started_ns()) / 1e9 > executor_->timeout_s()) {
       executor_->Cancel(fmt::format("timed out after {:.0f} s", executor_->timeout_s()));

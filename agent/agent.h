@@ -59,6 +59,9 @@ class Agent {
   bool Send(capnp::MallocMessageBuilder& message);
   void Handle(const zmq::message_t& frame, bool* bye);
   void OnAssign(schema::Assign::Reader assign);
+  void StartRun(schema::Assign::Reader assign);
+  // Answers an assignment we cannot take with a failed result (not spooled: nothing measured).
+  void RefuseAssignment(schema::Assign::Reader assign, const std::string& why);
   void CollectFinishedRun(int64_t now_ns);
   void LoadSpool();
 
@@ -67,6 +70,7 @@ class Agent {
   zmq::socket_t socket_;
   Spool spool_;
   std::unique_ptr<RunExecutor> executor_;
+  std::unique_ptr<capnp::MallocMessageBuilder> queued_assign_;  // waits for a released run to end
   std::map<std::string, Outgoing> outgoing_;   // key: run_id + "." + attempt; awaiting ack
   std::string gpu_model_;
   std::string interconnect_;

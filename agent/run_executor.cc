@@ -76,6 +76,10 @@ RunExecutor::RunExecutor(schema::Assign::Reader assign, ExecutorContext context)
 
 RunExecutor::~RunExecutor() {
   Cancel("agent shutting down");
+  Join();
+}
+
+void RunExecutor::Join() {
   if (thread_.joinable()) thread_.join();
 }
 

@@ -34,6 +34,7 @@ class RunExecutor {
   RunExecutor& operator=(const RunExecutor&) = delete;
 
   void Cancel(const std::string& reason);
+  bool cancelled() const { return cancelled_.load(); }
   bool Finished() const { return finished_.load(); }
   // The RunResult message (head), or nullptr (worker, or nothing to report).
   std::unique_ptr<capnp::MallocMessageBuilder> TakeResult();
@@ -50,10 +51,10 @@ class RunExecutor {
 
  private:
   void Execute();
+  void Join();
   void ExecuteHead(schema::RunResult::Builder result);
   void ExecuteWorker();
   void SetPhase(const char* phase);
-  bool cancelled() const { return cancelled_.load(); }
   std::string cancel_reason() const;
 
   capnp::MallocMessageBuilder assign_message_;   // our own copy of the Assign

@@ -1,5 +1,6 @@
 // `servesweep sim`: the engine emulator as a process, started by agents like a real engine.
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <memory>
 
@@ -26,6 +27,12 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--request-log", settings->request_log_path,
                   "JSONL file with every request's exact timestamps (ground truth)");
   cmd->callback([settings, exit_code] {
+    // One descriptor per stream: lift the soft limit to the hard one so 10k+ streams fit.
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+      limit.rlim_cur = limit.rlim_max;
+      ::setrlimit(RLIMIT_NOFILE, &limit);
+    }
     sim::Emulator emulator(*settings);
     try {
       emulator.Start();

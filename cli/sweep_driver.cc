@@ -17,6 +17,9 @@ void AddCoordinatorOptions(CLI::App& cmd, coordinator::CoordinatorSettings& sett
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd.add_option("--liveness", settings.liveness, "Missed heartbeats before an agent is lost")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd.add_option("--max-frame-bytes", settings.max_frame_bytes,
+                 "Largest message accepted from an agent; larger ones are dropped")
+      ->capture_default_str()->check(CLI::PositiveNumber);
 }
 
 int DriveSweep(coordinator::CoordinatorSettings settings, coordinator::LoadedMatrix& matrix,

@@ -22,16 +22,17 @@ schema::Envelope::Builder NewEnvelope(capnp::MessageBuilder& message) {
   return envelope;
 }
 
-Status DecodeFrame(const zmq::message_t& frame, std::unique_ptr<DecodedEnvelope>* out) {
+Status DecodeFrame(const zmq::message_t& frame, std::unique_ptr<DecodedEnvelope>* out,
+                   size_t max_frame_bytes) {
   const size_t size = frame.size();
   if (size == 0 || size % sizeof(capnp::word) != 0) {
     return Status::Error(fmt::format(
         "frame of {} bytes: expected a non-empty multiple of 8 bytes (a Cap'n Proto message)",
         size));
   }
-  if (size > kMaxFrameBytes) {
+  if (size > max_frame_bytes) {
     return Status::Error(fmt::format("frame of {} bytes: expected at most {} bytes", size,
-                                     kMaxFrameBytes));
+                                     max_frame_bytes));
   }
   auto decoded = std::make_unique<DecodedEnvelope>();
   decoded->words_ = kj::heapArray<capnp::word>(size / sizeof(capnp::word));

@@ -29,13 +29,15 @@ class DecodedEnvelope {
   schema::Envelope::Reader envelope() { return reader_->getRoot<schema::Envelope>(); }
 
  private:
-  friend Status DecodeFrame(const zmq::message_t& frame, std::unique_ptr<DecodedEnvelope>* out);
+  friend Status DecodeFrame(const zmq::message_t& frame, std::unique_ptr<DecodedEnvelope>* out,
+                            size_t max_frame_bytes);
   kj::Array<capnp::word> words_;
   std::unique_ptr<capnp::FlatArrayMessageReader> reader_;
 };
 
 // Checks size, alignment padding, segment table, protocol version and that the union is known.
-Status DecodeFrame(const zmq::message_t& frame, std::unique_ptr<DecodedEnvelope>* out);
+Status DecodeFrame(const zmq::message_t& frame, std::unique_ptr<DecodedEnvelope>* out,
+                   size_t max_frame_bytes = kMaxFrameBytes);
 
 // Sets protocolVersion and sentAtUnixMs on a fresh Envelope root.
 schema::Envelope::Builder NewEnvelope(capnp::MessageBuilder& message);

@@ -56,6 +56,10 @@ Status ChildProcess::Spawn(const SpawnOptions& options, ChildProcess* out) {
   if (pid == 0) {
     ::setpgid(0, 0);
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    // The parent may block signals for a sigwait thread; the engine must receive them.
+    sigset_t all;
+    ::sigfillset(&all);
+    ::sigprocmask(SIG_UNBLOCK, &all, nullptr);
     if (::getppid() != parent) ::_exit(127);  // parent died before prctl took effect
     if (log_fd >= 0) {
       ::dup2(log_fd, STDOUT_FILENO);

@@ -70,6 +70,10 @@ Status Coordinator::Prepare(LoadedMatrix& matrix) {
 
   std::vector<StoredRun> stored;
   if (status = store_->LoadRuns(&stored); !status.ok()) return status;
+  // Runs interrupted by the restart wait a little: their agents may reconnect and be adopted, or
+  // resend a result they finished while we were gone.
+  const int64_t hold_until_ns =
+      SteadyNowNs() + int64_t{settings_.heartbeat_ms} * 1'000'000 * settings_.liveness * 2;
   runs_.clear();
   run_index_.clear();
   for (auto& s : stored) {
@@ -80,6 +84,7 @@ Status Coordinator::Prepare(LoadedMatrix& matrix) {
     slot.spec_words = CopyToWords(s.spec_bytes);
     slot.state = s.state;
     slot.attempts = s.attempts;
+    if (s.state == RunState::kPending && s.attempts > 0) slot.hold_until_ns = hold_until_ns;
     capnp::FlatArrayMessageReader reader(slot.spec_words);
     slot.max_attempts = std::max<uint32_t>(1, reader.getRoot<schema::RunSpec>().getMaxAttempts());
     run_index_[slot.run_id] = runs_.size();
@@ -94,7 +99,7 @@ Status Coordinator::Bind() {
     socket_.set(zmq::sockopt::linger, 0);
     socket_.set(zmq::sockopt::router_mandatory, 1);   // unroutable sends fail loudly
     socket_.set(zmq::sockopt::router_handover, 1);    // a reconnecting agent takes its id back
-    socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxFrameBytes));
+    socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(settings_.max_frame_bytes));
     socket_.set(zmq::sockopt::sndhwm, 100000);
     socket_.set(zmq::sockopt::rcvhwm, 100000);
     socket_.bind(settings_.bind);
@@ -174,7 +179,7 @@ Status Coordinator::Run() {
 void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t& payload,
                               int64_t now_ns) {
   std::unique_ptr<DecodedEnvelope> decoded;
-  Status status = DecodeFrame(payload, &decoded);
+  Status status = DecodeFrame(payload, &decoded, settings_.max_frame_bytes);
   if (!status.ok()) {
     ++frames_rejected_;
     spdlog::warn("dropped a frame from '{}': {}", identity, status.message());
@@ -203,9 +208,14 @@ void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t&
                       progress.getPhase().cStr());
         break;
       }
-      case schema::Envelope::RESULT:
-        OnResult(identity, envelope.getResult());
+      case schema::Envelope::RESULT: {
+        // One copy validates the whole result within the reader's traversal limit; the
+        // commit then reads the copy as often as it likes.
+        capnp::MallocMessageBuilder copy;
+        copy.setRoot(envelope.getResult());
+        OnResult(identity, copy.getRoot<schema::RunResult>().asReader());
         break;
+      }
       case schema::Envelope::BYE:
         LoseAgent(identity, fmt::format("said bye: {}", envelope.getBye().getReason().cStr()));
         break;

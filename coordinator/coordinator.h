@@ -33,6 +33,7 @@ struct CoordinatorSettings {
   int heartbeat_ms = 1000;
   int liveness = 3;                 // heartbeat intervals of silence before an agent is lost
   int agent_wait_warn_s = 30;       // warn when pending runs wait this long for agents
+  size_t max_frame_bytes = 256u << 20;  // larger frames are refused by the socket itself
 };
 
 struct SweepTotals {

@@ -383,7 +383,7 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
       if (repeats > 1) label += fmt::format(" repeat={}", repeat);
       spec.setLabel(label.empty() ? "default" : label);
       if (spec.getWorkload().getName().size() == 0) {
-        const auto w = spec.getWorkload();
+        auto w = spec.getWorkload();
         w.setName(fmt::format("fixed-in{}-out{}", w.getInputLenTok(), w.getOutputLenTok()));
       }
       CheckRunIsRunnable(p, root, spec.asReader());

@@ -3,6 +3,7 @@
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <fmt/format.h>
+#include <kj/exception.h>
 
 #include <cmath>
 
@@ -137,10 +138,14 @@ std::string ResultsTableSql() {
 
 const char* RunStateName(RunState state) {
   switch (state) {
-    case RunState::kPending: return "pending";
-    case RunState::kRunning: return "running";
-    case RunState::kDone: return "done";
-    case RunState::kFailed: return "failed";
+    case RunState::kPending:
+      return "pending";
+    case RunState::kRunning:
+      return "running";
+    case RunState::kDone:
+      return "done";
+    case RunState::kFailed:
+      return "failed";
   }
   return "?";
 }
@@ -163,6 +168,22 @@ Status ResultsStore::Open(const std::string& path, std::unique_ptr<ResultsStore>
   return Status::Ok();
 }
 
+Status ResultsStore::InTransaction(const std::function<Status()>& body) {
+  Status status = Exec("BEGIN IMMEDIATE");
+  if (!status.ok()) return status;
+  // Statements live inside `body`, so they are finalised before COMMIT or ROLLBACK; an exception
+  // (e.g. a malformed message read lazily) rolls back like an error.
+  kj::Maybe<kj::Exception> failure = kj::runCatchingExceptions([&]() { status = body(); });
+  KJ_IF_MAYBE (exception, failure) {
+    status = Status::Error(exception->getDescription().cStr());
+  }
+  if (!status.ok()) {
+    Exec("ROLLBACK");
+    return status;
+  }
+  return Exec("COMMIT");
+}
+
 Status ResultsStore::Exec(const std::string& sql) {
   char* error = nullptr;
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
@@ -182,9 +203,8 @@ Status ResultsStore::SweepHash(std::string* hash) {
 }
 
 Status ResultsStore::InitSweep(schema::Matrix::Reader matrix, const std::string& matrix_text) {
-  Status status = Exec("BEGIN IMMEDIATE");
-  if (!status.ok()) return status;
-  {
+  return InTransaction([&]() -> Status {
+    Status status;
     Statement meta(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES(?, ?)");
     const std::pair<std::string, std::string> entries[] = {
         {"sweep_name", matrix.getName()},
@@ -213,16 +233,13 @@ Status ResultsStore::InitSweep(schema::Matrix::Reader matrix, const std::string&
       run.Bind(5, UnixNowMs());
       status = run.Run();
     }
-  }
-  if (!status.ok()) {
-    Exec("ROLLBACK");
     return status;
-  }
-  return Exec("COMMIT");
+  });
 }
 
 Status ResultsStore::LoadRuns(std::vector<StoredRun>* out) {
-  Statement stmt(db_, "SELECT run_id, idx, label, spec, status, attempts, last_error FROM runs ORDER BY idx");
+  Statement stmt(
+      db_, "SELECT run_id, idx, label, spec, status, attempts, last_error FROM runs ORDER BY idx");
   if (!stmt.ok()) return Status::Error("sqlite: " + stmt.error());
   out->clear();
   while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
@@ -250,165 +267,151 @@ Status ResultsStore::LoadRuns(std::vector<StoredRun>* out) {
 }
 
 Status ResultsStore::RequeueInterrupted(int* requeued) {
-  Status status = Exec("BEGIN IMMEDIATE");
-  if (!status.ok()) return status;
-  status = Exec(
-      "UPDATE attempts SET outcome='lost', error='coordinator restarted' WHERE outcome='running';"
-      "UPDATE runs SET status='pending', last_error='coordinator restarted' WHERE status='running';");
-  *requeued = sqlite3_changes(db_);
-  if (!status.ok()) {
-    Exec("ROLLBACK");
+  return InTransaction([&]() -> Status {
+    Status status = Exec(
+        "UPDATE attempts SET outcome='lost', error='coordinator restarted' WHERE outcome='running';"
+        "UPDATE runs SET status='pending', last_error='coordinator restarted' WHERE "
+        "status='running';");
+    *requeued = sqlite3_changes(db_);
     return status;
-  }
-  return Exec("COMMIT");
+  });
 }
 
 Status ResultsStore::MarkRunning(const std::string& run_id, uint32_t attempt,
                                  const std::string& agents) {
-  Status status = Exec("BEGIN IMMEDIATE");
-  if (!status.ok()) return status;
-  Statement run(db_, "UPDATE runs SET status='running', attempts=?, updated_unix_ms=? WHERE run_id=?");
-  run.Bind(1, int64_t{attempt});
-  run.Bind(2, UnixNowMs());
-  run.Bind(3, run_id);
-  status = run.Run();
-  if (status.ok()) {
-    Statement history(db_,
-                      "INSERT OR REPLACE INTO attempts(run_id, attempt, agents, assigned_unix_ms, "
-                      "outcome) VALUES(?, ?, ?, ?, 'running')");
-    history.Bind(1, run_id);
-    history.Bind(2, int64_t{attempt});
-    history.Bind(3, agents);
-    history.Bind(4, UnixNowMs());
-    status = history.Run();
-  }
-  if (!status.ok()) {
-    Exec("ROLLBACK");
+  return InTransaction([&]() -> Status {
+    Statement run(db_,
+                  "UPDATE runs SET status='running', attempts=?, updated_unix_ms=? WHERE run_id=?");
+    run.Bind(1, int64_t{attempt});
+    run.Bind(2, UnixNowMs());
+    run.Bind(3, run_id);
+    Status status = run.Run();
+    if (status.ok()) {
+      Statement history(
+          db_,
+          "INSERT OR REPLACE INTO attempts(run_id, attempt, agents, assigned_unix_ms, "
+          "outcome) VALUES(?, ?, ?, ?, 'running')");
+      history.Bind(1, run_id);
+      history.Bind(2, int64_t{attempt});
+      history.Bind(3, agents);
+      history.Bind(4, UnixNowMs());
+      status = history.Run();
+    }
     return status;
-  }
-  return Exec("COMMIT");
+  });
 }
 
 Status ResultsStore::EndAttempt(const std::string& run_id, uint32_t attempt,
                                 const std::string& outcome, const std::string& error, bool final) {
-  Status status = Exec("BEGIN IMMEDIATE");
-  if (!status.ok()) return status;
-  Statement history(db_, "UPDATE attempts SET outcome=?, error=? WHERE run_id=? AND attempt=?");
-  history.Bind(1, outcome);
-  history.Bind(2, error);
-  history.Bind(3, run_id);
-  history.Bind(4, int64_t{attempt});
-  status = history.Run();
-  if (status.ok()) {
-    // Only the run's current attempt moves its state; a stale attempt just leaves history.
-    Statement run(db_,
-                  "UPDATE runs SET status=?, last_error=?, updated_unix_ms=? "
-                  "WHERE run_id=? AND attempts=? AND status='running'");
-    run.Bind(1, std::string(final ? "failed" : "pending"));
-    run.Bind(2, error);
-    run.Bind(3, UnixNowMs());
-    run.Bind(4, run_id);
-    run.Bind(5, int64_t{attempt});
-    status = run.Run();
-  }
-  if (!status.ok()) {
-    Exec("ROLLBACK");
+  return InTransaction([&]() -> Status {
+    Statement history(db_, "UPDATE attempts SET outcome=?, error=? WHERE run_id=? AND attempt=?");
+    history.Bind(1, outcome);
+    history.Bind(2, error);
+    history.Bind(3, run_id);
+    history.Bind(4, int64_t{attempt});
+    Status status = history.Run();
+    if (status.ok()) {
+      // Only the run's current attempt moves its state; a stale attempt just leaves history.
+      Statement run(db_,
+                    "UPDATE runs SET status=?, last_error=?, updated_unix_ms=? "
+                    "WHERE run_id=? AND attempts=? AND status='running'");
+      run.Bind(1, std::string(final ? "failed" : "pending"));
+      run.Bind(2, error);
+      run.Bind(3, UnixNowMs());
+      run.Bind(4, run_id);
+      run.Bind(5, int64_t{attempt});
+      status = run.Run();
+    }
     return status;
-  }
-  return Exec("COMMIT");
+  });
 }
 
 Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_state_done,
                                   bool* duplicate) {
   const std::string run_id = result.getRunId();
-  Status status = Exec("BEGIN IMMEDIATE");
-  if (!status.ok()) return status;
-  auto rollback = [&](Status s) {
-    Exec("ROLLBACK");
-    return s;
-  };
   {
     Statement existing(db_, "SELECT 1 FROM results WHERE run_id=?");
     existing.Bind(1, run_id);
     *duplicate = sqlite3_step(existing.get()) == SQLITE_ROW;
   }
-  if (*duplicate) return rollback(Status::Ok());
+  if (*duplicate) return Status::Ok();
+  return InTransaction([&]() -> Status {
+    Status status;
 
-  const auto& columns = RecordColumns();
-  std::string names = "run_id, committed_unix_ms, result";
-  std::string marks = "?, ?, ?";
-  for (const auto& column : columns) {
-    names += fmt::format(", \"{}\"", column.name);
-    marks += ", ?";
-  }
-  Statement insert(db_, fmt::format("INSERT INTO results({}) VALUES({})", names, marks));
-  if (!insert.ok()) return rollback(Status::Error("sqlite: " + insert.error()));
-  capnp::MallocMessageBuilder copy;
-  copy.setRoot(result);
-  const std::string bytes = SerializeToString(copy);
-  insert.Bind(1, run_id);
-  insert.Bind(2, UnixNowMs());
-  insert.BindBlob(3, bytes.data(), bytes.size());
-  int index = 4;
-  for (const auto& column : columns) {
-    std::visit([&](const auto& v) { insert.Bind(index, v); }, column.value(result));
-    ++index;
-  }
-  if (status = insert.Run(); !status.ok()) return rollback(status);
+    const auto& columns = RecordColumns();
+    std::string names = "run_id, committed_unix_ms, result";
+    std::string marks = "?, ?, ?";
+    for (const auto& column : columns) {
+      names += fmt::format(", \"{}\"", column.name);
+      marks += ", ?";
+    }
+    Statement insert(db_, fmt::format("INSERT INTO results({}) VALUES({})", names, marks));
+    if (!insert.ok()) return Status::Error("sqlite: " + insert.error());
+    capnp::MallocMessageBuilder copy;
+    copy.setRoot(result);
+    const std::string bytes = SerializeToString(copy);
+    insert.Bind(1, run_id);
+    insert.Bind(2, UnixNowMs());
+    insert.BindBlob(3, bytes.data(), bytes.size());
+    int index = 4;
+    for (const auto& column : columns) {
+      std::visit([&](const auto& v) { insert.Bind(index, v); }, column.value(result));
+      ++index;
+    }
+    if (status = insert.Run(); !status.ok()) return status;
 
-  Statement request(db_,
-                    "INSERT INTO requests VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  for (auto r : result.getRequests()) {
-    request.Bind(1, run_id);
-    request.Bind(2, int64_t{r.getIndex()});
-    request.Bind(3, int64_t{r.getSuccess() ? 1 : 0});
-    request.Bind(4, std::string(r.getError()));
-    request.Bind(5, int64_t{r.getPromptTokens()});
-    request.Bind(6, int64_t{r.getOutputTokens()});
-    request.Bind(7, r.getScheduledNs());
-    request.Bind(8, r.getStartNs());
-    request.Bind(9, r.getFirstTokenNs());
-    request.Bind(10, r.getEndNs());
-    request.Bind(11, int64_t{r.getChunkTimesNs().size()});
-    if (status = request.Run(); !status.ok()) return rollback(status);
-  }
-  Statement sample(db_, "INSERT INTO engine_samples VALUES(?, ?, ?, ?)");
-  for (auto s : result.getEngineSamples()) {
-    sample.Bind(1, run_id);
-    sample.Bind(2, s.getAtNs());
-    sample.Bind(3, std::string(s.getName()));
-    sample.Bind(4, s.getValue());
-    if (status = sample.Run(); !status.ok()) return rollback(status);
-  }
-  Statement probe(db_, "INSERT INTO probes VALUES(?, ?, ?, ?, ?, ?)");
-  for (auto p : result.getProbes()) {
-    probe.Bind(1, run_id);
-    probe.Bind(2, std::string(p.getName()));
-    probe.Bind(3, std::string(p.getStatus()));
-    probe.Bind(4, p.getValue());
-    probe.Bind(5, std::string(p.getUnit()));
-    probe.Bind(6, std::string(p.getDetail()));
-    if (status = probe.Run(); !status.ok()) return rollback(status);
-  }
-  Statement run(db_,
-                "UPDATE runs SET status=?, last_error=?, updated_unix_ms=? WHERE run_id=?");
-  run.Bind(1, std::string(final_state_done ? "done" : "failed"));
-  run.Bind(2, std::string(result.getError()));
-  run.Bind(3, UnixNowMs());
-  run.Bind(4, run_id);
-  if (status = run.Run(); !status.ok()) return rollback(status);
-  Statement history(db_,
-                    "INSERT INTO attempts(run_id, attempt, agents, assigned_unix_ms, outcome, error) "
-                    "VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(run_id, attempt) DO UPDATE SET "
-                    "outcome=excluded.outcome, error=excluded.error");
-  history.Bind(1, run_id);
-  history.Bind(2, int64_t{result.getAttempt()});
-  history.Bind(3, std::string(result.getAgentId()));
-  history.Bind(4, result.getStartedAtUnixMs());
-  history.Bind(5, std::string(final_state_done ? "committed" : "failed"));
-  history.Bind(6, std::string(result.getError()));
-  if (status = history.Run(); !status.ok()) return rollback(status);
-  return Exec("COMMIT");
+    Statement request(db_, "INSERT INTO requests VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    for (auto r : result.getRequests()) {
+      request.Bind(1, run_id);
+      request.Bind(2, int64_t{r.getIndex()});
+      request.Bind(3, int64_t{r.getSuccess() ? 1 : 0});
+      request.Bind(4, std::string(r.getError()));
+      request.Bind(5, int64_t{r.getPromptTokens()});
+      request.Bind(6, int64_t{r.getOutputTokens()});
+      request.Bind(7, r.getScheduledNs());
+      request.Bind(8, r.getStartNs());
+      request.Bind(9, r.getFirstTokenNs());
+      request.Bind(10, r.getEndNs());
+      request.Bind(11, int64_t{r.getChunkTimesNs().size()});
+      if (status = request.Run(); !status.ok()) return status;
+    }
+    Statement sample(db_, "INSERT INTO engine_samples VALUES(?, ?, ?, ?)");
+    for (auto s : result.getEngineSamples()) {
+      sample.Bind(1, run_id);
+      sample.Bind(2, s.getAtNs());
+      sample.Bind(3, std::string(s.getName()));
+      sample.Bind(4, s.getValue());
+      if (status = sample.Run(); !status.ok()) return status;
+    }
+    Statement probe(db_, "INSERT INTO probes VALUES(?, ?, ?, ?, ?, ?)");
+    for (auto p : result.getProbes()) {
+      probe.Bind(1, run_id);
+      probe.Bind(2, std::string(p.getName()));
+      probe.Bind(3, std::string(p.getStatus()));
+      probe.Bind(4, p.getValue());
+      probe.Bind(5, std::string(p.getUnit()));
+      probe.Bind(6, std::string(p.getDetail()));
+      if (status = probe.Run(); !status.ok()) return status;
+    }
+    Statement run(db_, "UPDATE runs SET status=?, last_error=?, updated_unix_ms=? WHERE run_id=?");
+    run.Bind(1, std::string(final_state_done ? "done" : "failed"));
+    run.Bind(2, std::string(result.getError()));
+    run.Bind(3, UnixNowMs());
+    run.Bind(4, run_id);
+    if (status = run.Run(); !status.ok()) return status;
+    Statement history(
+        db_,
+        "INSERT INTO attempts(run_id, attempt, agents, assigned_unix_ms, outcome, error) "
+        "VALUES(?, ?, ?, ?, ?, ?) ON CONFLICT(run_id, attempt) DO UPDATE SET "
+        "outcome=excluded.outcome, error=excluded.error");
+    history.Bind(1, run_id);
+    history.Bind(2, int64_t{result.getAttempt()});
+    history.Bind(3, std::string(result.getAgentId()));
+    history.Bind(4, result.getStartedAtUnixMs());
+    history.Bind(5, std::string(final_state_done ? "committed" : "failed"));
+    history.Bind(6, std::string(result.getError()));
+    return history.Run();
+  });
 }
 
 Status ResultsStore::UpsertAgent(schema::Inventory::Reader inventory) {

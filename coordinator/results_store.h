@@ -9,6 +9,7 @@
 
 #include <sqlite3.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,6 +75,8 @@ class ResultsStore {
  private:
   explicit ResultsStore(sqlite3* db) : db_(db) {}
   Status Exec(const std::string& sql);
+  // BEGIN IMMEDIATE; body; COMMIT, or ROLLBACK when the body fails or throws.
+  Status InTransaction(const std::function<Status()>& body);
   sqlite3* db_;
 };
 

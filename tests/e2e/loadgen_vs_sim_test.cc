@@ -1,0 +1,84 @@
+// The load generator measured against the emulator in another process: the emulator's timing is
+// the ground truth (its request log records when each token was handed to the socket).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "agent/http_get.h"
+#include "agent/loadgen/bench_metrics.h"
+#include "agent/loadgen/load_generator.h"
+#include "tests/support/harness.h"
+
+namespace servesweep::testing {
+namespace {
+
+constexpr double kTtftMs = 20;
+constexpr double kItlMs = 5;
+constexpr double kToleranceMs = 2;
+
+class LoadgenVsSim : public ::testing::TestWithParam<uint32_t> {};
+
+TEST_P(LoadgenVsSim, TtftAndItlMatchTheConfiguredTiming) {
+  const uint32_t concurrency = GetParam();
+  Harness h(fmt::format("loadgen-c{}", concurrency));
+  const uint16_t port = FreePort();
+  const std::string request_log = h.Path("requests.jsonl");
+  const size_t sim = h.Start("sim", {"sim", "--port", std::to_string(port), "--model", "m", "--ttft-ms",
+                  std::to_string(kTtftMs), "--itl-ms", std::to_string(kItlMs), "--request-log",
+                  request_log});
+  const std::string url = fmt::format("http://127.0.0.1:{}", port);
+  ASSERT_TRUE(Harness::WaitFor(
+      [&] {
+        agent::HttpResponse r;
+        return agent::HttpGet(url + "/health", 200, &r).ok() && r.status_code == 200;
+      },
+      std::chrono::seconds(10)));
+
+  loadgen::LoadSettings settings;
+  settings.base_url = url;
+  settings.model = "m";
+  settings.concurrency = concurrency;
+  settings.num_requests = concurrency * 4;
+  settings.warmup_requests = concurrency;
+  settings.input_len_tok = 64;
+  settings.output_len_tok = 16;
+  const loadgen::LoadResult result = loadgen::RunLoad(settings);
+  const loadgen::BenchSummary summary = loadgen::Summarize(result);
+
+  ASSERT_EQ(summary.completed, settings.num_requests);
+  EXPECT_EQ(summary.failed, 0u);
+  EXPECT_EQ(summary.total_output_tokens, uint64_t{settings.num_requests} * 16);
+  EXPECT_EQ(summary.total_input_tokens, uint64_t{settings.num_requests} * 64);
+  EXPECT_NEAR(summary.ttft_ms.median, kTtftMs, kToleranceMs);
+  EXPECT_NEAR(summary.ttft_ms.mean, kTtftMs, kToleranceMs);
+  EXPECT_NEAR(summary.itl_ms.median, kItlMs, kToleranceMs);
+  EXPECT_NEAR(summary.itl_ms.mean, kItlMs, kToleranceMs);
+  EXPECT_NEAR(summary.tpot_ms.median, kItlMs, kToleranceMs);
+  EXPECT_EQ(summary.itl_ms.count, uint64_t{settings.num_requests} * 15);
+
+  // Against the ground truth: every request the server finished, with the same token count, and
+  // the client never sees a token before the server sent it.
+  h.process(sim).Stop(std::chrono::seconds(5));  // SIGTERM: the emulator flushes its log
+  std::ifstream log(request_log);
+  std::string line;
+  size_t logged = 0;
+  while (std::getline(log, line)) {
+    const auto entry = nlohmann::json::parse(line);
+    EXPECT_EQ(entry.at("status"), "ok");
+    EXPECT_EQ(entry.at("completion_tokens"), 16);
+    const auto& tokens = entry.at("token_ns");
+    ASSERT_EQ(tokens.size(), 16u);
+    const double server_ttft_ms = (tokens[0].get<int64_t>() - entry.at("arrival_ns").get<int64_t>()) / 1e6;
+    EXPECT_NEAR(server_ttft_ms, kTtftMs, kToleranceMs);
+    ++logged;
+  }
+  EXPECT_EQ(logged, size_t{settings.num_requests} + settings.warmup_requests);
+}
+
+INSTANTIATE_TEST_SUITE_P(Concurrency, LoadgenVsSim, ::testing::Values(1u, 64u));
+
+}  // namespace
+}  // namespace servesweep::testing

@@ -1,0 +1,262 @@
+// End-to-end: a coordinator and agents as separate processes talking ZeroMQ over loopback,
+// engines (the emulator) started by the agents, results committed to SQLite. Faults are real:
+// SIGKILL of an agent or of the coordinator.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <set>
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <zmq.hpp>
+
+#include <fstream>
+#include <thread>
+
+#include "common/envelope_codec.h"
+#include "tests/support/harness.h"
+
+namespace servesweep::testing {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+// Fast liveness so faults are noticed in well under a second.
+const std::vector<std::string> kFastHeartbeat = {"--heartbeat-ms", "100", "--liveness", "3"};
+
+std::vector<std::string> Args(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+size_t StartCoordinator(Harness& h, const std::string& log, const std::string& matrix,
+                        const std::string& endpoint, const std::string& out,
+                        std::vector<std::string> extra = {}) {
+  auto args = Args({"coordinator", matrix, "--bind", endpoint, "--out", out}, kFastHeartbeat);
+  return h.Start(log, Args(args, extra));
+}
+
+size_t StartAgent(Harness& h, const std::string& id, const std::string& endpoint) {
+  return h.Start(id, Args({"agent", "--connect", endpoint, "--id", id, "--emulate-gpus", "1",
+                           "--spool", h.Path(id + "/spool"), "--work-dir", h.Path(id + "/work"),
+                           "--reconnect-max-ms", "500"},
+                          kFastHeartbeat));
+}
+
+int ExitCode(ChildProcess& process, seconds timeout) {
+  auto status = process.Wait(timeout);
+  if (!status) return -1;
+  return WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
+}
+
+// Every planned run is in the results exactly once and complete.
+void ExpectEveryRunOnce(Harness& h, const std::string& out, int runs, int num_requests) {
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), runs);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM results"), runs);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(DISTINCT run_id) FROM results"), runs);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM requests"), int64_t{runs} * num_requests);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM results WHERE completed != " +
+                                std::to_string(num_requests)),
+            0);
+}
+
+TEST(SweepEndToEnd, CoordinatorAndTwoAgentsCompleteASweep) {
+  Harness h("sweep");
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreePort());
+  const std::string out = h.Path("out");
+  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("two", 4, 12, 2, 8, 5, 2));
+  const size_t coordinator = StartCoordinator(h, "coordinator", matrix, endpoint, out);
+  const size_t a = StartAgent(h, "agent-a", endpoint);
+  const size_t b = StartAgent(h, "agent-b", endpoint);
+  ASSERT_EQ(ExitCode(h.process(coordinator), seconds(60)), 0) << h.Log("coordinator");
+  ExpectEveryRunOnce(h, out, 4, 12);
+  // Both agents took part, and both left on the coordinator's bye.
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(DISTINCT agent_id) FROM results"), 2);
+  EXPECT_EQ(ExitCode(h.process(a), seconds(10)), 0);
+  EXPECT_EQ(ExitCode(h.process(b), seconds(10)), 0);
+  // The record carries conditions and figures, not blanks.
+  const auto rows = h.Query(out, "SELECT model, engine, gpu_model, arrival, ttft_median_ms, "
+                                 "itl_median_ms FROM results");
+  ASSERT_EQ(rows.rows.size(), 4u);
+  for (const auto& row : rows.rows) {
+    EXPECT_EQ(row[0], "test-model");
+    EXPECT_EQ(row[1], "sim");
+    EXPECT_EQ(row[2], "emulated");
+    EXPECT_EQ(row[3], "closed-loop");
+    EXPECT_NEAR(std::stod(row[4]), 5.0, 3.0);
+    EXPECT_NEAR(std::stod(row[5]), 2.0, 1.0);
+  }
+}
+
+TEST(SweepEndToEnd, MultiNodeLayoutUsesHeadAndWorker) {
+  Harness h("multinode");
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreePort());
+  const std::string out = h.Path("out");
+  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("tp2", 2, 8, 2, 8, 5, 2, /*tp=*/2));
+  const size_t coordinator = StartCoordinator(h, "coordinator", matrix, endpoint, out);
+  StartAgent(h, "agent-a", endpoint);
+  StartAgent(h, "agent-b", endpoint);
+  ASSERT_EQ(ExitCode(h.process(coordinator), seconds(60)), 0) << h.Log("coordinator");
+  ExpectEveryRunOnce(h, out, 2, 8);
+  // Each run was placed on both agents, head first; the record counts both GPUs.
+  const auto rows = h.Query(out, "SELECT agents, gpu_count FROM results");
+  for (const auto& row : rows.rows) {
+    EXPECT_EQ(row[0], "agent-a agent-b");
+    EXPECT_EQ(row[1], "2");
+  }
+}
+
+TEST(SweepEndToEnd, KilledAgentsRunIsRequeuedAndCompletedByAnother) {
+  Harness h("agentkill");
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreePort());
+  const std::string out = h.Path("out");
+  // Runs of ~1.5 s each (concurrency 1, 40 requests of ~37 ms) so one is surely mid-flight.
+  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("kill", 3, 40, 1, 8, 10, 4));
+  const size_t coordinator = StartCoordinator(h, "coordinator", matrix, endpoint, out);
+  const size_t victim = StartAgent(h, "agent-victim", endpoint);
+  ASSERT_TRUE(Harness::WaitFor(
+      [&] {
+        return h.QueryInt(out, "SELECT COUNT(*) FROM attempts WHERE outcome='running' AND "
+                               "agents='agent-victim'") == 1;
+      },
+      seconds(20)));
+  std::this_thread::sleep_for(milliseconds(300));  // well inside the run
+  const std::string victim_run =
+      h.Query(out, "SELECT run_id FROM attempts WHERE agents='agent-victim'").rows.at(0).at(0);
+  h.process(victim).Signal(SIGKILL);
+  StartAgent(h, "agent-survivor", endpoint);
+  ASSERT_EQ(ExitCode(h.process(coordinator), seconds(90)), 0) << h.Log("coordinator");
+
+  ExpectEveryRunOnce(h, out, 3, 40);
+  EXPECT_EQ(h.QueryInt(out, fmt::format("SELECT COUNT(*) FROM attempts WHERE run_id='{}' AND "
+                                        "outcome='lost' AND agents='agent-victim'",
+                                        victim_run)),
+            1);
+  EXPECT_EQ(h.Query(out, fmt::format("SELECT agent_id FROM results WHERE run_id='{}'", victim_run))
+                .rows.at(0).at(0),
+            "agent-survivor");
+  // Only the victim's run was retried, once.
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE attempts > 1"), 1);
+}
+
+TEST(SweepEndToEnd, RestartedCoordinatorResumesWithoutRedoingFinishedRuns) {
+  Harness h("resume");
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreePort());
+  const std::string out = h.Path("out");
+  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("resume", 6, 20, 1, 8, 10, 4));
+  size_t coordinator = StartCoordinator(h, "coordinator-1", matrix, endpoint, out);
+  StartAgent(h, "agent-a", endpoint);
+  StartAgent(h, "agent-b", endpoint);
+  ASSERT_TRUE(Harness::WaitFor(
+      [&] { return h.QueryInt(out, "SELECT COUNT(*) FROM results") >= 2; }, seconds(30)));
+  h.process(coordinator).Signal(SIGKILL);
+  h.process(coordinator).Wait(seconds(5));
+  const auto before = h.Query(out, "SELECT run_id, committed_unix_ms FROM results ORDER BY run_id");
+  ASSERT_GE(before.rows.size(), 2u);
+  ASSERT_LT(before.rows.size(), 6u);
+
+  // Without --resume the folder is refused, and nothing in it changes.
+  const size_t refused = StartCoordinator(h, "coordinator-refused", matrix, endpoint, out);
+  EXPECT_EQ(ExitCode(h.process(refused), seconds(10)), 1);
+  EXPECT_NE(h.Log("coordinator-refused").find("--resume"), std::string::npos);
+
+  coordinator = StartCoordinator(h, "coordinator-2", matrix, endpoint, out, {"--resume"});
+  ASSERT_EQ(ExitCode(h.process(coordinator), seconds(90)), 0) << h.Log("coordinator-2");
+  ExpectEveryRunOnce(h, out, 6, 20);
+  // The runs finished before the kill were neither redone nor rewritten.
+  for (const auto& row : before.rows) {
+    EXPECT_EQ(h.Query(out, fmt::format("SELECT committed_unix_ms FROM results WHERE run_id='{}'",
+                                       row[0]))
+                  .rows.at(0).at(0),
+              row[1]);
+    EXPECT_EQ(h.QueryInt(out, fmt::format("SELECT COUNT(*) FROM attempts WHERE run_id='{}'", row[0])),
+              1);
+  }
+}
+
+TEST(SweepEndToEnd, MalformedAndOversizedFramesAreDroppedWithoutACrash) {
+  Harness h("frames");
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreePort());
+  const std::string out = h.Path("out");
+  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("frames", 2, 10, 2, 8, 5, 2));
+  const size_t coordinator =
+      StartCoordinator(h, "coordinator", matrix, endpoint, out, {"--max-frame-bytes", "1048576"});
+
+  zmq::context_t context(1);
+  auto send_from = [&](const std::string& identity, std::vector<std::string> frames) {
+    zmq::socket_t dealer(context, zmq::socket_type::dealer);
+    dealer.set(zmq::sockopt::routing_id, identity);
+    dealer.set(zmq::sockopt::linger, 2000);
+    dealer.connect(endpoint);
+    for (size_t i = 0; i < frames.size(); ++i) {
+      dealer.send(zmq::buffer(frames[i]),
+                  i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    }
+    dealer.close();  // linger flushes the frames first
+  };
+  send_from("garbage-1", {""});                                   // empty frame
+  send_from("garbage-2", {"1234567"});                            // not a multiple of 8
+  send_from("garbage-3", {std::string(64, '\xff')});              // bad segment table
+  send_from("garbage-4", {std::string(16, '\0'), "x"});           // two frames
+  send_from("garbage-5", {std::string(2 << 20, 'a')});            // over --max-frame-bytes
+  {
+    capnp::MallocMessageBuilder message;                          // wrong protocol version
+    auto envelope = message.initRoot<schema::Envelope>();
+    envelope.setProtocolVersion(99);
+    envelope.initHeartbeat();
+    auto bytes = capnp::messageToFlatArray(message);
+    send_from("garbage-6", {std::string(bytes.asChars().begin(), bytes.asChars().size())});
+  }
+  {
+    capnp::MallocMessageBuilder message;                          // hello with another identity
+    auto hello = NewEnvelope(message).initHello();
+    hello.initInventory().setAgentId("someone-else");
+    auto bytes = capnp::messageToFlatArray(message);
+    send_from("garbage-7", {std::string(bytes.asChars().begin(), bytes.asChars().size())});
+  }
+  ASSERT_TRUE(Harness::WaitFor(
+      [&] {
+        const std::string log = h.Log("coordinator");
+        size_t dropped = 0;
+        for (size_t at = log.find("dropped"); at != std::string::npos; at = log.find("dropped", at + 1)) {
+          ++dropped;
+        }
+        return dropped >= 5;
+      },
+      seconds(10)))
+      << h.Log("coordinator");
+  EXPECT_FALSE(h.process(coordinator).Poll().has_value()) << "coordinator died";
+
+  // Still serving: real agents complete the sweep.
+  StartAgent(h, "agent-a", endpoint);
+  ASSERT_EQ(ExitCode(h.process(coordinator), seconds(60)), 0) << h.Log("coordinator");
+  ExpectEveryRunOnce(h, out, 2, 10);
+}
+
+TEST(SweepEndToEnd, RunCommandExecutesTheQuickstartWithReports) {
+  Harness h("quickstart");
+  const std::string out = h.Path("out");
+  const size_t run = h.Start("run", {"run", SERVESWEEP_SOURCE_DIR "/examples/quickstart.yaml",
+                                     "--out", out});
+  ASSERT_EQ(ExitCode(h.process(run), seconds(120)), 0) << h.Log("run");
+  const std::string log = h.Log("run");
+  EXPECT_NE(log.find(out + "/summary.csv"), std::string::npos);
+  EXPECT_NE(log.find(out + "/report.md"), std::string::npos);
+  ExpectEveryRunOnce(h, out, 6, 48);
+  // summary.csv: a header and one row per run; report.md: one table row per run.
+  std::ifstream csv(out + "/summary.csv");
+  std::string line;
+  size_t lines = 0;
+  while (std::getline(csv, line)) ++lines;
+  EXPECT_EQ(lines, 7u);
+  std::ifstream md(out + "/report.md");
+  size_t table_rows = 0;
+  while (std::getline(md, line)) table_rows += line.rfind("| tp=", 0) == 0;
+  EXPECT_EQ(table_rows, 6u);
+}
+
+}  // namespace
+}  // namespace servesweep::testing

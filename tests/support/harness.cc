@@ -1,0 +1,116 @@
+#include "tests/support/harness.h"
+
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "common/ids.h"
+
+namespace servesweep::testing {
+
+std::string ServesweepBinary() { return SERVESWEEP_BINARY; }
+
+uint16_t FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+Harness::Harness(const std::string& name) {
+  dir_ = (std::filesystem::temp_directory_path() /
+          fmt::format("servesweep-test-{}-{}-{}", name, ::getpid(), RandomHex(6)))
+             .string();
+  std::filesystem::create_directories(dir_);
+}
+
+Harness::~Harness() {
+  for (auto& process : processes_) {
+    if (process->started() && !process->Poll()) process->Stop(std::chrono::seconds(2));
+  }
+  if (!::testing::Test::HasFailure()) {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+}
+
+std::string Harness::WriteFile(const std::string& name, const std::string& text) const {
+  const std::string path = Path(name);
+  std::ofstream(path) << text;
+  return path;
+}
+
+size_t Harness::Start(const std::string& log_name, std::vector<std::string> args) {
+  SpawnOptions options;
+  options.argv = {ServesweepBinary()};
+  options.argv.insert(options.argv.end(), args.begin(), args.end());
+  options.log_path = Path(log_name + ".log");
+  auto process = std::make_unique<ChildProcess>();
+  Status status = ChildProcess::Spawn(options, process.get());
+  if (!status.ok()) throw std::runtime_error(status.message());
+  processes_.push_back(std::move(process));
+  return processes_.size() - 1;
+}
+
+std::string Harness::Log(const std::string& log_name) const {
+  std::ifstream in(Path(log_name + ".log"));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+bool Harness::WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return condition();
+}
+
+coordinator::Table Harness::Query(const std::string& out_dir, const std::string& sql) const {
+  coordinator::Table table;
+  const std::string db = out_dir + "/results.db";
+  if (!std::filesystem::exists(db)) return table;
+  std::unique_ptr<coordinator::ResultsStore> store;
+  if (!coordinator::ResultsStore::Open(db, &store).ok()) return table;
+  store->Query(sql, &table);
+  return table;
+}
+
+int64_t Harness::QueryInt(const std::string& out_dir, const std::string& sql) const {
+  const auto table = Query(out_dir, sql);
+  if (table.rows.empty() || table.rows[0].empty() || table.rows[0][0].empty()) return -1;
+  return std::stoll(table.rows[0][0]);
+}
+
+std::string SimMatrix(const std::string& name, int runs, int num_requests, int concurrency,
+                      int output_len, double ttft_ms, double itl_ms, int tp) {
+  std::string levels;
+  for (int i = 0; i < runs; ++i) levels += fmt::format("{}{}", i ? ", " : "", concurrency + i);
+  return fmt::format(R"(name: {}
+engine: sim
+model: test-model
+sim: {{ttft_ms: {}, itl_ms: {}}}
+layout: {{tp: {}}}
+workload: {{input_len: 16, output_len: {}, num_requests: {}, warmup_requests: 1}}
+axes:
+  concurrency: [{}]
+)",
+                     name, ttft_ms, itl_ms, tp, output_len, num_requests, levels);
+}
+
+}  // namespace servesweep::testing

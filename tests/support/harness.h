@@ -1,0 +1,56 @@
+// Test harness for end-to-end tests: starts `servesweep` subcommands as real processes, writes
+// matrices to a scratch folder, waits for conditions, and reads the results database.
+//
+// Thread-safety: one harness per test; not shared between threads.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/subprocess.h"
+#include "coordinator/results_store.h"
+
+namespace servesweep::testing {
+
+// The servesweep binary under test (set by CMake).
+std::string ServesweepBinary();
+
+// A loopback TCP port that was free a moment ago.
+uint16_t FreePort();
+
+class Harness {
+ public:
+  explicit Harness(const std::string& name);
+  ~Harness();  // stops every process still running
+
+  const std::string& dir() const { return dir_; }
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string WriteFile(const std::string& name, const std::string& text) const;
+
+  // Starts `servesweep args...`, output to dir/<log_name>.log. Returns its index.
+  size_t Start(const std::string& log_name, std::vector<std::string> args);
+  ChildProcess& process(size_t index) { return *processes_[index]; }
+  std::string Log(const std::string& log_name) const;
+
+  // Polls `condition` every 20 ms until true or `timeout`; returns whether it became true.
+  static bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
+
+  // Rows of `sql` against dir/out/results.db (opened fresh each call).
+  coordinator::Table Query(const std::string& out_dir, const std::string& sql) const;
+  int64_t QueryInt(const std::string& out_dir, const std::string& sql) const;
+
+ private:
+  std::string dir_;
+  std::vector<std::unique_ptr<ChildProcess>> processes_;
+};
+
+// A small, quick sim matrix: `runs` runs differing in concurrency only; every request lasts
+// about ttft + (output_len - 1) * itl.
+std::string SimMatrix(const std::string& name, int runs, int num_requests, int concurrency,
+                      int output_len, double ttft_ms, double itl_ms, int tp = 1);
+
+}  // namespace servesweep::testing

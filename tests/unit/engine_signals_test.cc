@@ -1,0 +1,64 @@
+// The /metrics reader and the engine-signal mapping, on a saved vLLM-style sample.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "agent/scraper/engine_signals.h"
+#include "agent/scraper/prometheus_text.h"
+
+namespace servesweep::agent {
+namespace {
+
+// Shaped like vLLM 0.10's /metrics (two DP ranks label the same gauge twice).
+const char* kVllmSample = R"(# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 3.0
+vllm:num_requests_running{engine="1",model_name="m"} 2.0
+vllm:num_requests_waiting{engine="0",model_name="m"} 1.0
+vllm:kv_cache_usage_perc{engine="0",model_name="m"} 0.25
+vllm:num_preemptions_total{engine="0",model_name="m"} 7.0
+vllm:prefix_cache_queries_total{engine="0",model_name="m"} 1024.0
+vllm:prefix_cache_hits_total{engine="0",model_name="m"} 512.0
+vllm:request_success_total{engine="0",finished_reason="stop",model_name="m"} 9.0
+process_cpu_seconds_total 12.5 1700000000000
+odd{label="a}b"} 1
+broken_line_without_value
+)";
+
+TEST(PrometheusText, ParsesSamplesLabelsAndTimestamps) {
+  size_t skipped = 0;
+  const auto samples = ParsePrometheusText(kVllmSample, &skipped);
+  ASSERT_EQ(samples.size(), 10u);
+  EXPECT_EQ(skipped, 1u);
+  EXPECT_EQ(samples[0].name, "vllm:num_requests_running");
+  EXPECT_EQ(samples[0].labels, "engine=\"0\",model_name=\"m\"");
+  EXPECT_EQ(samples[8].name, "process_cpu_seconds_total");
+  EXPECT_EQ(samples[8].value, 12.5);
+  EXPECT_EQ(samples[9].labels, "label=\"a}b\"");
+}
+
+TEST(EngineSignals, MapsVllmNamesAndSumsRanks) {
+  const auto signals = ExtractSignals("vllm", ParsePrometheusText(kVllmSample));
+  auto value = [&](const std::string& name) {
+    for (const auto& s : signals) {
+      if (s.signal == name) return s.value;
+    }
+    return std::nan("");
+  };
+  EXPECT_EQ(value("running"), 5.0);
+  EXPECT_EQ(value("waiting"), 1.0);
+  EXPECT_EQ(value("kv_cache_usage"), 0.25);
+  EXPECT_EQ(value("preemptions"), 7.0);
+  EXPECT_EQ(value("prefix_cache_hits"), 512.0);
+  EXPECT_TRUE(std::isnan(value("spec_decode_acceptance")));
+  EXPECT_TRUE(ExtractSignals("sglang", ParsePrometheusText(kVllmSample)).empty());
+}
+
+TEST(EngineSignals, GaugesTakeTheMaximumCountersTheIncrease) {
+  EXPECT_EQ(ReduceSignal("running", {1, 7, 3}), 7.0);
+  EXPECT_EQ(ReduceSignal("preemptions", {10, 12, 19}), 9.0);
+  EXPECT_TRUE(std::isnan(ReduceSignal("running", {})));
+}
+
+}  // namespace
+}  // namespace servesweep::agent

@@ -1,0 +1,134 @@
+// The results store on a real SQLite file: sweep init, attempts, idempotent commit, resume.
+#include <capnp/message.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "common/ids.h"
+#include "coordinator/matrix_loader.h"
+#include "coordinator/record_columns.h"
+#include "coordinator/results_store.h"
+
+namespace servesweep::coordinator {
+namespace {
+
+class ResultsStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = (std::filesystem::temp_directory_path() /
+             ("servesweep-store-" + std::to_string(::getpid()) + "-" + RandomHex(6) + ".db"))
+                .string();
+    ASSERT_TRUE(ResultsStore::Open(path_, &store_).ok());
+    ASSERT_TRUE(ExpandMatrix("m.yaml", R"(name: t
+engine: sim
+model: m
+workload: {input_len: 10, output_len: 5, num_requests: 3}
+axes: {concurrency: [1, 2, 4]}
+)", matrix_.get()).ok());
+    ASSERT_TRUE(store_->InitSweep(matrix_->matrix(), matrix_->text).ok());
+    run0_ = matrix_->matrix().getRuns()[0].getRunId();
+  }
+  void TearDown() override {
+    store_.reset();
+    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
+  }
+  std::string Cell(const std::string& sql) {
+    Table t;
+    EXPECT_TRUE(store_->Query(sql, &t).ok()) << sql;
+    return t.rows.empty() ? "<none>" : t.rows[0][0];
+  }
+  void BuildResult(capnp::MallocMessageBuilder& message, uint32_t attempt) {
+    auto result = message.initRoot<schema::RunResult>();
+    result.setRunId(run0_);
+    result.setAttempt(attempt);
+    result.setAgentId("a");
+    result.setStatus(schema::RunStatus::OK);
+    result.setSpec(matrix_->matrix().getRuns()[0]);
+    auto record = result.initRecord();
+    record.setCompleted(3);
+    record.setOutputThroughput(123.5);
+    record.initTtftMs().setMedian(20.25);
+    record.setGoodput(std::nan(""));
+    auto requests = result.initRequests(3);
+    for (uint32_t i = 0; i < 3; ++i) requests[i].setIndex(i);
+  }
+
+  std::string path_;
+  std::unique_ptr<ResultsStore> store_;
+  // Held by pointer: the message builder's destructor may throw, a fixture's may not.
+  std::unique_ptr<LoadedMatrix> matrix_ = std::make_unique<LoadedMatrix>();
+  std::string run0_;
+};
+
+TEST_F(ResultsStoreTest, InitRecordsEveryRunPending) {
+  std::string hash;
+  ASSERT_TRUE(store_->SweepHash(&hash).ok());
+  EXPECT_EQ(hash, matrix_->matrix().getSourceHash());
+  std::vector<StoredRun> runs;
+  ASSERT_TRUE(store_->LoadRuns(&runs).ok());
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[2].label, "concurrency=4");
+  EXPECT_EQ(runs[2].state, RunState::kPending);
+}
+
+TEST_F(ResultsStoreTest, CommitIsIdempotentAndAtomicWithRunState) {
+  ASSERT_TRUE(store_->MarkRunning(run0_, 1, "a").ok());
+  capnp::MallocMessageBuilder message;
+  BuildResult(message, 1);
+  bool duplicate = true;
+  ASSERT_TRUE(store_->CommitResult(message.getRoot<schema::RunResult>(), true, &duplicate).ok());
+  EXPECT_FALSE(duplicate);
+  EXPECT_EQ(Cell("SELECT status FROM runs WHERE run_id='" + run0_ + "'"), "done");
+  EXPECT_EQ(Cell("SELECT output_throughput FROM results"), "123.5");
+  EXPECT_EQ(Cell("SELECT ttft_median_ms FROM results"), "20.25");
+  EXPECT_EQ(Cell("SELECT goodput IS NULL FROM results"), "1");   // NaN -> NULL
+  EXPECT_EQ(Cell("SELECT COUNT(*) FROM requests"), "3");
+  EXPECT_EQ(Cell("SELECT outcome FROM attempts WHERE run_id='" + run0_ + "'"), "committed");
+
+  capnp::MallocMessageBuilder again;
+  BuildResult(again, 2);
+  ASSERT_TRUE(store_->CommitResult(again.getRoot<schema::RunResult>(), true, &duplicate).ok());
+  EXPECT_TRUE(duplicate);
+  EXPECT_EQ(Cell("SELECT COUNT(*) FROM results"), "1");
+  EXPECT_EQ(Cell("SELECT COUNT(*) FROM requests"), "3");
+  EXPECT_EQ(Cell("SELECT attempt FROM results"), "1");
+}
+
+TEST_F(ResultsStoreTest, EndAttemptRetriesThenFailsOnlyTheCurrentAttempt) {
+  ASSERT_TRUE(store_->MarkRunning(run0_, 1, "a").ok());
+  ASSERT_TRUE(store_->EndAttempt(run0_, 1, "lost", "agent a lost", false).ok());
+  EXPECT_EQ(Cell("SELECT status FROM runs WHERE run_id='" + run0_ + "'"), "pending");
+  ASSERT_TRUE(store_->MarkRunning(run0_, 2, "b").ok());
+  // A late report about attempt 1 changes only its history, not the run.
+  ASSERT_TRUE(store_->EndAttempt(run0_, 1, "failed", "late", true).ok());
+  EXPECT_EQ(Cell("SELECT status FROM runs WHERE run_id='" + run0_ + "'"), "running");
+  ASSERT_TRUE(store_->EndAttempt(run0_, 2, "failed", "engine crashed", true).ok());
+  EXPECT_EQ(Cell("SELECT status || ':' || last_error FROM runs WHERE run_id='" + run0_ + "'"),
+            "failed:engine crashed");
+  EXPECT_EQ(Cell("SELECT COUNT(*) FROM attempts"), "2");
+}
+
+TEST_F(ResultsStoreTest, RequeueInterruptedAfterARestart) {
+  ASSERT_TRUE(store_->MarkRunning(run0_, 1, "a").ok());
+  store_.reset();
+  ASSERT_TRUE(ResultsStore::Open(path_, &store_).ok());
+  int requeued = 0;
+  ASSERT_TRUE(store_->RequeueInterrupted(&requeued).ok());
+  EXPECT_EQ(requeued, 1);
+  EXPECT_EQ(Cell("SELECT status || ':' || attempts FROM runs WHERE run_id='" + run0_ + "'"),
+            "pending:1");
+  EXPECT_EQ(Cell("SELECT outcome FROM attempts"), "lost");
+}
+
+TEST_F(ResultsStoreTest, SummaryHasOneRowPerRunWithEveryRecordColumn) {
+  Table summary;
+  ASSERT_TRUE(store_->QuerySummary(&summary).ok());
+  EXPECT_EQ(summary.rows.size(), 3u);
+  EXPECT_EQ(summary.columns.size(), 6 + RecordColumns().size());
+  EXPECT_TRUE(summary.is_null[0].back());   // nothing measured yet
+}
+
+}  // namespace
+}  // namespace servesweep::coordinator
