@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/envelope_codec.h"
+#include "common/net.h"
 
 namespace servesweep::agent {
 namespace {
@@ -249,15 +250,11 @@ Status Agent::Run() {
   const auto poll_timeout = std::chrono::milliseconds(std::clamp(settings_.heartbeat_ms / 4, 1, 50));
 
   while (!stop_.load()) {
-    zmq::pollitem_t items[] = {{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0}};
-    try {
-      zmq::poll(items, 1, poll_timeout);
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) return Status::Error(fmt::format("poll failed: {}", e.what()));
-    }
+    bool readable = false;
+    if (Status s = PollReadable(socket_, poll_timeout, &readable); !s.ok()) return s;
     int64_t now_ns = SteadyNowNs();
     bool bye = false;
-    if (items[0].revents & ZMQ_POLLIN) {
+    if (readable) {
       zmq::message_t frame;
       while (socket_.recv(frame, zmq::recv_flags::dontwait)) {
         last_heard_ns = now_ns;

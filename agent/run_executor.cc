@@ -1,11 +1,8 @@
 #include "agent/run_executor.h"
 
 #include <fmt/format.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -18,6 +15,7 @@
 #include "agent/record_builder.h"
 #include "agent/scraper/metrics_scraper.h"
 #include "common/clock.h"
+#include "common/net.h"
 #include "common/subprocess.h"
 
 namespace servesweep::agent {
@@ -25,23 +23,6 @@ namespace {
 
 constexpr double kReadyTimeoutCapS = 1800;
 constexpr size_t kLogTailLines = 40;
-
-// A port free right now on loopback (the engine binds it a moment later).
-uint16_t FreeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof(address);
-  uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0) {
-    port = ntohs(address.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
 
 void CopyRequest(const loadgen::RequestRecord& in, schema::RequestRecord::Builder out) {
   out.setIndex(in.index);

@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/envelope_codec.h"
+#include "common/net.h"
 #include "coordinator/placement.h"
 
 namespace servesweep::coordinator {
@@ -134,12 +135,8 @@ Status Coordinator::Run() {
   int64_t next_heartbeat_ns = 0;
   const auto poll_timeout = std::chrono::milliseconds(std::clamp(settings_.heartbeat_ms / 4, 1, 50));
   while (!stop_.load()) {
-    zmq::pollitem_t items[] = {{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0}};
-    try {
-      zmq::poll(items, 1, poll_timeout);
-    } catch (const zmq::error_t& e) {
-      if (e.num() != EINTR) return Status::Error(fmt::format("poll failed: {}", e.what()));
-    }
+    bool readable = false;
+    if (Status s = PollReadable(socket_, poll_timeout, &readable); !s.ok()) return s;
     int64_t now_ns = SteadyNowNs();
     for (int budget = 0; budget < 10000; ++budget) {
       std::vector<zmq::message_t> frames;

@@ -24,7 +24,7 @@ class LoadgenVsSim : public ::testing::TestWithParam<uint32_t> {};
 TEST_P(LoadgenVsSim, TtftAndItlMatchTheConfiguredTiming) {
   const uint32_t concurrency = GetParam();
   Harness h(fmt::format("loadgen-c{}", concurrency));
-  const uint16_t port = FreePort();
+  const uint16_t port = FreeLoopbackPort();
   const std::string request_log = h.Path("requests.jsonl");
   const size_t sim = h.Start("sim", {"sim", "--port", std::to_string(port), "--model", "m", "--ttft-ms",
                   std::to_string(kTtftMs), "--itl-ms", std::to_string(kItlMs), "--request-log",

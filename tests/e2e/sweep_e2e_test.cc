@@ -12,9 +12,12 @@
 #include <capnp/serialize.h>
 #include <zmq.hpp>
 
+#include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <thread>
 
+#include "agent/http_get.h"
 #include "common/envelope_codec.h"
 #include "tests/support/harness.h"
 
@@ -52,6 +55,17 @@ int ExitCode(ChildProcess& process, seconds timeout) {
   return WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
 }
 
+// A scratch folder, a coordinator endpoint, an output folder and a matrix for one test.
+struct Sweep {
+  Sweep(const std::string& name, const std::string& matrix_text)
+      : h(name),
+        endpoint(fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort())),
+        out(h.Path("out")),
+        matrix(h.WriteFile("m.yaml", matrix_text)) {}
+  Harness h;
+  std::string endpoint, out, matrix;
+};
+
 // Every planned run is in the results exactly once and complete.
 void ExpectEveryRunOnce(Harness& h, const std::string& out, int runs, int num_requests) {
   EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), runs);
@@ -64,10 +78,11 @@ void ExpectEveryRunOnce(Harness& h, const std::string& out, int runs, int num_re
 }
 
 TEST(SweepEndToEnd, CoordinatorAndTwoAgentsCompleteASweep) {
-  Harness h("sweep");
-  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreePort());
-  const std::string out = h.Path("out");
-  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("two", 4, 12, 2, 8, 5, 2));
+  Sweep s("sweep", SimMatrix("two", 4, 12, 2, 8, 5, 2));
+  Harness& h = s.h;
+  const std::string& endpoint = s.endpoint;
+  const std::string& out = s.out;
+  const std::string& matrix = s.matrix;
   const size_t coordinator = StartCoordinator(h, "coordinator", matrix, endpoint, out);
   const size_t a = StartAgent(h, "agent-a", endpoint);
   const size_t b = StartAgent(h, "agent-b", endpoint);
@@ -92,10 +107,11 @@ TEST(SweepEndToEnd, CoordinatorAndTwoAgentsCompleteASweep) {
 }
 
 TEST(SweepEndToEnd, MultiNodeLayoutUsesHeadAndWorker) {
-  Harness h("multinode");
-  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreePort());
-  const std::string out = h.Path("out");
-  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("tp2", 2, 8, 2, 8, 5, 2, /*tp=*/2));
+  Sweep s("multinode", SimMatrix("tp2", 2, 8, 2, 8, 5, 2, /*tp=*/2));
+  Harness& h = s.h;
+  const std::string& endpoint = s.endpoint;
+  const std::string& out = s.out;
+  const std::string& matrix = s.matrix;
   const size_t coordinator = StartCoordinator(h, "coordinator", matrix, endpoint, out);
   StartAgent(h, "agent-a", endpoint);
   StartAgent(h, "agent-b", endpoint);
@@ -111,7 +127,7 @@ TEST(SweepEndToEnd, MultiNodeLayoutUsesHeadAndWorker) {
 
 TEST(SweepEndToEnd, KilledAgentsRunIsRequeuedAndCompletedByAnother) {
   Harness h("agentkill");
-  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreePort());
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
   const std::string out = h.Path("out");
   // Runs of ~1.5 s each (concurrency 1, 40 requests of ~37 ms) so one is surely mid-flight.
   const std::string matrix = h.WriteFile("m.yaml", SimMatrix("kill", 3, 40, 1, 8, 10, 4));
@@ -143,10 +159,11 @@ TEST(SweepEndToEnd, KilledAgentsRunIsRequeuedAndCompletedByAnother) {
 }
 
 TEST(SweepEndToEnd, RestartedCoordinatorResumesWithoutRedoingFinishedRuns) {
-  Harness h("resume");
-  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreePort());
-  const std::string out = h.Path("out");
-  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("resume", 6, 20, 1, 8, 10, 4));
+  Sweep s("resume", SimMatrix("resume", 6, 20, 1, 8, 10, 4));
+  Harness& h = s.h;
+  const std::string& endpoint = s.endpoint;
+  const std::string& out = s.out;
+  const std::string& matrix = s.matrix;
   size_t coordinator = StartCoordinator(h, "coordinator-1", matrix, endpoint, out);
   StartAgent(h, "agent-a", endpoint);
   StartAgent(h, "agent-b", endpoint);
@@ -178,10 +195,11 @@ TEST(SweepEndToEnd, RestartedCoordinatorResumesWithoutRedoingFinishedRuns) {
 }
 
 TEST(SweepEndToEnd, MalformedAndOversizedFramesAreDroppedWithoutACrash) {
-  Harness h("frames");
-  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreePort());
-  const std::string out = h.Path("out");
-  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("frames", 2, 10, 2, 8, 5, 2));
+  Sweep s("frames", SimMatrix("frames", 2, 10, 2, 8, 5, 2));
+  Harness& h = s.h;
+  const std::string& endpoint = s.endpoint;
+  const std::string& out = s.out;
+  const std::string& matrix = s.matrix;
   const size_t coordinator =
       StartCoordinator(h, "coordinator", matrix, endpoint, out, {"--max-frame-bytes", "1048576"});
 
@@ -256,6 +274,60 @@ TEST(SweepEndToEnd, RunCommandExecutesTheQuickstartWithReports) {
   size_t table_rows = 0;
   while (std::getline(md, line)) table_rows += line.rfind("| tp=", 0) == 0;
   EXPECT_EQ(table_rows, 6u);
+}
+
+
+TEST(CommandLine, ProbeReportsDevicesOrNoGpuCleanly) {
+  Harness h("probe");
+  const size_t probe = h.Start("probe", {"probe"});
+  ASSERT_EQ(ExitCode(h.process(probe), seconds(30)), 0) << h.Log("probe");
+  const std::string log = h.Log("probe");
+  EXPECT_TRUE(log.find("no_gpu") != std::string::npos ||
+              log.find("kernel smoke test: ok") != std::string::npos)
+      << log;
+}
+
+TEST(CommandLine, BadMatrixFailsBeforeStartingAnything) {
+  Harness h("badmatrix");
+  const std::string matrix = h.WriteFile("bad.yaml", "name: x\nengine: sim\nmodel: m\nconcurency: 4\n");
+  const size_t run = h.Start("run", {"run", matrix, "--out", h.Path("out")});
+  ASSERT_EQ(ExitCode(h.process(run), seconds(30)), 1);
+  EXPECT_NE(h.Log("run").find(matrix + ":4:1: unknown key 'concurency'"), std::string::npos)
+      << h.Log("run");
+  EXPECT_FALSE(std::filesystem::exists(h.Path("out/results.db")));
+}
+
+TEST(CommandLine, BenchWritesVllmCompatibleJson) {
+  Harness h("bench");
+  const uint16_t port = FreeLoopbackPort();
+  h.Start("sim", {"sim", "--port", std::to_string(port), "--model", "m", "--ttft-ms", "5",
+                  "--itl-ms", "1"});
+  const std::string url = fmt::format("http://127.0.0.1:{}", port);
+  ASSERT_TRUE(Harness::WaitFor(
+      [&] {
+        agent::HttpResponse r;
+        return agent::HttpGet(url + "/health", 200, &r).ok() && r.status_code == 200;
+      },
+      seconds(10)));
+  const std::string json_path = h.Path("result.json");
+  const size_t bench = h.Start("bench", {"bench", "--url", url, "--model", "m", "--concurrency", "4",
+                                         "--num-requests", "20", "--input-len", "8",
+                                         "--output-len", "6", "--result-json", json_path});
+  ASSERT_EQ(ExitCode(h.process(bench), seconds(30)), 0) << h.Log("bench");
+  std::ifstream in(json_path);
+  const auto json = nlohmann::json::parse(in);
+  EXPECT_EQ(json.at("completed"), 20);
+  EXPECT_EQ(json.at("failed"), 0);
+  EXPECT_EQ(json.at("total_output_tokens"), 120);
+  EXPECT_EQ(json.at("total_input_tokens"), 160);
+  for (const char* key : {"duration", "request_throughput", "output_throughput",
+                          "total_token_throughput", "mean_ttft_ms", "median_ttft_ms",
+                          "std_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "mean_itl_ms",
+                          "mean_e2el_ms"}) {
+    EXPECT_TRUE(json.contains(key)) << key;
+  }
+  EXPECT_NEAR(json.at("median_ttft_ms").get<double>(), 5.0, 2.0);
+  EXPECT_NE(h.Log("bench").find("Serving Benchmark Result"), std::string::npos);
 }
 
 }  // namespace

@@ -1,8 +1,6 @@
 #include "tests/support/harness.h"
 
 #include <fmt/format.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,22 +11,11 @@
 #include <gtest/gtest.h>
 
 #include "common/ids.h"
+#include "common/net.h"
 
 namespace servesweep::testing {
 
 std::string ServesweepBinary() { return SERVESWEEP_BINARY; }
-
-uint16_t FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 Harness::Harness(const std::string& name) {
   dir_ = (std::filesystem::temp_directory_path() /

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "common/net.h"
 #include "common/subprocess.h"
 #include "coordinator/results_store.h"
 
@@ -18,9 +19,6 @@ namespace servesweep::testing {
 
 // The servesweep binary under test (set by CMake).
 std::string ServesweepBinary();
-
-// A loopback TCP port that was free a moment ago.
-uint16_t FreePort();
 
 class Harness {
  public:
