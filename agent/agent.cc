@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <thread>
 
 #include "common/clock.h"
 #include "common/envelope_codec.h"
@@ -62,7 +61,15 @@ void Agent::SendHello() {
   auto spooled = hello.initSpooledRunIds(static_cast<unsigned>(outgoing_.size()));
   unsigned i = 0;
   for (const auto& [key, outgoing] : outgoing_) spooled.set(i++, outgoing.run_id);
-  if (executor_ && !executor_->Finished()) {
+  // What we are doing for the sweep: the queued run, else a run still in progress. A cancelled
+  // run is winding down and must not be adopted.
+  if (queued_assign_) {
+    auto queued = queued_assign_->getRoot<schema::Assign>().asReader();
+    hello.setBusyRunId(queued.getSpec().getRunId());
+    hello.setBusyAttempt(queued.getAttempt());
+    hello.setBusyRole(queued.getRole());
+    hello.setBusyGroupSize(queued.getGroupSize());
+  } else if (executor_ && !executor_->Finished() && !executor_->cancelled()) {
     hello.setBusyRunId(executor_->run_id());
     hello.setBusyAttempt(executor_->attempt());
     hello.setBusyRole(executor_->role());
@@ -162,7 +169,7 @@ void Agent::RefuseAssignment(schema::Assign::Reader assign, const std::string& w
   result.setRunId(assign.getSpec().getRunId());
   result.setAttempt(assign.getAttempt());
   result.setAgentId(settings_.agent_id);
-  result.setStatus(schema::RunStatus::FAILED);
+  result.setStatus(schema::RunStatus::REFUSED);
   result.setError(why);
   result.setSpec(assign.getSpec());
   Send(message);
@@ -174,7 +181,10 @@ void Agent::CollectFinishedRun(int64_t now_ns) {
   const std::string run_id = executor_->run_id();
   const uint32_t attempt = executor_->attempt();
   executor_.reset();
-  if (!result) return;
+  if (!result) {
+    SendHeartbeat();  // a released worker: tell the coordinator at once that we are free
+    return;
+  }
   // Spool first: from here on a crash cannot lose the measurement.
   if (Status s = spool_.Write(run_id, attempt, *result); !s.ok()) {
     spdlog::error("run {}: could not spool the result ({}); sending it from memory", run_id,
@@ -209,7 +219,9 @@ void Agent::Handle(const zmq::message_t& frame, bool* bye) {
             queued_assign_->getRoot<schema::Assign>().getSpec().getRunId() == cancel.getRunId()) {
           queued_assign_.reset();
         }
-        if (executor_ && executor_->run_id() == cancel.getRunId().cStr()) {
+        const bool attempt_matches = cancel.getAttempt() == 0 || !executor_ ||
+                                     cancel.getAttempt() == executor_->attempt();
+        if (executor_ && executor_->run_id() == cancel.getRunId().cStr() && attempt_matches) {
           spdlog::info("run {} released: {}", executor_->run_id(), cancel.getReason().cStr());
           executor_->Cancel(cancel.getReason());
         }
@@ -219,7 +231,15 @@ void Agent::Handle(const zmq::message_t& frame, bool* bye) {
         auto ack = envelope.getAck();
         const std::string run_id = ack.getRunId();
         outgoing_.erase(Key(run_id, ack.getAttempt()));
-        spool_.Remove(run_id, ack.getAttempt());
+        if (ack.getRejected()) {
+          spdlog::warn("coordinator rejected result {} (attempt {}): {}; kept in {}/rejected",
+                       run_id, ack.getAttempt(), ack.getReason().cStr(), spool_.dir());
+          if (Status s = spool_.SetAside(run_id, ack.getAttempt()); !s.ok()) {
+            spdlog::error("{}", s.message());
+          }
+        } else {
+          spool_.Remove(run_id, ack.getAttempt());
+        }
         break;
       }
       case schema::Envelope::BYE:
@@ -247,6 +267,8 @@ Status Agent::Run() {
   int64_t next_heartbeat_ns = last_heard_ns + interval_ns;
   int64_t next_progress_ns = last_heard_ns + kProgressEveryNs;
   int backoff_ms = settings_.reconnect_initial_ms;
+  int64_t reconnect_at_ns = 0;      // > 0: the coordinator went silent; reconnect then
+  bool heard_since_connect = false; // until then every heartbeat tick says hello instead
   const auto poll_timeout = std::chrono::milliseconds(std::clamp(settings_.heartbeat_ms / 4, 1, 50));
 
   while (!stop_.load()) {
@@ -258,6 +280,8 @@ Status Agent::Run() {
       zmq::message_t frame;
       while (socket_.recv(frame, zmq::recv_flags::dontwait)) {
         last_heard_ns = now_ns;
+        heard_since_connect = true;
+        reconnect_at_ns = 0;
         backoff_ms = settings_.reconnect_initial_ms;
         Handle(frame, &bye);
       }
@@ -283,20 +307,28 @@ Status Agent::Run() {
       }
     }
     if (now_ns >= next_heartbeat_ns) {
-      SendHeartbeat();
+      // A coordinator that restarted ignores heartbeats from agents it does not know; a hello
+      // registers us as soon as it is back.
+      heard_since_connect ? SendHeartbeat() : SendHello();
       next_heartbeat_ns = now_ns + interval_ns;
     }
     if (now_ns >= next_progress_ns) {
       SendProgress();
       next_progress_ns = now_ns + kProgressEveryNs;
     }
-    if (now_ns - last_heard_ns > interval_ns * settings_.liveness) {
+    // Reconnect after a backoff, without blocking the loop: runs keep being collected and
+    // their results spooled meanwhile.
+    if (reconnect_at_ns == 0 && now_ns - last_heard_ns > interval_ns * settings_.liveness) {
       spdlog::warn("coordinator silent for {} ms; reconnecting in {} ms",
                    (now_ns - last_heard_ns) / 1'000'000, backoff_ms);
-      std::this_thread::sleep_for(std::chrono::milliseconds(backoff_ms));
+      reconnect_at_ns = now_ns + int64_t{backoff_ms} * 1'000'000;
       backoff_ms = std::min(backoff_ms * 2, settings_.reconnect_max_ms);
+    }
+    if (reconnect_at_ns > 0 && now_ns >= reconnect_at_ns) {
       Connect();
-      last_heard_ns = SteadyNowNs();
+      heard_since_connect = false;
+      reconnect_at_ns = 0;
+      last_heard_ns = now_ns;
     }
   }
   return Status::Ok();

@@ -49,9 +49,8 @@ loadgen::LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::s
   return settings;
 }
 
-void FillRecord(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summary,
-                const NodeFacts& node, const std::vector<ScrapedSample>& samples,
-                double cold_start_ms, schema::BenchmarkRecord::Builder record) {
+void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
+                    schema::BenchmarkRecord::Builder record) {
   const auto layout = spec.getLayout();
   const auto w = spec.getWorkload();
   record.setModel(spec.getModel());
@@ -80,7 +79,11 @@ void FillRecord(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summa
   record.setArrival(w.getRequestRatePerS() > 0 ? "poisson" : "closed-loop");
   record.setWarm(w.getWarmupRequests() > 0);
   record.setWarmupRequests(w.getWarmupRequests());
+}
 
+void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summary,
+                 const std::vector<ScrapedSample>& samples, double cold_start_ms,
+                 schema::BenchmarkRecord::Builder record) {
   record.setDurationS(summary.duration_s);
   record.setCompleted(summary.completed);
   record.setFailed(summary.failed);

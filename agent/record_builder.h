@@ -22,9 +22,14 @@ struct NodeFacts {
   std::string engine_commit;
 };
 
-void FillRecord(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summary,
-                const NodeFacts& node, const std::vector<ScrapedSample>& samples,
-                double cold_start_ms, schema::BenchmarkRecord::Builder record);
+// The run's conditions: from the spec and the node; filled for every result, failed or not.
+void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
+                    schema::BenchmarkRecord::Builder record);
+
+// The measured figures and engine signals of a run whose load completed.
+void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summary,
+                 const std::vector<ScrapedSample>& samples, double cold_start_ms,
+                 schema::BenchmarkRecord::Builder record);
 
 void FillStats(const loadgen::Stats& stats, schema::LatencyStats::Builder out);
 

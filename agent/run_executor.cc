@@ -151,7 +151,14 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   std::filesystem::create_directories(context_.work_dir);
   const std::string log_path =
       fmt::format("{}/{}.{}.engine.log", context_.work_dir, run_id_, attempt_);
+  NodeFacts node{context_.gpu_model, context_.interconnect, launch.version, ""};
+  FillConditions(spec, node, result.initRecord());
   ChildProcess engine;
+  // Declared after `engine`, so destroyed first: Cancel() never signals a reaped (reusable) pgid.
+  struct PgidReset {
+    std::atomic<int>& pgid;
+    ~PgidReset() { pgid.store(0); }
+  } pgid_reset{engine_pgid_};
   const int64_t spawn_ns = SteadyNowNs();
   if (Status s = ChildProcess::Spawn({launch.argv, launch.env, log_path}, &engine); !s.ok()) {
     return fail(s.message());
@@ -170,7 +177,7 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   const double ready_timeout_s = std::min(kReadyTimeoutCapS, spec.getTimeoutS());
   double cold_start_ms = std::numeric_limits<double>::quiet_NaN();
   while (true) {
-    if (cancelled()) return engine_failure("cancelled while the engine started");
+    if (cancelled()) return engine_failure("cancelled while the engine started: " + cancel_reason());
     if (engine.Poll()) return engine_failure("engine exited before it was ready");
     HttpResponse health;
     if (HttpGet(launch.base_url + launch.health_path, 1000, &health).ok() &&
@@ -190,18 +197,29 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
                                       spec.getModel().cStr(), models.status_code));
   }
 
-  // Load, with /metrics scraped alongside.
+  // Warm-up as its own phase, so neither the figures nor the engine signals include it.
   loadgen::LoadSettings settings = LoadSettingsFor(spec, launch.base_url);
+  if (settings.warmup_requests > 0) {
+    SetPhase("warmup");
+    loadgen::LoadSettings warmup = settings;
+    warmup.num_requests = settings.warmup_requests;
+    warmup.warmup_requests = 0;
+    warmup.seed = settings.seed ^ 0x5eed5eed5eed5eedULL;  // prompts unlike the measured ones
+    const loadgen::BenchSummary warmup_summary = loadgen::Summarize(loadgen::RunLoad(warmup));
+    if (warmup_summary.completed == 0) {
+      return engine_failure(fmt::format("all {} warm-up requests failed", warmup.num_requests));
+    }
+    settings.warmup_requests = 0;
+  }
+  if (cancelled()) return engine_failure("cancelled during warm-up: " + cancel_reason());
+
+  // The measured phase, with /metrics scraped alongside.
   total_.store(settings.num_requests);
-  SetPhase(settings.warmup_requests > 0 ? "warmup" : "measuring");
+  SetPhase("measuring");
   MetricsScraper scraper;
   scraper.Start(launch.base_url + launch.metrics_path, launch.metrics_persona, 1000, SteadyNowNs());
-  loadgen::LoadResult load = loadgen::RunLoad(settings, [this](const loadgen::Progress& p) {
-    if (!p.warmup) {
-      SetPhase("measuring");
-      completed_.store(p.completed);
-    }
-  });
+  loadgen::LoadResult load = loadgen::RunLoad(
+      settings, [this](const loadgen::Progress& p) { completed_.store(p.completed); });
   scraper.Stop();
   SetPhase("draining");
   const bool engine_died = engine.Poll().has_value();
@@ -213,9 +231,8 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   slo.tpot_ms = spec.getSlo().getTpotMs();
   slo.e2el_ms = spec.getSlo().getE2elMs();
   const loadgen::BenchSummary summary = loadgen::Summarize(load, slo);
-  NodeFacts node{context_.gpu_model, context_.interconnect, launch.version, ""};
   const auto samples = scraper.Samples();
-  FillRecord(spec, summary, node, samples, cold_start_ms, result.initRecord());
+  FillFigures(spec, summary, samples, cold_start_ms, result.getRecord());
 
   auto requests = result.initRequests(static_cast<unsigned>(load.requests.size()));
   for (size_t i = 0; i < load.requests.size(); ++i) CopyRequest(load.requests[i], requests[i]);

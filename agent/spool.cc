@@ -57,6 +57,14 @@ Status Spool::Write(const std::string& run_id, uint32_t attempt, capnp::MessageB
     ::unlink(temp.c_str());
     return Status::Error(fmt::format("{}: rename failed: {}", path, why));
   }
+  // The rename is durable only once the folder itself is synced.
+  const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0 || ::fsync(dir_fd) != 0) {
+    const std::string why = std::strerror(errno);
+    if (dir_fd >= 0) ::close(dir_fd);
+    return Status::Error(fmt::format("{}: fsync of the spool folder failed: {}", dir_, why));
+  }
+  ::close(dir_fd);
   return Status::Ok();
 }
 
@@ -89,6 +97,18 @@ Status Spool::Read(const SpooledResult& entry, std::string* bytes) const {
 
 void Spool::Remove(const std::string& run_id, uint32_t attempt) {
   ::unlink(PathFor(run_id, attempt).c_str());
+}
+
+Status Spool::SetAside(const std::string& run_id, uint32_t attempt) {
+  const std::string rejected_dir = dir_ + "/rejected";
+  std::error_code error;
+  std::filesystem::create_directories(rejected_dir, error);
+  const std::string from = PathFor(run_id, attempt);
+  const std::string to = fmt::format("{}/{}.{}{}", rejected_dir, run_id, attempt, kSuffix);
+  if (error || ::rename(from.c_str(), to.c_str()) != 0) {
+    return Status::Error(fmt::format("{}: cannot move to {}", from, rejected_dir));
+  }
+  return Status::Ok();
 }
 
 }  // namespace servesweep::agent

@@ -30,6 +30,8 @@ class Spool {
   // The file's bytes (a serialised RunResult message).
   Status Read(const SpooledResult& entry, std::string* bytes) const;
   void Remove(const std::string& run_id, uint32_t attempt);
+  // Moves a result the coordinator rejected (another sweep's) to <dir>/rejected/, kept for people.
+  Status SetAside(const std::string& run_id, uint32_t attempt);
   const std::string& dir() const { return dir_; }
 
  private:

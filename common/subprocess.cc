@@ -14,6 +14,8 @@
 
 #include <fmt/format.h>
 
+extern char** environ;
+
 namespace servesweep {
 
 ChildProcess::~ChildProcess() {
@@ -38,6 +40,20 @@ Status ChildProcess::Spawn(const SpawnOptions& options, ChildProcess* out) {
   std::vector<char*> argv;
   for (const auto& arg : options.argv) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
+  // The environment too: setenv() after fork could deadlock on a lock another thread held.
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string entry = *e;
+    const std::string key = entry.substr(0, entry.find('='));
+    bool overridden = false;
+    for (const auto& [k, v] : options.env) overridden = overridden || k == key;
+    if (!overridden) env_strings.push_back(entry);
+  }
+  for (const auto& [key, value] : options.env) env_strings.push_back(key + "=" + value);
+  std::vector<char*> envp;
+  for (auto& entry : env_strings) envp.push_back(entry.data());
+  envp.push_back(nullptr);
+  const std::string exec_failed = fmt::format("servesweep: cannot execute '{}': ", options.argv[0]);
   int log_fd = -1;
   if (!options.log_path.empty()) {
     log_fd = ::open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -65,8 +81,12 @@ Status ChildProcess::Spawn(const SpawnOptions& options, ChildProcess* out) {
       ::dup2(log_fd, STDOUT_FILENO);
       ::dup2(log_fd, STDERR_FILENO);
     }
-    for (const auto& [key, value] : options.env) ::setenv(key.c_str(), value.c_str(), 1);
-    ::execvp(argv[0], argv.data());
+    ::execvpe(argv[0], argv.data(), envp.data());
+    // Say why in the log, with write(2) only (async-signal-safe).
+    const char* why = ::strerror(errno);
+    [[maybe_unused]] ssize_t ignored = ::write(STDERR_FILENO, exec_failed.data(), exec_failed.size());
+    ignored = ::write(STDERR_FILENO, why, ::strlen(why));
+    ignored = ::write(STDERR_FILENO, "\n", 1);
     ::_exit(127);
   }
   ::setpgid(pid, pid);  // also from the parent, so Signal() works before the child runs

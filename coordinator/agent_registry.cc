@@ -11,9 +11,20 @@ AgentEntry& AgentRegistry::Hello(schema::Inventory::Reader inventory, int64_t no
   entry.gpu_model = entry.gpus > 0 ? std::string(inventory.getGpus()[0].getName()) : "none";
   entry.engines.clear();
   for (auto engine : inventory.getEngines()) entry.engines.insert(engine);
+  entry.pid = inventory.getPid();
   entry.last_seen_ns = now_ns;
   entry.busy_run_id.clear();
+  entry.draining_run_id.clear();
   return entry;
+}
+
+bool AgentRegistry::Reported(const std::string& id, const std::string& busy_run_id) {
+  AgentEntry* entry = Find(id);
+  if (entry == nullptr) return false;
+  const bool was_draining = !entry->draining_run_id.empty();
+  entry->draining_run_id =
+      busy_run_id.empty() || busy_run_id == entry->busy_run_id ? "" : busy_run_id;
+  return was_draining && entry->draining_run_id.empty() && entry->busy_run_id.empty();
 }
 
 bool AgentRegistry::Touch(const std::string& id, int64_t now_ns) {
@@ -41,7 +52,7 @@ std::vector<std::string> AgentRegistry::SilentSince(int64_t deadline_ns) const {
 std::vector<const AgentEntry*> AgentRegistry::Idle() const {
   std::vector<const AgentEntry*> out;
   for (const auto& [id, entry] : agents_) {
-    if (entry.busy_run_id.empty()) out.push_back(&entry);
+    if (entry.busy_run_id.empty() && entry.draining_run_id.empty()) out.push_back(&entry);
   }
   return out;
 }

@@ -23,7 +23,11 @@ struct AgentEntry {
   uint32_t gpus = 0;
   std::set<std::string> engines;
   int64_t last_seen_ns = 0;
-  std::string busy_run_id;  // "" when idle
+  uint32_t pid = 0;
+  std::string busy_run_id;      // the run we placed on it; "" when none
+  // A run the agent reports working on that we did not (or no longer) place there: a released
+  // run still tearing down, say. The agent is not idle until its heartbeat says otherwise.
+  std::string draining_run_id;
 };
 
 class AgentRegistry {
@@ -32,6 +36,8 @@ class AgentRegistry {
   AgentEntry& Hello(schema::Inventory::Reader inventory, int64_t now_ns);
   // Marks a message from `id` as a sign of life; false when the agent is unknown.
   bool Touch(const std::string& id, int64_t now_ns);
+  // Reconciles what the agent says it is busy with; true when that made it idle.
+  bool Reported(const std::string& id, const std::string& busy_run_id);
   AgentEntry* Find(const std::string& id);
   void Remove(const std::string& id);
   // Agents last heard from before `deadline_ns`.

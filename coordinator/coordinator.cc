@@ -86,8 +86,14 @@ Status Coordinator::Prepare(LoadedMatrix& matrix) {
     slot.state = s.state;
     slot.attempts = s.attempts;
     if (s.state == RunState::kPending && s.attempts > 0) slot.hold_until_ns = hold_until_ns;
-    capnp::FlatArrayMessageReader reader(slot.spec_words);
-    slot.max_attempts = std::max<uint32_t>(1, reader.getRoot<schema::RunSpec>().getMaxAttempts());
+    kj::Maybe<kj::Exception> corrupt = kj::runCatchingExceptions([&]() {
+      capnp::FlatArrayMessageReader reader(slot.spec_words);
+      slot.max_attempts = std::max<uint32_t>(1, reader.getRoot<schema::RunSpec>().getMaxAttempts());
+    });
+    if (corrupt != nullptr) {
+      return Status::Error(fmt::format("{}: the stored spec of run {} is unreadable", db_path,
+                                       slot.run_id));
+    }
     run_index_[slot.run_id] = runs_.size();
     runs_.push_back(std::move(slot));
   }
@@ -137,7 +143,6 @@ Status Coordinator::Run() {
   while (!stop_.load()) {
     bool readable = false;
     if (Status s = PollReadable(socket_, poll_timeout, &readable); !s.ok()) return s;
-    int64_t now_ns = SteadyNowNs();
     for (int budget = 0; budget < 10000; ++budget) {
       std::vector<zmq::message_t> frames;
       std::optional<size_t> received;
@@ -154,9 +159,9 @@ Status Coordinator::Run() {
                      frames.size());
         continue;
       }
-      HandleFrame(frames[0].to_string(), frames[1], now_ns);
+      HandleFrame(frames[0].to_string(), frames[1], SteadyNowNs());
     }
-    now_ns = SteadyNowNs();
+    const int64_t now_ns = SteadyNowNs();
     if (now_ns >= next_heartbeat_ns) {
       SendHeartbeats();
       next_heartbeat_ns = now_ns + interval_ns;
@@ -197,6 +202,9 @@ void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t&
     }
     switch (which) {
       case schema::Envelope::HEARTBEAT:
+        if (agents_.Reported(identity, envelope.getHeartbeat().getBusyRunId())) {
+          dispatch_needed_ = true;
+        }
         break;
       case schema::Envelope::PROGRESS: {
         auto progress = envelope.getProgress();
@@ -239,7 +247,18 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
     return;
   }
   std::string was_busy;
-  if (AgentEntry* known = agents_.Find(identity)) was_busy = known->busy_run_id;
+  if (AgentEntry* known = agents_.Find(identity)) {
+    was_busy = known->busy_run_id;
+    const int64_t interval_ns = int64_t{settings_.heartbeat_ms} * 1'000'000;
+    if ((known->hostname != inventory.getHostname().cStr() || known->pid != inventory.getPid()) &&
+        now_ns - known->last_seen_ns < interval_ns) {
+      spdlog::warn("agent id '{}' said hello from {} pid {} while {} pid {} was heard {} ms ago: "
+                   "agent ids must be unique (--id)",
+                   identity, inventory.getHostname().cStr(), inventory.getPid(), known->hostname,
+                   known->pid, (now_ns - known->last_seen_ns) / 1'000'000);
+    }
+  }
+  dispatch_needed_ = true;
   AgentEntry& agent = agents_.Hello(inventory, now_ns);
   if (Status s = store_->UpsertAgent(inventory); !s.ok()) spdlog::error("{}", s.message());
   spdlog::info("agent {} ({}, {} GPU{}) said hello", identity, agent.hostname, agent.gpus,
@@ -285,75 +304,102 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
   capnp::MallocMessageBuilder message;
   auto cancel = NewEnvelope(message).initCancel();
   cancel.setRunId(busy);
+  cancel.setAttempt(hello.getBusyAttempt());
   cancel.setReason("the coordinator restarted and re-queued this run");
   Send(identity, message);
+  agent.draining_run_id = busy;
 }
 
 void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reader result) {
   const std::string run_id = result.getRunId();
-  RunSlot* run = FindRun(run_id);
-  if (run == nullptr) {
-    ++frames_rejected_;
-    spdlog::warn("result for unknown run '{}' from agent {}: not part of this sweep; not acked",
-                 run_id, identity);
-    return;
-  }
-  auto ack = [&]() {
+  auto ack = [&](bool rejected, const std::string& reason) {
     capnp::MallocMessageBuilder message;
     auto body = NewEnvelope(message).initAck();
     body.setRunId(run_id);
     body.setAttempt(result.getAttempt());
+    body.setRejected(rejected);
+    body.setReason(reason);
     Send(identity, message);
   };
+  RunSlot* run = FindRun(run_id);
+  if (run == nullptr) {
+    ++frames_rejected_;
+    spdlog::warn("result for unknown run '{}' from agent {}: not part of this sweep; rejected",
+                 run_id, identity);
+    ack(true, fmt::format("run {} is not part of sweep {}", run_id, settings_.out_dir));
+    return;
+  }
+  dispatch_needed_ = true;
   AgentEntry* agent = agents_.Find(identity);
-  if (agent && agent->busy_run_id == run_id) agent->busy_run_id.clear();
+  auto agent_done = [&]() {
+    if (agent && agent->busy_run_id == run_id) agent->busy_run_id.clear();
+  };
+  const bool current = run->state == RunState::kRunning && result.getAttempt() == run->attempts;
+  const std::string error = result.getError();
 
+  if (result.getStatus() == schema::RunStatus::REFUSED) {
+    // Nothing was measured: re-queue without spending an attempt; the agent's heartbeats tell
+    // when it is free again.
+    if (current) {
+      if (Status s = store_->EndAttempt(run_id, run->attempts, "refused", error, false); !s.ok()) {
+        spdlog::error("{}", s.message());
+      }
+      --run->attempts;
+      run->state = RunState::kPending;
+      ReleasePlacement(*run, "assignment refused by " + identity, identity);
+    }
+    if (agent) agent->draining_run_id = "(refused " + run_id + ")";
+    spdlog::warn("agent {} refused run {}: {}", identity, run_id, error);
+    return;
+  }
   if (run->state == RunState::kDone) {
     ++duplicates_dropped_;
     spdlog::info("dropped a duplicate result for {} (attempt {}) from {}", run_id,
                  result.getAttempt(), identity);
-    ack();
+    agent_done();
+    ack(false, "");
     return;
   }
-  const bool current = run->state == RunState::kRunning && result.getAttempt() == run->attempts;
   if (result.getStatus() == schema::RunStatus::OK) {
     bool duplicate = false;
     if (Status s = store_->CommitResult(result, true, &duplicate); !s.ok()) {
-      spdlog::error("could not commit the result of {}: {} (not acked; the agent will resend)",
-                    run_id, s.message());
+      // Not acked: the agent resends, and the run stays placed until then.
+      spdlog::error("could not commit the result of {}: {}", run_id, s.message());
       return;
     }
     if (duplicate) ++duplicates_dropped_;
     run->state = RunState::kDone;
+    agent_done();
     ReleasePlacement(*run, current ? "run finished" : "a result of another attempt was committed",
                      identity);
     spdlog::info("run {} [{}] done by {} (attempt {})", run_id, run->label, identity,
                  result.getAttempt());
-    ack();
+    ack(false, "");
     return;
   }
-  const std::string error = result.getError();
-  if (current) {
-    const bool final = run->attempts >= run->max_attempts;
-    if (final) {
-      bool duplicate = false;
-      if (Status s = store_->CommitResult(result, false, &duplicate); !s.ok()) {
-        spdlog::error("could not record the failure of {}: {}", run_id, s.message());
-        return;
-      }
-      run->state = RunState::kFailed;
-      ReleasePlacement(*run, "run failed", identity);
-      spdlog::warn("run {} [{}] failed after {} attempt(s): {}", run_id, run->label,
-                   run->attempts, error);
-    } else {
-      EndAttempt(*run, "failed", error);
+  if (!current) {
+    // A late report about an attempt that already ended: history only.
+    if (Status s = store_->EndAttempt(run_id, result.getAttempt(), "failed", error, false); !s.ok()) {
+      spdlog::error("{}", s.message());
+      return;
     }
-  } else if (Status s = store_->EndAttempt(run_id, result.getAttempt(), "failed", error, false);
-             !s.ok()) {
-    spdlog::error("{}", s.message());
-    return;
+  } else if (run->attempts < run->max_attempts) {
+    agent_done();
+    EndAttempt(*run, "failed", error);
+  } else {
+    bool duplicate = false;
+    if (Status s = store_->CommitResult(result, false, &duplicate); !s.ok()) {
+      spdlog::error("could not record the failure of {}: {}", run_id, s.message());
+      return;
+    }
+    run->state = RunState::kFailed;
+    agent_done();
+    ReleasePlacement(*run, "run failed", identity);
+    spdlog::warn("run {} [{}] failed after {} attempt(s): {}", run_id, run->label, run->attempts,
+                 error);
   }
-  ack();
+  agent_done();
+  ack(false, "");
 }
 
 void Coordinator::EndAttempt(RunSlot& run, const std::string& outcome, const std::string& error) {
@@ -379,13 +425,16 @@ void Coordinator::ReleasePlacement(RunSlot& run, const std::string& reason,
     if (agent == nullptr || agent->busy_run_id != run.run_id) continue;
     agent->busy_run_id.clear();
     if (id == except_id) continue;
+    agent->draining_run_id = run.run_id;   // idle again once its heartbeat says so
     capnp::MallocMessageBuilder message;
     auto cancel = NewEnvelope(message).initCancel();
     cancel.setRunId(run.run_id);
+    cancel.setAttempt(run.attempts);
     cancel.setReason(reason);
     Send(id, message);
   }
   run.placement.clear();
+  dispatch_needed_ = true;
 }
 
 void Coordinator::LoseAgent(const std::string& id, const std::string& why) {
@@ -394,16 +443,27 @@ void Coordinator::LoseAgent(const std::string& id, const std::string& why) {
   const std::string busy = agent->busy_run_id;
   spdlog::warn("agent {} lost: {}", id, why);
   agents_.Remove(id);
+  dispatch_needed_ = true;
   if (RunSlot* run = busy.empty() ? nullptr : FindRun(busy); run && run->state == RunState::kRunning) {
     EndAttempt(*run, "lost", fmt::format("agent {} lost: {}", id, why));
   }
 }
 
 void Coordinator::Dispatch(int64_t now_ns) {
+  // Placement walks every pending run: do it when something changed, a hold expired, or once a
+  // second, not on every turn of the loop.
+  constexpr int64_t kRecheckNs = 1'000'000'000;
+  if (!dispatch_needed_ && now_ns < next_dispatch_ns_) return;
+  dispatch_needed_ = false;
+  next_dispatch_ns_ = now_ns + kRecheckNs;
   bool waiting = false;
+  auto idle = agents_.Idle();
   for (auto& run : runs_) {
-    if (run.state != RunState::kPending || run.hold_until_ns > now_ns) continue;
-    const auto idle = agents_.Idle();
+    if (run.state != RunState::kPending) continue;
+    if (run.hold_until_ns > now_ns) {
+      next_dispatch_ns_ = std::min(next_dispatch_ns_, run.hold_until_ns);
+      continue;
+    }
     if (idle.empty()) {
       waiting = true;
       break;
@@ -425,6 +485,7 @@ void Coordinator::Dispatch(int64_t now_ns) {
     for (uint32_t rank = 0; rank < run.placement.size(); ++rank) {
       agents_.Find(run.placement[rank])->busy_run_id = run.run_id;
     }
+    std::erase_if(idle, [](const AgentEntry* agent) { return !agent->busy_run_id.empty(); });
     spdlog::info("run {} [{}] attempt {} -> {}", run.run_id, run.label, run.attempts,
                  JoinIds(run.placement));
     std::vector<std::string> unreachable;
@@ -456,13 +517,12 @@ void Coordinator::Dispatch(int64_t now_ns) {
 }
 
 void Coordinator::SendHeartbeats() {
-  std::vector<std::string> unreachable;
+  // A failed send (the peer is reconnecting) is not a loss: silence decides, as for agents.
   for (const auto& id : agents_.Ids()) {
     capnp::MallocMessageBuilder message;
     NewEnvelope(message).initHeartbeat();
-    if (!Send(id, message)) unreachable.push_back(id);
+    Send(id, message);
   }
-  for (const auto& id : unreachable) LoseAgent(id, "unreachable");
 }
 
 bool Coordinator::AllFinished() const {

@@ -97,6 +97,8 @@ class Coordinator {
   size_t duplicates_dropped_ = 0;
   size_t frames_rejected_ = 0;
   int64_t waiting_since_ns_ = 0;
+  bool dispatch_needed_ = true;
+  int64_t next_dispatch_ns_ = 0;
 };
 
 }  // namespace servesweep::coordinator

@@ -1,10 +1,11 @@
 #include "coordinator/matrix_loader.h"
 
-#include <fmt/format.h>
 #include <capnp/serialize.h>
+#include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -45,16 +46,22 @@ class Parser {
   void Fail(const YAML::Node& node, const std::string& what) {
     if (failed()) return;
     const YAML::Mark mark = node.Mark();
-    status_ = Status::Error(fmt::format("{}:{}:{}: {}", path_, mark.line + 1, mark.column + 1, what));
+    status_ =
+        Status::Error(fmt::format("{}:{}:{}: {}", path_, mark.line + 1, mark.column + 1, what));
   }
 
   static std::string Found(const YAML::Node& node) {
     switch (node.Type()) {
-      case YAML::NodeType::Null: return "nothing";
-      case YAML::NodeType::Scalar: return fmt::format("'{}'", node.Scalar());
-      case YAML::NodeType::Sequence: return "a list";
-      case YAML::NodeType::Map: return "a mapping";
-      default: return "an undefined node";
+      case YAML::NodeType::Null:
+        return "nothing";
+      case YAML::NodeType::Scalar:
+        return fmt::format("'{}'", node.Scalar());
+      case YAML::NodeType::Sequence:
+        return "a list";
+      case YAML::NodeType::Map:
+        return "a mapping";
+      default:
+        return "an undefined node";
     }
   }
 
@@ -72,9 +79,9 @@ class Parser {
       }
       std::string expected;
       for (const auto& candidate : allowed) expected += (expected.empty() ? "" : ", ") + candidate;
-      Fail(entry.first, fmt::format("unknown key '{}' in {}{}; expected one of: {}", key, section,
-                                    best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best),
-                                    expected));
+      Fail(entry.first,
+           fmt::format("unknown key '{}' in {}{}; expected one of: {}", key, section,
+                       best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best), expected));
       return;
     }
   }
@@ -92,7 +99,8 @@ class Parser {
       return min_value;
     }
     if (value < min_value || value > 1'000'000'000) {
-      Fail(node, fmt::format("expected '{}' to be an integer >= {}, found {}", key, min_value, value));
+      Fail(node,
+           fmt::format("expected '{}' to be an integer >= {}, found {}", key, min_value, value));
       return min_value;
     }
     return static_cast<uint32_t>(value);
@@ -147,8 +155,8 @@ void ApplyLayout(Parser& p, const YAML::Node& node, schema::Layout::Builder layo
 
 // Workload keys may stand in `workload:` or, for sweeping, directly as axes.
 const std::vector<std::string> kWorkloadKeys = {
-    "name", "api", "input_len", "output_len", "num_requests", "warmup_requests",
-    "concurrency", "request_rate", "seed", "ignore_eos", "temperature"};
+    "name",        "api",          "input_len", "output_len", "num_requests", "warmup_requests",
+    "concurrency", "request_rate", "seed",      "ignore_eos", "temperature"};
 
 void ApplyWorkloadKey(Parser& p, const std::string& key, const YAML::Node& value,
                       schema::Workload::Builder w) {
@@ -205,8 +213,8 @@ void ApplySlo(Parser& p, const YAML::Node& node, schema::Slo::Builder slo) {
 // Keys that describe one run: allowed at the top level and as axes.
 const std::vector<std::string> kRunKeys = {
     "engine", "engine_version", "engine_flags", "image", "model", "checkpoint_revision",
-    "precision", "quantization", "kv_cache_dtype", "layout", "workload", "slo", "sim",
-    "timeout_s", "max_attempts",
+    "precision", "quantization", "kv_cache_dtype", "layout", "workload", "slo", "sim", "timeout_s",
+    "max_attempts",
     // workload shorthands, so `concurrency: [1, 8]` can be an axis
     "input_len", "output_len", "num_requests", "concurrency", "request_rate"};
 
@@ -214,8 +222,8 @@ void ApplyRunKey(Parser& p, const std::string& key, const YAML::Node& value,
                  schema::RunSpec::Builder spec) {
   if (key == "engine") {
     const std::string engine = p.Text(value, key);
-    if (!p.failed() &&
-        std::find(kSupportedEngines.begin(), kSupportedEngines.end(), engine) == kSupportedEngines.end()) {
+    if (!p.failed() && std::find(kSupportedEngines.begin(), kSupportedEngines.end(), engine) ==
+                           kSupportedEngines.end()) {
       p.Fail(value, fmt::format("engine '{}' is not supported by this build; expected one of: sim",
                                 engine));
     }
@@ -228,7 +236,12 @@ void ApplyRunKey(Parser& p, const std::string& key, const YAML::Node& value,
   if (key == "precision") spec.setPrecision(p.Text(value, key));
   if (key == "quantization") spec.setQuantization(p.Text(value, key));
   if (key == "kv_cache_dtype") spec.setKvCacheDtype(p.Text(value, key));
-  if (key == "timeout_s") spec.setTimeoutS(p.Real(value, key));
+  if (key == "timeout_s") {
+    const double timeout_s = p.Real(value, key);
+    if (timeout_s <= 0)
+      p.Fail(value, fmt::format("expected 'timeout_s' to be > 0 seconds, found {}", timeout_s));
+    spec.setTimeoutS(timeout_s);
+  }
   if (key == "max_attempts") spec.setMaxAttempts(p.Uint(value, key, 1));
   if (key == "engine_flags") {
     if (!value.IsSequence()) {
@@ -243,8 +256,8 @@ void ApplyRunKey(Parser& p, const std::string& key, const YAML::Node& value,
   if (key == "workload") ApplyWorkload(p, value, spec.getWorkload());
   if (key == "slo") ApplySlo(p, value, spec.getSlo());
   if (key == "sim") ApplySim(p, value, spec.getSim());
-  if (key == "input_len" || key == "output_len" || key == "num_requests" ||
-      key == "concurrency" || key == "request_rate") {
+  if (key == "input_len" || key == "output_len" || key == "num_requests" || key == "concurrency" ||
+      key == "request_rate") {
     ApplyWorkloadKey(p, key, value, spec.getWorkload());
   }
 }
@@ -265,13 +278,18 @@ std::string AxisLabel(const std::string& axis, const YAML::Node& value) {
 
 void CheckRunIsRunnable(Parser& p, const YAML::Node& where, schema::RunSpec::Reader spec) {
   const auto w = spec.getWorkload();
-  if (spec.getEngine().size() == 0) p.Fail(where, "expected 'engine' (e.g. engine: sim), found none");
-  if (spec.getModel().size() == 0) p.Fail(where, "expected 'model' (the served model name), found none");
-  if (w.getInputLenTok() == 0) p.Fail(where, "expected 'input_len' (tokens per prompt), found none");
-  if (w.getOutputLenTok() == 0) p.Fail(where, "expected 'output_len' (tokens per response), found none");
+  if (spec.getEngine().size() == 0)
+    p.Fail(where, "expected 'engine' (e.g. engine: sim), found none");
+  if (spec.getModel().size() == 0)
+    p.Fail(where, "expected 'model' (the served model name), found none");
+  if (w.getInputLenTok() == 0)
+    p.Fail(where, "expected 'input_len' (tokens per prompt), found none");
+  if (w.getOutputLenTok() == 0)
+    p.Fail(where, "expected 'output_len' (tokens per response), found none");
   if (w.getNumRequests() == 0) p.Fail(where, "expected 'num_requests', found none");
   if (w.getConcurrency() == 0 && w.getRequestRatePerS() == 0) {
-    p.Fail(where, "expected 'concurrency' (closed loop) or 'request_rate' (open loop), found neither");
+    p.Fail(where,
+           "expected 'concurrency' (closed loop) or 'request_rate' (open loop), found neither");
   }
   const auto layout = spec.getLayout();
   if ((layout.getPrefillInstances() == 0) != (layout.getDecodeInstances() == 0)) {
@@ -296,8 +314,8 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
   try {
     parsed = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    return Status::Error(fmt::format("{}:{}:{}: expected valid YAML, found a syntax error: {}", path,
-                                     e.mark.line + 1, e.mark.column + 1, e.msg));
+    return Status::Error(fmt::format("{}:{}:{}: expected valid YAML, found a syntax error: {}",
+                                     path, e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   // Read through a const node: yaml-cpp's non-const operator[] may insert missing keys.
   const YAML::Node& root = parsed;
@@ -311,7 +329,18 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
 
   std::string name = "sweep";
   uint32_t repeats = 1;
-  if (root["name"]) name = p.Text(root["name"], "name");
+  if (root["name"]) {
+    name = p.Text(root["name"], "name");
+    // The name prefixes run ids, which name spool files: keep it to file-name characters.
+    const bool valid = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-';
+    });
+    if (!valid) {
+      p.Fail(root["name"], fmt::format("expected 'name' of letters, digits, '.', '_' or '-', "
+                                       "found '{}'",
+                                       name));
+    }
+  }
   if (root["repeats"]) repeats = p.Uint(root["repeats"], "repeats", 1);
   if (const YAML::Node local = root["local"]) {
     if (p.ExpectMap(local, "'local'")) {
@@ -343,8 +372,8 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
   for (const auto& axis : axes) combinations *= axis.second.size();
   const size_t total = combinations * repeats;
   if (total > 100000) {
-    return Status::Error(fmt::format("{}: expected at most 100000 runs, found {} (axes x repeats)",
-                                     path, total));
+    return Status::Error(
+        fmt::format("{}: expected at most 100000 runs, found {} (axes x repeats)", path, total));
   }
 
   auto matrix = out->message.initRoot<schema::Matrix>();
@@ -409,7 +438,8 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
 
 Status LoadMatrixFile(const std::string& path, LoadedMatrix* out) {
   std::ifstream in(path);
-  if (!in) return Status::Error(fmt::format("{}: expected a readable matrix file, found none", path));
+  if (!in)
+    return Status::Error(fmt::format("{}: expected a readable matrix file, found none", path));
   std::stringstream buffer;
   buffer << in.rdbuf();
   return ExpandMatrix(path, buffer.str(), out);

@@ -12,15 +12,15 @@ using Stats = schema::LatencyStats::Reader;
 void Text(std::vector<RecordColumn>& out, std::string name,
           std::function<std::string(Record)> get) {
   out.push_back({std::move(name), "TEXT",
-                 [get](Result r) -> ColumnValue { return get(r.getRecord()); }});
+                 [get](Result r) -> ColumnValue { return get(r.getRecord()); }, false, true});
 }
 void Int(std::vector<RecordColumn>& out, std::string name, std::function<int64_t(Record)> get) {
   out.push_back({std::move(name), "INTEGER",
-                 [get](Result r) -> ColumnValue { return get(r.getRecord()); }});
+                 [get](Result r) -> ColumnValue { return get(r.getRecord()); }, false, true});
 }
 void Real(std::vector<RecordColumn>& out, std::string name, std::function<double(Record)> get) {
   out.push_back({std::move(name), "REAL",
-                 [get](Result r) -> ColumnValue { return get(r.getRecord()); }});
+                 [get](Result r) -> ColumnValue { return get(r.getRecord()); }, false, true});
 }
 
 // Distribution columns of one latency metric: <metric>_mean_ms, _median_ms, ... as listed.
@@ -92,6 +92,7 @@ std::vector<RecordColumn> Build() {
   Int(c, "warmup_requests", [](Record r) { return int64_t{r.getWarmupRequests()}; });
 
   // Figures, computed as `vllm bench serve` does (docs/metrics.md).
+  const size_t first_figure = c.size();
   Real(c, "duration_s", [](Record r) { return r.getDurationS(); });
   Int(c, "completed", [](Record r) { return int64_t{r.getCompleted()}; });
   Int(c, "failed", [](Record r) { return int64_t{r.getFailed()}; });
@@ -125,6 +126,7 @@ std::vector<RecordColumn> Build() {
   Real(c, "prefix_cache_hits", [](Record r) { return r.getPrefixCacheHits(); });
   Real(c, "prefix_cache_queries", [](Record r) { return r.getPrefixCacheQueries(); });
   Real(c, "spec_decode_acceptance", [](Record r) { return r.getSpecDecodeAcceptance(); });
+  for (size_t i = first_figure; i < c.size(); ++i) c[i].figure = true;
   return c;
 }
 

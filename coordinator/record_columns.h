@@ -22,6 +22,11 @@ struct RecordColumn {
   std::string name;        // results-table column and summary.csv header
   std::string sql_type;    // TEXT, INTEGER or REAL
   std::function<ColumnValue(schema::RunResult::Reader)> value;
+  // A measured figure or engine signal: stored as NULL for a result that is not ok, whose
+  // figures would otherwise read as zeros.
+  bool figure = false;
+  // Read from the benchmark record: NULL when the result carries none (failed before starting).
+  bool from_record = false;
 };
 
 const std::vector<RecordColumn>& RecordColumns();

@@ -242,7 +242,8 @@ Status ResultsStore::LoadRuns(std::vector<StoredRun>* out) {
       db_, "SELECT run_id, idx, label, spec, status, attempts, last_error FROM runs ORDER BY idx");
   if (!stmt.ok()) return Status::Error("sqlite: " + stmt.error());
   out->clear();
-  while (sqlite3_step(stmt.get()) == SQLITE_ROW) {
+  int rc;
+  while ((rc = sqlite3_step(stmt.get())) == SQLITE_ROW) {
     StoredRun run;
     auto text = [&](int i) {
       const auto* p = sqlite3_column_text(stmt.get(), i);
@@ -263,6 +264,7 @@ Status ResultsStore::LoadRuns(std::vector<StoredRun>* out) {
     run.last_error = text(6);
     out->push_back(std::move(run));
   }
+  if (rc != SQLITE_DONE) return Status::Error(fmt::format("sqlite: reading runs: {}", stmt.error()));
   return Status::Ok();
 }
 
@@ -329,14 +331,30 @@ Status ResultsStore::EndAttempt(const std::string& run_id, uint32_t attempt,
 Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_state_done,
                                   bool* duplicate) {
   const std::string run_id = result.getRunId();
+  // A committed ok result is final. A recorded failure gives way to a later ok result of the
+  // same run (e.g. an earlier attempt's result resent from a spool).
+  bool exists = false, existing_ok = false;
   {
-    Statement existing(db_, "SELECT 1 FROM results WHERE run_id=?");
+    Statement existing(db_, "SELECT result_status FROM results WHERE run_id=?");
     existing.Bind(1, run_id);
-    *duplicate = sqlite3_step(existing.get()) == SQLITE_ROW;
+    if (sqlite3_step(existing.get()) == SQLITE_ROW) {
+      exists = true;
+      const auto* text = sqlite3_column_text(existing.get(), 0);
+      existing_ok = text != nullptr && std::string(reinterpret_cast<const char*>(text)) == "ok";
+    }
   }
+  const bool incoming_ok = result.getStatus() == schema::RunStatus::OK;
+  *duplicate = exists && (existing_ok || !incoming_ok);
   if (*duplicate) return Status::Ok();
   return InTransaction([&]() -> Status {
     Status status;
+    if (exists) {
+      for (const char* table : {"results", "requests", "engine_samples", "probes"}) {
+        Statement erase(db_, fmt::format("DELETE FROM {} WHERE run_id=?", table));
+        erase.Bind(1, run_id);
+        if (status = erase.Run(); !status.ok()) return status;
+      }
+    }
 
     const auto& columns = RecordColumns();
     std::string names = "run_id, committed_unix_ms, result";
@@ -354,8 +372,13 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
     insert.Bind(2, UnixNowMs());
     insert.BindBlob(3, bytes.data(), bytes.size());
     int index = 4;
+    const bool ok = result.getStatus() == schema::RunStatus::OK;
     for (const auto& column : columns) {
-      std::visit([&](const auto& v) { insert.Bind(index, v); }, column.value(result));
+      if ((column.figure && !ok) || (column.from_record && !result.hasRecord())) {
+        insert.Bind(index, std::nan(""));  // NULL: not measured
+      } else {
+        std::visit([&](const auto& v) { insert.Bind(index, v); }, column.value(result));
+      }
       ++index;
     }
     if (status = insert.Run(); !status.ok()) return status;

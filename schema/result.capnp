@@ -108,6 +108,7 @@ enum RunStatus {
   ok @0;
   failed @1;
   cancelled @2;
+  refused @3;    # the agent could not take the assignment (busy); nothing was measured
 }
 
 struct RunResult {

@@ -69,11 +69,15 @@ struct Progress {
 struct Ack {
   runId @0 :Text;
   attempt @1 :UInt32;
+  # The result is not part of this sweep: the agent sets it aside instead of deleting it.
+  rejected @2 :Bool;
+  reason @3 :Text;
 }
 
 struct Cancel {
   runId @0 :Text;
   reason @1 :Text;
+  attempt @2 :UInt32;   # 0 = whichever attempt the agent holds
 }
 
 struct Bye {

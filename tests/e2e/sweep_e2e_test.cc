@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -276,6 +277,38 @@ TEST(SweepEndToEnd, RunCommandExecutesTheQuickstartWithReports) {
   EXPECT_EQ(table_rows, 6u);
 }
 
+
+TEST(SweepEndToEnd, EngineThatNeverGetsReadyIsRetriedThenFailedWhileOthersFinish) {
+  // Run 0's emulator stays unready past its timeout; run 1 is healthy.
+  Sweep s("notready", R"(name: notready
+engine: sim
+model: test-model
+max_attempts: 2
+timeout_s: 1
+workload: {input_len: 8, output_len: 4, num_requests: 5, concurrency: 1}
+axes:
+  sim: [{ttft_ms: 1, itl_ms: 1, startup_ms: 60000}, {ttft_ms: 1, itl_ms: 1}]
+)");
+  Harness& h = s.h;
+  const size_t coordinator = StartCoordinator(h, "coordinator", s.matrix, s.endpoint, s.out);
+  StartAgent(h, "agent-a", s.endpoint);
+  ASSERT_EQ(ExitCode(h.process(coordinator), seconds(60)), 2) << h.Log("coordinator");
+  EXPECT_EQ(h.QueryInt(s.out, "SELECT COUNT(*) FROM runs WHERE status='done'"), 1);
+  const auto failed = h.Query(s.out, "SELECT attempts, last_error FROM runs WHERE status='failed'");
+  ASSERT_EQ(failed.rows.size(), 1u);
+  EXPECT_EQ(failed.rows[0][0], "2");
+  // The agent's watchdog or the readiness wait, whichever notices first.
+  EXPECT_NE(failed.rows[0][1].find("after 1 s"), std::string::npos)
+      << failed.rows[0][1];
+  // The failure is in the results with its conditions and without figures.
+  EXPECT_EQ(h.QueryInt(s.out, "SELECT COUNT(*) FROM results WHERE result_status='failed' AND "
+                              "model='test-model' AND output_throughput IS NULL"),
+            1);
+  std::ifstream report(s.out + "/report.md");
+  std::stringstream text;
+  text << report.rdbuf();
+  EXPECT_NE(text.str().find("## Runs not done"), std::string::npos);
+}
 
 TEST(CommandLine, ProbeReportsDevicesOrNoGpuCleanly) {
   Harness h("probe");

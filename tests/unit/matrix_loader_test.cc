@@ -94,6 +94,20 @@ TEST(MatrixLoader, RefusesWhatCannotRun) {
       << zero.message();
 }
 
+TEST(MatrixLoader, RefusesZeroTimeoutAndNamesUnfitForFiles) {
+  LoadedMatrix m;
+  Status timeout = Expand(std::string(kBase) + "concurrency: 1\ntimeout_s: 0\n", &m);
+  EXPECT_NE(timeout.message().find("m.yaml:6:12: expected 'timeout_s' to be > 0 seconds, found 0"),
+            std::string::npos)
+      << timeout.message();
+  LoadedMatrix m2;
+  Status name = Expand("name: a/b\nengine: sim\nmodel: m\nconcurrency: 1\n"
+                       "workload: {input_len: 1, output_len: 1, num_requests: 1}\n", &m2);
+  EXPECT_NE(name.message().find("m.yaml:1:7: expected 'name' of letters, digits"),
+            std::string::npos)
+      << name.message();
+}
+
 TEST(MatrixLoader, QuickstartExampleExpands) {
   LoadedMatrix m;
   Status s = LoadMatrixFile(SERVESWEEP_SOURCE_DIR "/examples/quickstart.yaml", &m);

@@ -122,6 +122,35 @@ TEST_F(ResultsStoreTest, RequeueInterruptedAfterARestart) {
   EXPECT_EQ(Cell("SELECT outcome FROM attempts"), "lost");
 }
 
+TEST_F(ResultsStoreTest, FailureRecordHasNoFiguresAndGivesWayToALaterOkResult) {
+  ASSERT_TRUE(store_->MarkRunning(run0_, 1, "a").ok());
+  capnp::MallocMessageBuilder failed;
+  BuildResult(failed, 1);
+  failed.getRoot<schema::RunResult>().setStatus(schema::RunStatus::FAILED);
+  bool duplicate = true;
+  ASSERT_TRUE(store_->CommitResult(failed.getRoot<schema::RunResult>(), false, &duplicate).ok());
+  EXPECT_FALSE(duplicate);
+  EXPECT_EQ(Cell("SELECT status FROM runs WHERE run_id='" + run0_ + "'"), "failed");
+  // Figures of a failed result are NULL ("n/a"), conditions stay.
+  EXPECT_EQ(Cell("SELECT output_throughput IS NULL AND completed IS NULL FROM results"), "1");
+  EXPECT_EQ(Cell("SELECT result_status FROM results"), "failed");
+
+  // Another failure does not replace it; an ok result of an earlier attempt does.
+  capnp::MallocMessageBuilder failed_again;
+  BuildResult(failed_again, 2);
+  failed_again.getRoot<schema::RunResult>().setStatus(schema::RunStatus::FAILED);
+  ASSERT_TRUE(store_->CommitResult(failed_again.getRoot<schema::RunResult>(), false, &duplicate).ok());
+  EXPECT_TRUE(duplicate);
+  capnp::MallocMessageBuilder ok;
+  BuildResult(ok, 1);
+  ASSERT_TRUE(store_->CommitResult(ok.getRoot<schema::RunResult>(), true, &duplicate).ok());
+  EXPECT_FALSE(duplicate);
+  EXPECT_EQ(Cell("SELECT COUNT(*) || ':' || MAX(result_status) || ':' || MAX(output_throughput) FROM results"),
+            "1:ok:123.5");
+  EXPECT_EQ(Cell("SELECT COUNT(*) FROM requests"), "3");
+  EXPECT_EQ(Cell("SELECT status FROM runs WHERE run_id='" + run0_ + "'"), "done");
+}
+
 TEST_F(ResultsStoreTest, SummaryHasOneRowPerRunWithEveryRecordColumn) {
   Table summary;
   ASSERT_TRUE(store_->QuerySummary(&summary).ok());
