@@ -16,6 +16,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code);
 void AddPlanCommand(CLI::App& app, int* exit_code);
 void AddReportCommand(CLI::App& app, int* exit_code);
 void AddProbeCommand(CLI::App& app, int* exit_code);
+void AddSubmitCommand(CLI::App& app, int* exit_code);
 
 // Exit codes shared by the subcommands.
 inline constexpr int kExitOk = 0;

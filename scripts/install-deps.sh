@@ -16,6 +16,7 @@ packages=(
   libboost-dev libboost-system-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   procps iproute2
+  slurm-wlm munge libpmix-dev       # the real Slurm cluster of the tests (and `submit slurm`)
 )
 
 missing=()

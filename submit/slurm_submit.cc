@@ -1,0 +1,122 @@
+#include "submit/slurm_submit.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "common/subprocess.h"
+#include "coordinator/placement.h"
+#include "submit/template_renderer.h"
+
+namespace servesweep::submit {
+namespace {
+
+constexpr const char* kTemplate = "slurm/sweep.sbatch.in";
+
+Status WriteText(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  return out ? Status::Ok() : Status::Error(fmt::format("{}: cannot write", path));
+}
+
+}  // namespace
+
+Status CheckAllocation(coordinator::LoadedMatrix& matrix, const SlurmOptions& options) {
+  const uint32_t gpus = options.emulate_gpus > 0 ? options.emulate_gpus : options.gpus_per_node;
+  if (gpus == 0) {
+    return Status::Error("submit slurm: expected --gpus-per-node G (real GPUs) or --emulate-gpus G "
+                         "(emulated engines), found neither");
+  }
+  const std::vector<uint32_t> nodes(options.nodes, gpus);
+  for (auto spec : matrix.matrix().getRuns()) {
+    if (!coordinator::CouldEverPlace(spec, nodes)) {
+      return Status::Error(fmt::format(
+          "{}: run {} [{}] needs {} GPU(s); expected it to fit the allocation of {} node(s) x {} "
+          "GPU(s) (nothing was submitted)",
+          options.matrix_path, spec.getRunId().cStr(), spec.getLabel().cStr(), spec.getGpusNeeded(),
+          options.nodes, gpus));
+    }
+  }
+  return Status::Ok();
+}
+
+Status RenderSbatch(coordinator::LoadedMatrix& matrix, const SlurmOptions& options,
+                    const std::string& matrix_on_nodes, std::string* script) {
+  std::string sbatch_options;
+  auto add = [&](const std::string& line) { sbatch_options += (sbatch_options.empty() ? "" : "\n") + line; };
+  if (options.gpus_per_node > 0) add(fmt::format("#SBATCH --gpus-per-node={}", options.gpus_per_node));
+  if (!options.partition.empty()) add("#SBATCH --partition=" + options.partition);
+  if (!options.time.empty()) add("#SBATCH --time=" + options.time);
+  if (!options.account.empty()) add("#SBATCH --account=" + options.account);
+  if (options.gpus_per_node == 0) add("# (emulated GPUs: no GPU request)");
+
+  std::string srun_options;
+  std::string servesweep = options.servesweep_binary;
+  if (!options.container_image.empty()) {
+    // pyxis: the image brings servesweep; the shared results folder is mounted at the same path.
+    srun_options = fmt::format("--container-image={} --container-mounts={}:{} --no-container-mount-home",
+                               ShellQuote(options.container_image), options.out_dir, options.out_dir);
+    servesweep = "servesweep";
+  }
+  std::string agent_options;
+  if (options.emulate_gpus > 0) agent_options = fmt::format("--emulate-gpus {}", options.emulate_gpus);
+
+  const std::map<std::string, std::string> values = {
+      {"sweep_name", matrix.matrix().getName()},
+      {"nodes", std::to_string(options.nodes)},
+      {"out_dir", options.out_dir},
+      {"sbatch_options", sbatch_options},
+      {"matrix", ShellQuote(matrix_on_nodes)},
+      {"servesweep", ShellQuote(servesweep)},
+      {"port_base", std::to_string(options.port_base)},
+      {"srun_options", srun_options},
+      {"coordinator_options", options.resume ? "--resume" : ""},
+      {"agent_options", agent_options},
+      {"probe_mpi", options.mpi == "none" ? "" : "--mpi=" + options.mpi},
+  };
+  return RenderTemplate(kTemplate, EmbeddedTemplate(kTemplate), values, script);
+}
+
+Status SubmitSlurm(SlurmOptions options, std::string* job_id, std::string* script) {
+  coordinator::LoadedMatrix matrix;
+  if (Status s = coordinator::LoadMatrixFile(options.matrix_path, &matrix); !s.ok()) return s;
+  if (Status s = CheckAllocation(matrix, options); !s.ok()) return s;
+  if (options.out_dir.find_first_of(" '\"$`\\") != std::string::npos) {
+    return Status::Error(fmt::format("submit slurm: expected --out without spaces or shell "
+                                     "characters, found '{}'", options.out_dir));
+  }
+  options.out_dir = std::filesystem::absolute(options.out_dir).lexically_normal().string();
+  // The matrix travels in the shared results folder, so every node reads the same file.
+  const std::string matrix_on_nodes = options.out_dir + "/matrix.yaml";
+  if (Status s = RenderSbatch(matrix, options, matrix_on_nodes, script); !s.ok()) return s;
+  job_id->clear();
+  if (options.dry_run) return Status::Ok();
+
+  std::error_code error;
+  std::filesystem::create_directories(options.out_dir, error);
+  if (error) return Status::Error(fmt::format("{}: cannot create: {}", options.out_dir, error.message()));
+  if (Status s = WriteText(matrix_on_nodes, matrix.text); !s.ok()) return s;
+  const std::string script_path = options.out_dir + "/sweep.sbatch";
+  if (Status s = WriteText(script_path, *script); !s.ok()) return s;
+
+  const std::string sbatch_log = options.out_dir + "/sbatch.log";
+  std::filesystem::remove(sbatch_log, error);
+  ChildProcess sbatch;
+  if (Status s = ChildProcess::Spawn({{"sbatch", "--parsable", script_path}, {}, sbatch_log}, &sbatch);
+      !s.ok()) {
+    return s;
+  }
+  const auto exit = sbatch.Wait(std::chrono::seconds(60));
+  std::string output = TailOfFile(sbatch_log, 20);
+  while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
+  if (!exit || *exit != 0) {
+    return Status::Error(fmt::format("sbatch {} failed ({}): {}", script_path,
+                                     exit ? DescribeExit(*exit) : "no answer in 60 s", output));
+  }
+  *job_id = output.substr(0, output.find(';'));   // --parsable: "<id>[;<cluster>]"
+  return Status::Ok();
+}
+
+}  // namespace servesweep::submit

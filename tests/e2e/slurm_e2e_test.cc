@@ -1,0 +1,119 @@
+// A real Slurm cluster on this machine (munge, slurmctld, three slurmd "nodes"): a sweep
+// submitted with `servesweep submit slurm --nodes 3` runs its coordinator and one agent per node
+// under Slurm, and every run lands in the results database, executed by three distinct agents.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "tests/support/harness.h"
+
+namespace servesweep::testing {
+namespace {
+
+using std::chrono::seconds;
+
+// Runs a shell command line, returning its exit status and output.
+int Shell(const std::string& command, std::string* output) {
+  output->clear();
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
+  return ::pclose(pipe);
+}
+
+class SlurmCluster {
+ public:
+  explicit SlurmCluster(const std::string& dir) : dir_(dir) {
+    // Ports apart from the script's defaults, so a developer's own test cluster is left alone.
+    env_ = fmt::format("SLURM_TEST_DIR={} SLURM_TEST_CTLD_PORT=16917 SLURM_TEST_NODE_PORT=17101",
+                       dir_);
+    started_ = Shell(env_ + " " SERVESWEEP_SOURCE_DIR "/scripts/slurm-test-cluster.sh start 3",
+                     &output_) == 0;
+    ::setenv("SLURM_CONF", (dir_ + "/slurm.conf").c_str(), 1);
+  }
+  ~SlurmCluster() {
+    std::string ignored;
+    Shell(env_ + " " SERVESWEEP_SOURCE_DIR "/scripts/slurm-test-cluster.sh stop", &ignored);
+    ::unsetenv("SLURM_CONF");
+  }
+  bool started() const { return started_; }
+  const std::string& output() const { return output_; }
+
+ private:
+  std::string dir_, env_, output_;
+  bool started_ = false;
+};
+
+TEST(SlurmEndToEnd, SubmittedSweepRunsEveryRunOnThreeAgents) {
+  if (::geteuid() != 0) GTEST_SKIP() << "starting munge, slurmctld and slurmd needs root";
+  Harness h("slurm");
+  SlurmCluster cluster(h.Path("slurm"));
+  ASSERT_TRUE(cluster.started()) << cluster.output();
+
+  const std::string out = h.Path("out");
+  const std::string matrix = h.WriteFile("m.yaml", R"(name: slurm
+engine: sim
+model: test-model
+sim: {ttft_ms: 5, itl_ms: 2}
+workload: {input_len: 16, output_len: 16, num_requests: 30, warmup_requests: 1}
+axes:
+  concurrency: [1, 2, 3, 4, 5, 6]
+)");
+  const size_t submit = h.Start("submit", {"submit", "slurm", matrix, "--out", out, "--nodes", "3",
+                                           "--emulate-gpus", "1"});
+  ASSERT_TRUE(h.process(submit).Wait(seconds(60)));
+  const std::string log = h.Log("submit");
+  const size_t at = log.find("submitted batch job ");
+  ASSERT_NE(at, std::string::npos) << log;
+  const std::string job_id = log.substr(at + 20, log.find('\n', at) - at - 20);
+
+  std::string queue;
+  ASSERT_TRUE(Harness::WaitFor(
+      [&] { return Shell("squeue -h -j " + job_id, &queue) == 0 && queue.empty(); }, seconds(120)))
+      << queue;
+
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), 6);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM results"), 6);
+  const auto agents = h.Query(out, "SELECT DISTINCT agent_id FROM results ORDER BY agent_id");
+  ASSERT_EQ(agents.rows.size(), 3u);
+  EXPECT_EQ(agents.rows[0][0], "n1");
+  EXPECT_EQ(agents.rows[1][0], "n2");
+  EXPECT_EQ(agents.rows[2][0], "n3");
+  // The job's own log ends with the coordinator's summary, and each node was probed.
+  std::ifstream job_log(fmt::format("{}/slurm-{}.out", out, job_id));
+  std::stringstream job_text;
+  job_text << job_log.rdbuf();
+  EXPECT_NE(job_text.str().find("6 runs: 6 done, 0 failed"), std::string::npos) << job_text.str();
+  for (const char* node : {"n1", "n2", "n3"}) {
+    EXPECT_TRUE(std::filesystem::exists(fmt::format("{}/probes/{}.txt", out, node))) << node;
+  }
+}
+
+TEST(SlurmEndToEnd, OversizedMatrixIsRefusedBeforeSubmitting) {
+  Harness h("slurm-refused");
+  const std::string matrix = h.WriteFile("m.yaml", R"(name: big
+engine: sim
+model: m
+layout: {tp: 8}
+workload: {input_len: 16, output_len: 16, num_requests: 3, concurrency: 1}
+)");
+  const size_t submit = h.Start("submit", {"submit", "slurm", matrix, "--out", h.Path("out"),
+                                           "--nodes", "3", "--gpus-per-node", "2"});
+  const auto status = h.process(submit).Wait(seconds(30));
+  ASSERT_TRUE(status);
+  EXPECT_NE(*status, 0);
+  EXPECT_NE(h.Log("submit").find("needs 8 GPU(s); expected it to fit the allocation of 3 node(s) x 2"),
+            std::string::npos)
+      << h.Log("submit");
+  EXPECT_FALSE(std::filesystem::exists(h.Path("out/sweep.sbatch")));
+}
+
+}  // namespace
+}  // namespace servesweep::testing
