@@ -160,7 +160,7 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
     ~PgidReset() { pgid.store(0); }
   } pgid_reset{engine_pgid_};
   const int64_t spawn_ns = SteadyNowNs();
-  if (Status s = ChildProcess::Spawn({launch.argv, launch.env, log_path}, &engine); !s.ok()) {
+  if (Status s = ChildProcess::Spawn({launch.argv, launch.env, log_path, ""}, &engine); !s.ok()) {
     return fail(s.message());
   }
   engine_pgid_.store(engine.pid());
@@ -277,7 +277,7 @@ void RunExecutor::ExecuteWorker() {
       std::filesystem::create_directories(context_.work_dir);
       const std::string log_path =
           fmt::format("{}/{}.{}.worker{}.log", context_.work_dir, run_id_, attempt_, assign.getRank());
-      if (Status s = ChildProcess::Spawn({launch.argv, launch.env, log_path}, &engine); !s.ok()) {
+      if (Status s = ChildProcess::Spawn({launch.argv, launch.env, log_path, ""}, &engine); !s.ok()) {
         spdlog::error("run {}: worker engine did not start: {}", run_id_, s.message());
       } else {
         engine_pgid_.store(engine.pid());

@@ -6,12 +6,13 @@
 
 #include "cli/commands.h"
 #include "common/subprocess.h"
+#include "submit/k8s_submit.h"
 #include "submit/slurm_submit.h"
 
 namespace servesweep::cli {
 
 void AddSubmitCommand(CLI::App& app, int* exit_code) {
-  auto* submit = app.add_subcommand("submit", "Submit a sweep to Slurm");
+  auto* submit = app.add_subcommand("submit", "Submit a sweep to Slurm or Kubernetes");
   submit->require_subcommand(1);
 
   auto o = std::make_shared<submit::SlurmOptions>();
@@ -50,6 +51,42 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
                  "(follow with: squeue -j {})\n",
                  job_id, o->out_dir, o->out_dir, job_id);
     }
+    *exit_code = kExitOk;
+  });
+
+  auto k = std::make_shared<submit::K8sOptions>();
+  auto* k8s = submit->add_subcommand("k8s", "Write a sweep's kustomization and apply it with kubectl");
+  k8s->add_option("matrix", k->matrix_path, "Experiment matrix (YAML)")->required();
+  k8s->add_option("--overlay", k->overlay, "gpu, gpu-hostnetwork or emulator")
+      ->check(CLI::IsMember({"gpu", "gpu-hostnetwork", "emulator"}))->capture_default_str();
+  k8s->add_option("--nodes", k->nodes, "Agents, one per node")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  k8s->add_option("--gpus-per-node", k->gpus_per_node, "nvidia.com/gpu per agent (gpu overlays)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  k8s->add_option("--emulate-gpus", k->emulate_gpus, "GPUs each agent announces (emulator overlay)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  k8s->add_option("--image", k->image, "servesweep container image")->capture_default_str();
+  k8s->add_option("--namespace", k->namespace_name, "Namespace (one sweep per namespace)");
+  k8s->add_option("--dir", k->dir, "Where to write the kustomization (default: ./servesweep-k8s-NAME)");
+  k8s->add_flag("--dry-run", k->dry_run, "Print the rendered manifests; apply nothing");
+  k8s->callback([k, exit_code] {
+    if (k->dir.empty()) {
+      coordinator::LoadedMatrix matrix;
+      if (Status s = coordinator::LoadMatrixFile(k->matrix_path, &matrix); !s.ok()) {
+        spdlog::error("{}", s.message());
+        *exit_code = kExitError;
+        return;
+      }
+      k->dir = fmt::format("servesweep-k8s-{}", matrix.matrix().getName().cStr());
+    }
+    std::string output;
+    if (Status s = submit::SubmitK8s(*k, &output); !s.ok()) {
+      spdlog::error("{}", s.message());
+      *exit_code = kExitError;
+      return;
+    }
+    fmt::print("{}", output);
+    if (!k->dry_run) fmt::print("applied {} (kubectl apply -k)\n", k->dir);
     *exit_code = kExitOk;
   });
 }

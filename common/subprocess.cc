@@ -62,10 +62,20 @@ Status ChildProcess::Spawn(const SpawnOptions& options, ChildProcess* out) {
                                        options.log_path, std::strerror(errno)));
     }
   }
+  int err_fd = -1;
+  if (!options.stderr_path.empty()) {
+    err_fd = ::open(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (err_fd < 0) {
+      if (log_fd >= 0) ::close(log_fd);
+      return Status::Error(fmt::format("spawn {}: cannot open {}: {}", options.argv[0],
+                                       options.stderr_path, std::strerror(errno)));
+    }
+  }
   const pid_t parent = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     if (log_fd >= 0) ::close(log_fd);
+    if (err_fd >= 0) ::close(err_fd);
     return Status::Error(fmt::format("spawn {}: fork failed: {}", options.argv[0],
                                      std::strerror(errno)));
   }
@@ -81,6 +91,7 @@ Status ChildProcess::Spawn(const SpawnOptions& options, ChildProcess* out) {
       ::dup2(log_fd, STDOUT_FILENO);
       ::dup2(log_fd, STDERR_FILENO);
     }
+    if (err_fd >= 0) ::dup2(err_fd, STDERR_FILENO);
     ::execvpe(argv[0], argv.data(), envp.data());
     // Say why in the log, with write(2) only (async-signal-safe).
     const char* why = ::strerror(errno);
@@ -91,6 +102,7 @@ Status ChildProcess::Spawn(const SpawnOptions& options, ChildProcess* out) {
   }
   ::setpgid(pid, pid);  // also from the parent, so Signal() works before the child runs
   if (log_fd >= 0) ::close(log_fd);
+  if (err_fd >= 0) ::close(err_fd);
   *out = ChildProcess();
   out->pid_ = pid;
   return Status::Ok();

@@ -17,6 +17,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   procps iproute2
   slurm-wlm munge libpmix-dev       # the real Slurm cluster of the tests (and `submit slurm`)
+  python3-venv                      # kubernetes-validate's environment (below)
 )
 
 missing=()
@@ -28,4 +29,16 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-echo "install-deps: all ${#packages[@]} packages present"
+
+# kubectl renders and applies `servesweep submit k8s` kustomizations; Debian's when there is none.
+if ! command -v kubectl >/dev/null 2>&1; then
+  $SUDO apt-get install -y -qq --no-install-recommends kubernetes-client
+fi
+# Offline validation of Kubernetes manifests in the tests: kubernetes-validate (PyPI, it ships
+# the schemas) in its own virtual environment, on PATH.
+if ! command -v kubernetes-validate >/dev/null 2>&1; then
+  $SUDO /usr/bin/python3 -m venv /opt/servesweep-tools
+  $SUDO /opt/servesweep-tools/bin/pip install -q --disable-pip-version-check kubernetes-validate==1.37.0
+  $SUDO ln -sf /opt/servesweep-tools/bin/kubernetes-validate /usr/local/bin/kubernetes-validate
+fi
+echo "install-deps: all ${#packages[@]} packages present, kubectl and kubernetes-validate on PATH"

@@ -8,16 +8,29 @@ endforeach()
 file(WRITE "${OUTPUT}.tmp" "// Generated from the templates in the source tree; do not edit.
 #include <map>
 #include <string_view>
+#include <vector>
 
 #include \"submit/template_renderer.h\"
 
 namespace servesweep::submit {
 
-std::string_view EmbeddedTemplate(std::string_view path) {
-  static const std::map<std::string_view, std::string_view> kTemplates = {
+namespace {
+const std::map<std::string_view, std::string_view>& Templates() {
+  static const std::map<std::string_view, std::string_view> templates = {
 ${entries}  };
-  auto it = kTemplates.find(path);
-  return it == kTemplates.end() ? std::string_view() : it->second;
+  return templates;
+}
+}  // namespace
+
+std::string_view EmbeddedTemplate(std::string_view path) {
+  auto it = Templates().find(path);
+  return it == Templates().end() ? std::string_view() : it->second;
+}
+
+std::vector<std::string_view> EmbeddedTemplatePaths() {
+  std::vector<std::string_view> paths;
+  for (const auto& entry : Templates()) paths.push_back(entry.first);
+  return paths;
 }
 
 }  // namespace servesweep::submit

@@ -104,7 +104,7 @@ Status SubmitSlurm(SlurmOptions options, std::string* job_id, std::string* scrip
   const std::string sbatch_log = options.out_dir + "/sbatch.log";
   std::filesystem::remove(sbatch_log, error);
   ChildProcess sbatch;
-  if (Status s = ChildProcess::Spawn({{"sbatch", "--parsable", script_path}, {}, sbatch_log}, &sbatch);
+  if (Status s = ChildProcess::Spawn({{"sbatch", "--parsable", script_path}, {}, sbatch_log, ""}, &sbatch);
       !s.ok()) {
     return s;
   }

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/status.h"
 
@@ -19,6 +20,8 @@ Status RenderTemplate(std::string_view template_name, std::string_view text,
 // The text of a template embedded at build time, by its path in the source tree
 // (e.g. "slurm/sweep.sbatch.in"); empty when there is none.
 std::string_view EmbeddedTemplate(std::string_view path);
+// Every embedded template's path, sorted.
+std::vector<std::string_view> EmbeddedTemplatePaths();
 
 // Single-quotes `value` for a POSIX shell.
 std::string ShellQuote(const std::string& value);

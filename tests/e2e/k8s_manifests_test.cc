@@ -1,0 +1,96 @@
+// Kubernetes manifests validated offline: every overlay of k8s/ and a rendered matrix, built
+// with `kubectl kustomize` and checked by `kubernetes-validate --strict` against Kubernetes
+// 1.37 (both installed by scripts/install-deps.sh).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "tests/support/harness.h"
+
+namespace servesweep::testing {
+namespace {
+
+constexpr const char* kKubernetesVersion = "1.37.0";
+
+int Shell(const std::string& command, std::string* output) {
+  output->clear();
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
+  return ::pclose(pipe);
+}
+
+int Validate(const std::string& path, std::string* output) {
+  return Shell(fmt::format("kubernetes-validate --strict --quiet -k {} {}", kKubernetesVersion, path),
+               output);
+}
+
+class Overlays : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Overlays, KustomizeBuildValidatesStrictly) {
+  Harness h("k8s-overlay");
+  std::string output;
+  const std::string manifests = h.Path("manifests.yaml");
+  ASSERT_EQ(Shell(fmt::format("kubectl kustomize {}/k8s/overlays/{} > {}", SERVESWEEP_SOURCE_DIR,
+                              GetParam(), manifests),
+                  &output),
+            0)
+      << output;
+  EXPECT_EQ(Validate(manifests, &output), 0) << output;
+}
+
+TEST_P(Overlays, RenderedMatrixValidatesStrictlyAndCarriesTheSweep) {
+  Harness h("k8s-submit");
+  const std::string matrix = h.WriteFile("m.yaml", R"(name: k8s
+engine: sim
+model: test-model
+workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
+axes:
+  layout: [{tp: 2}, {tp: 4}]
+)");
+  const bool emulated = GetParam() == "emulator";
+  const size_t submit = h.Start(
+      "submit", {"submit", "k8s", matrix, "--overlay", GetParam(), "--nodes", "3",
+                 emulated ? "--emulate-gpus" : "--gpus-per-node", "4", "--image",
+                 "registry.example.com/servesweep:0.1", "--namespace", "bench", "--dir",
+                 h.Path("kustomization"), "--dry-run"});
+  const auto status = h.process(submit).Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(status && *status == 0) << h.Log("submit");
+  const std::string manifests = h.Log("submit");
+  std::string output;
+  EXPECT_EQ(Validate(h.Path("submit.log"), &output), 0) << output;
+  for (const char* expected : {"completions: 3", "parallelism: 3", "namespace: bench",
+                               "image: registry.example.com/servesweep:0.1",
+                               "layout: [{tp: 2}, {tp: 4}]", "automountServiceAccountToken: false",
+                               "topologyKey: kubernetes.io/hostname"}) {
+    EXPECT_NE(manifests.find(expected), std::string::npos) << expected;
+  }
+  EXPECT_NE(manifests.find(emulated ? "- --emulate-gpus\n        - \"4\"" : "nvidia.com/gpu: 4"),
+            std::string::npos)
+      << manifests;
+  EXPECT_EQ(manifests.find("kind: Role"), std::string::npos);   // no RBAC
+  EXPECT_EQ(manifests.find("hostNetwork: true") != std::string::npos, GetParam() == "gpu-hostnetwork");
+}
+
+INSTANTIATE_TEST_SUITE_P(K8s, Overlays, ::testing::Values("gpu", "gpu-hostnetwork", "emulator"),
+                         [](const ::testing::TestParamInfo<std::string>& param) {
+                           std::string name = param.param;
+                           std::erase(name, '-');
+                           return name;
+                         });
+
+TEST(K8sValidation, StrictValidatorRejectsAnUnknownField) {
+  Harness h("k8s-bad");
+  const std::string bad = h.WriteFile("bad.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  "
+                                                  "name: x\nspec:\n  portz: []\n");
+  std::string output;
+  EXPECT_NE(Validate(bad, &output), 0) << output;
+  EXPECT_NE(output.find("'portz' was unexpected"), std::string::npos) << output;
+}
+
+}  // namespace
+}  // namespace servesweep::testing
