@@ -53,7 +53,8 @@ bool Agent::Send(capnp::MallocMessageBuilder& message) {
 void Agent::SendHello() {
   capnp::MallocMessageBuilder message;
   auto hello = NewEnvelope(message).initHello();
-  InventorySettings inventory_settings{settings_.agent_id, settings_.address, settings_.emulated_gpus};
+  InventorySettings inventory_settings{settings_.agent_id, settings_.address, settings_.emulated_gpus,
+                                       settings_.pool};
   auto inventory = hello.initInventory();
   FillInventory(inventory_settings, inventory);
   gpu_model_ = inventory.getGpus().size() > 0 ? std::string(inventory.getGpus()[0].getName().cStr()) : "none";

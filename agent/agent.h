@@ -27,6 +27,7 @@ struct AgentSettings {
   std::string spool_dir;
   std::string work_dir;                // engine logs
   uint32_t emulated_gpus = 0;
+  std::string pool;                    // node pool for disaggregated layouts ("prefill", "decode")
   int heartbeat_ms = 1000;
   int liveness = 3;
   int reconnect_initial_ms = 250;

@@ -73,6 +73,7 @@ void FillInventory(const InventorySettings& settings, schema::Inventory::Builder
   inventory.setMemoryBytes(static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
                            static_cast<uint64_t>(::sysconf(_SC_PAGE_SIZE)));
   inventory.setVersion(SERVESWEEP_VERSION);
+  inventory.setPool(settings.pool);
   std::vector<GpuInfo> gpus;
   if (settings.emulated_gpus > 0) {
     for (uint32_t i = 0; i < settings.emulated_gpus; ++i) {

@@ -20,6 +20,9 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--work-dir", settings->work_dir, "Engine logs (default: ./servesweep-agent-ID/work)");
   cmd->add_option("--emulate-gpus", settings->emulated_gpus,
                   "Announce N emulated GPUs (for the sim engine) instead of real ones");
+  cmd->add_option("--pool", settings->pool,
+                  "Node pool for disaggregated layouts: prefill or decode (default: any role)")
+      ->check(CLI::IsMember({"prefill", "decode"}));
   cmd->add_option("--heartbeat-ms", settings->heartbeat_ms, "Heartbeat interval")
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--liveness", settings->liveness, "Missed heartbeats before reconnecting")

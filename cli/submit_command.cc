@@ -21,6 +21,9 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
   slurm->add_option("--out", o->out_dir, "Results folder, shared by every node")->required();
   slurm->add_option("--nodes", o->nodes, "Nodes to allocate (one agent each)")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  slurm->add_option("--prefill-nodes", o->prefill_nodes,
+                    "Prefill pool: a heterogeneous job of prefill + decode nodes (with --decode-nodes)");
+  slurm->add_option("--decode-nodes", o->decode_nodes, "Decode pool (with --prefill-nodes)");
   slurm->add_option("--gpus-per-node", o->gpus_per_node, "GPUs to request per node");
   slurm->add_option("--emulate-gpus", o->emulate_gpus,
                     "Agents announce G emulated GPUs (sim sweeps; no GPU is requested)");

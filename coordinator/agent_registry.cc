@@ -9,6 +9,7 @@ AgentEntry& AgentRegistry::Hello(schema::Inventory::Reader inventory, int64_t no
   entry.address = inventory.getAddress();
   entry.gpus = inventory.getGpus().size();
   entry.gpu_model = entry.gpus > 0 ? std::string(inventory.getGpus()[0].getName()) : "none";
+  entry.pool = inventory.getPool();
   entry.engines.clear();
   for (auto engine : inventory.getEngines()) entry.engines.insert(engine);
   entry.pid = inventory.getPid();

@@ -21,6 +21,7 @@ struct AgentEntry {
   std::string address;
   std::string gpu_model;
   uint32_t gpus = 0;
+  std::string pool;             // "prefill", "decode", or "" for any role
   std::set<std::string> engines;
   int64_t last_seen_ns = 0;
   uint32_t pid = 0;

@@ -1,6 +1,8 @@
 // Placement: which idle agents run a run. A layout needing G GPUs goes on one agent with at least
 // G GPUs when there is one; otherwise on ceil(G / g) agents with g GPUs each (the same g for the
 // whole group, as tensor/pipeline groups need). The first agent is the head.
+// A disaggregated layout, when agents announce pools, puts its prefill instances on the
+// "prefill" pool and its decode instances on the "decode" pool (head: the first prefill agent).
 //
 // Thread-safety: a pure function.
 #pragma once
@@ -20,5 +22,10 @@ std::optional<std::vector<std::string>> PlaceRun(schema::RunSpec::Reader spec,
 
 // Whether agents with these GPU counts could ever hold the run (to refuse a sweep up front).
 bool CouldEverPlace(schema::RunSpec::Reader spec, const std::vector<uint32_t>& agent_gpus);
+
+// The same for separate prefill and decode pools (a disaggregated run uses both; any other run
+// must fit one of them).
+bool CouldEverPlaceInPools(schema::RunSpec::Reader spec, const std::vector<uint32_t>& prefill_gpus,
+                           const std::vector<uint32_t>& decode_gpus);
 
 }  // namespace servesweep::coordinator

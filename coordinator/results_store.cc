@@ -121,7 +121,8 @@ CREATE TABLE IF NOT EXISTS agents(
   cpu_cores INTEGER NOT NULL,
   memory_bytes INTEGER NOT NULL,
   version TEXT NOT NULL,
-  last_hello_unix_ms INTEGER NOT NULL);
+  last_hello_unix_ms INTEGER NOT NULL,
+  pool TEXT NOT NULL);
 )sql";
 
 std::string ResultsTableSql() {
@@ -438,7 +439,7 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
 }
 
 Status ResultsStore::UpsertAgent(schema::Inventory::Reader inventory) {
-  Statement stmt(db_, "INSERT OR REPLACE INTO agents VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement stmt(db_, "INSERT OR REPLACE INTO agents VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   stmt.Bind(1, std::string(inventory.getAgentId()));
   stmt.Bind(2, std::string(inventory.getHostname()));
   stmt.Bind(3, std::string(inventory.getAddress()));
@@ -450,6 +451,7 @@ Status ResultsStore::UpsertAgent(schema::Inventory::Reader inventory) {
   stmt.Bind(8, static_cast<int64_t>(inventory.getMemoryBytes()));
   stmt.Bind(9, std::string(inventory.getVersion()));
   stmt.Bind(10, UnixNowMs());
+  stmt.Bind(11, std::string(inventory.getPool()));
   return stmt.Run();
 }
 

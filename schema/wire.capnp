@@ -27,6 +27,7 @@ struct Inventory {
   interconnect @8 :Text;
   engines @9 :List(Text);
   version @10 :Text;
+  pool @11 :Text;          # node pool ("prefill", "decode") for disaggregated layouts; "" = any
 }
 
 enum Role {

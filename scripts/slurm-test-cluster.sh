@@ -70,6 +70,8 @@ SlurmctldLogFile=${dir}/slurmctld.log
 SlurmdLogFile=${dir}/slurmd-%n.log
 TmpFS=${dir}/tmp/%n
 SchedulerType=sched/backfill
+# Heterogeneous jobs are started by the backfill pass only: run it every second.
+SchedulerParameters=bf_interval=1
 SelectType=select/linear
 JobCompType=jobcomp/none
 MinJobAge=300

@@ -29,14 +29,28 @@ Status CheckAllocation(coordinator::LoadedMatrix& matrix, const SlurmOptions& op
     return Status::Error("submit slurm: expected --gpus-per-node G (real GPUs) or --emulate-gpus G "
                          "(emulated engines), found neither");
   }
+  const bool pools = options.prefill_nodes > 0 || options.decode_nodes > 0;
+  if (pools && (options.prefill_nodes == 0 || options.decode_nodes == 0)) {
+    return Status::Error(fmt::format("submit slurm: expected both --prefill-nodes and "
+                                     "--decode-nodes, found {} and {}",
+                                     options.prefill_nodes, options.decode_nodes));
+  }
   const std::vector<uint32_t> nodes(options.nodes, gpus);
+  const std::vector<uint32_t> prefill(options.prefill_nodes, gpus);
+  const std::vector<uint32_t> decode(options.decode_nodes, gpus);
+  const std::string allocation =
+      pools ? fmt::format("{} prefill + {} decode node(s) x {} GPU(s)", options.prefill_nodes,
+                          options.decode_nodes, gpus)
+            : fmt::format("{} node(s) x {} GPU(s)", options.nodes, gpus);
   for (auto spec : matrix.matrix().getRuns()) {
-    if (!coordinator::CouldEverPlace(spec, nodes)) {
+    const bool fits = pools ? coordinator::CouldEverPlaceInPools(spec, prefill, decode)
+                            : coordinator::CouldEverPlace(spec, nodes);
+    if (!fits) {
       return Status::Error(fmt::format(
-          "{}: run {} [{}] needs {} GPU(s); expected it to fit the allocation of {} node(s) x {} "
-          "GPU(s) (nothing was submitted)",
+          "{}: run {} [{}] needs {} GPU(s); expected it to fit the allocation of {} (nothing was "
+          "submitted)",
           options.matrix_path, spec.getRunId().cStr(), spec.getLabel().cStr(), spec.getGpusNeeded(),
-          options.nodes, gpus));
+          allocation));
     }
   }
   return Status::Ok();
@@ -44,13 +58,26 @@ Status CheckAllocation(coordinator::LoadedMatrix& matrix, const SlurmOptions& op
 
 Status RenderSbatch(coordinator::LoadedMatrix& matrix, const SlurmOptions& options,
                     const std::string& matrix_on_nodes, std::string* script) {
-  std::string sbatch_options;
-  auto add = [&](const std::string& line) { sbatch_options += (sbatch_options.empty() ? "" : "\n") + line; };
+  // Per component: the node count and the resources asked of each node.
+  std::string resources;
+  auto add = [&](const std::string& line) { resources += "\n" + line; };
   if (options.gpus_per_node > 0) add(fmt::format("#SBATCH --gpus-per-node={}", options.gpus_per_node));
   if (!options.partition.empty()) add("#SBATCH --partition=" + options.partition);
   if (!options.time.empty()) add("#SBATCH --time=" + options.time);
   if (!options.account.empty()) add("#SBATCH --account=" + options.account);
   if (options.gpus_per_node == 0) add("# (emulated GPUs: no GPU request)");
+  auto component = [&](uint32_t nodes) {
+    return fmt::format("#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1{}", nodes, resources);
+  };
+  const bool pools = options.prefill_nodes > 0;
+  const std::string components =
+      pools ? fmt::format("# Component 0: the prefill pool (and the coordinator); 1: the decode pool.\n"
+                          "{}\n#SBATCH hetjob\n{}",
+                          component(options.prefill_nodes), component(options.decode_nodes))
+            : component(options.nodes);
+  const std::string agent_groups =
+      pools ? "start_agents --het-group=0 prefill\nstart_agents --het-group=1 decode"
+            : "start_agents \"\" \"\"";
 
   std::string srun_options;
   std::string servesweep = options.servesweep_binary;
@@ -65,9 +92,11 @@ Status RenderSbatch(coordinator::LoadedMatrix& matrix, const SlurmOptions& optio
 
   const std::map<std::string, std::string> values = {
       {"sweep_name", matrix.matrix().getName()},
-      {"nodes", std::to_string(options.nodes)},
       {"out_dir", options.out_dir},
-      {"sbatch_options", sbatch_options},
+      {"sbatch_components", components},
+      {"head_group", pools ? "--het-group=0" : ""},
+      {"all_groups", pools ? "--het-group=0,1" : ""},
+      {"agent_groups", agent_groups},
       {"matrix", ShellQuote(matrix_on_nodes)},
       {"servesweep", ShellQuote(servesweep)},
       {"port_base", std::to_string(options.port_base)},

@@ -17,6 +17,10 @@ struct SlurmOptions {
   std::string matrix_path;
   std::string out_dir;             // shared by every node; made absolute
   uint32_t nodes = 1;
+  // Separate prefill and decode node pools (a heterogeneous job) instead of `nodes`, for
+  // disaggregated layouts; both > 0 or both 0.
+  uint32_t prefill_nodes = 0;
+  uint32_t decode_nodes = 0;
   uint32_t gpus_per_node = 0;      // real GPUs requested per node (--gpus-per-node)
   uint32_t emulate_gpus = 0;       // or: agents announce this many emulated GPUs (sim sweeps)
   std::string partition, time, account;

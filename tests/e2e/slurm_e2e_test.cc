@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -93,6 +94,49 @@ axes:
   EXPECT_NE(job_text.str().find("6 runs: 6 done, 0 failed"), std::string::npos) << job_text.str();
   for (const char* node : {"n1", "n2", "n3"}) {
     EXPECT_TRUE(std::filesystem::exists(fmt::format("{}/probes/{}.txt", out, node))) << node;
+  }
+}
+
+TEST(SlurmEndToEnd, DisaggregatedRunsUseSeparatePrefillAndDecodeNodePools) {
+  if (::geteuid() != 0) GTEST_SKIP() << "starting munge, slurmctld and slurmd needs root";
+  Harness h("slurm-pd");
+  SlurmCluster cluster(h.Path("slurm"));
+  ASSERT_TRUE(cluster.started()) << cluster.output();
+  const std::string out = h.Path("out");
+  const std::string matrix = h.WriteFile("m.yaml", R"(name: pd
+engine: sim
+model: test-model
+sim: {ttft_ms: 5, itl_ms: 2}
+layout: {tp: 1, prefill_instances: 1, decode_instances: 2}
+workload: {input_len: 16, output_len: 16, num_requests: 20, warmup_requests: 1}
+axes:
+  concurrency: [1, 4]
+)");
+  // A heterogeneous job: component 0 (1 node) the prefill pool, component 1 (2 nodes) decode.
+  const size_t submit = h.Start("submit", {"submit", "slurm", matrix, "--out", out, "--prefill-nodes",
+                                           "1", "--decode-nodes", "2", "--emulate-gpus", "1"});
+  ASSERT_TRUE(h.process(submit).Wait(seconds(60)));
+  const std::string log = h.Log("submit");
+  const size_t at = log.find("submitted batch job ");
+  ASSERT_NE(at, std::string::npos) << log;
+  const std::string job_id = log.substr(at + 20, log.find('\n', at) - at - 20);
+  std::string queue;
+  ASSERT_TRUE(Harness::WaitFor(
+      [&] { return Shell("squeue -h -j " + job_id, &queue) == 0 && queue.empty(); }, seconds(120)))
+      << queue;
+
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), 2);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM agents"), 3);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM agents WHERE pool='prefill'"), 1);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM agents WHERE pool='decode'"), 2);
+  // Every run: head on the prefill node, then the two decode nodes.
+  const auto placements = h.Query(out, "SELECT agents, pd_split FROM results");
+  ASSERT_EQ(placements.rows.size(), 2u);
+  for (const auto& row : placements.rows) {
+    EXPECT_EQ(row[0].substr(0, row[0].find(' ')),
+              h.Query(out, "SELECT agent_id FROM agents WHERE pool='prefill'").rows.at(0).at(0));
+    EXPECT_EQ(std::count(row[0].begin(), row[0].end(), ' '), 2) << row[0];
+    EXPECT_EQ(row[1], "1P2D");
   }
 }
 

@@ -58,6 +58,23 @@ TEST(SlurmSubmit, RendersTheContainerScriptWithPyxisFlags) {
   EXPECT_EQ(script, Golden("slurm_container.sbatch")) << script;
 }
 
+TEST(SlurmSubmit, RendersTheHeterogeneousPrefillDecodeScript) {
+  coordinator::LoadedMatrix matrix;
+  ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kMatrix, &matrix).ok());
+  SlurmOptions o = GpuOptions();
+  o.prefill_nodes = 1;
+  o.decode_nodes = 2;
+  o.time.clear();
+  o.account.clear();
+  ASSERT_TRUE(CheckAllocation(matrix, o).ok());
+  std::string script;
+  ASSERT_TRUE(RenderSbatch(matrix, o, "/shared/sweeps/golden/matrix.yaml", &script).ok());
+  EXPECT_EQ(script, Golden("slurm_pd.sbatch")) << script;
+  o.decode_nodes = 0;
+  EXPECT_NE(CheckAllocation(matrix, o).message().find("expected both --prefill-nodes and --decode-nodes"),
+            std::string::npos);
+}
+
 TEST(SlurmSubmit, RefusesAMatrixLargerThanTheAllocationBeforeSubmitting) {
   coordinator::LoadedMatrix matrix;
   ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kMatrix, &matrix).ok());
