@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <fstream>
 
 #include "tests/support/harness.h"
@@ -14,18 +13,9 @@ namespace {
 
 constexpr const char* kKubernetesVersion = "1.37.0";
 
-int Shell(const std::string& command, std::string* output) {
-  output->clear();
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
-  return ::pclose(pipe);
-}
 
 int Validate(const std::string& path, std::string* output) {
-  return Shell(fmt::format("kubernetes-validate --strict --quiet -k {} {}", kKubernetesVersion, path),
+  return RunShell(fmt::format("kubernetes-validate --strict --quiet -k {} {}", kKubernetesVersion, path),
                output);
 }
 
@@ -35,7 +25,7 @@ TEST_P(Overlays, KustomizeBuildValidatesStrictly) {
   Harness h("k8s-overlay");
   std::string output;
   const std::string manifests = h.Path("manifests.yaml");
-  ASSERT_EQ(Shell(fmt::format("kubectl kustomize {}/k8s/overlays/{} > {}", SERVESWEEP_SOURCE_DIR,
+  ASSERT_EQ(RunShell(fmt::format("kubectl kustomize {}/k8s/overlays/{} > {}", SERVESWEEP_SOURCE_DIR,
                               GetParam(), manifests),
                   &output),
             0)

@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -18,16 +17,6 @@ namespace {
 
 using std::chrono::seconds;
 
-// Runs a shell command line, returning its exit status and output.
-int Shell(const std::string& command, std::string* output) {
-  output->clear();
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
-  return ::pclose(pipe);
-}
 
 class SlurmCluster {
  public:
@@ -35,13 +24,13 @@ class SlurmCluster {
     // Ports apart from the script's defaults, so a developer's own test cluster is left alone.
     env_ = fmt::format("SLURM_TEST_DIR={} SLURM_TEST_CTLD_PORT=16917 SLURM_TEST_NODE_PORT=17101",
                        dir_);
-    started_ = Shell(env_ + " " SERVESWEEP_SOURCE_DIR "/scripts/slurm-test-cluster.sh start 3",
+    started_ = RunShell(env_ + " " SERVESWEEP_SOURCE_DIR "/scripts/slurm-test-cluster.sh start 3",
                      &output_) == 0;
     ::setenv("SLURM_CONF", (dir_ + "/slurm.conf").c_str(), 1);
   }
   ~SlurmCluster() {
     std::string ignored;
-    Shell(env_ + " " SERVESWEEP_SOURCE_DIR "/scripts/slurm-test-cluster.sh stop", &ignored);
+    RunShell(env_ + " " SERVESWEEP_SOURCE_DIR "/scripts/slurm-test-cluster.sh stop", &ignored);
     ::unsetenv("SLURM_CONF");
   }
   bool started() const { return started_; }
@@ -51,6 +40,25 @@ class SlurmCluster {
   std::string dir_, env_, output_;
   bool started_ = false;
 };
+
+// Submits with `servesweep submit slurm args...` and waits until the job has left the queue;
+// returns its id ("" on failure, with the reason recorded as a test failure).
+std::string SubmitAndWait(Harness& h, std::vector<std::string> args) {
+  args.insert(args.begin(), {"submit", "slurm"});
+  const size_t submit = h.Start("submit", args);
+  EXPECT_TRUE(h.process(submit).Wait(seconds(60)));
+  const std::string log = h.Log("submit");
+  const size_t at = log.find("submitted batch job ");
+  EXPECT_NE(at, std::string::npos) << log;
+  if (at == std::string::npos) return "";
+  const std::string job_id = log.substr(at + 20, log.find('\n', at) - at - 20);
+  std::string queue;
+  EXPECT_TRUE(Harness::WaitFor(
+      [&] { return RunShell("squeue -h -j " + job_id, &queue) == 0 && queue.empty(); },
+      seconds(120)))
+      << queue;
+  return job_id;
+}
 
 TEST(SlurmEndToEnd, SubmittedSweepRunsEveryRunOnThreeAgents) {
   if (::geteuid() != 0) GTEST_SKIP() << "starting munge, slurmctld and slurmd needs root";
@@ -67,18 +75,9 @@ workload: {input_len: 16, output_len: 16, num_requests: 30, warmup_requests: 1}
 axes:
   concurrency: [1, 2, 3, 4, 5, 6]
 )");
-  const size_t submit = h.Start("submit", {"submit", "slurm", matrix, "--out", out, "--nodes", "3",
-                                           "--emulate-gpus", "1"});
-  ASSERT_TRUE(h.process(submit).Wait(seconds(60)));
-  const std::string log = h.Log("submit");
-  const size_t at = log.find("submitted batch job ");
-  ASSERT_NE(at, std::string::npos) << log;
-  const std::string job_id = log.substr(at + 20, log.find('\n', at) - at - 20);
-
-  std::string queue;
-  ASSERT_TRUE(Harness::WaitFor(
-      [&] { return Shell("squeue -h -j " + job_id, &queue) == 0 && queue.empty(); }, seconds(120)))
-      << queue;
+  const std::string job_id =
+      SubmitAndWait(h, {matrix, "--out", out, "--nodes", "3", "--emulate-gpus", "1"});
+  ASSERT_FALSE(job_id.empty());
 
   EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), 6);
   EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM results"), 6);
@@ -113,17 +112,9 @@ axes:
   concurrency: [1, 4]
 )");
   // A heterogeneous job: component 0 (1 node) the prefill pool, component 1 (2 nodes) decode.
-  const size_t submit = h.Start("submit", {"submit", "slurm", matrix, "--out", out, "--prefill-nodes",
-                                           "1", "--decode-nodes", "2", "--emulate-gpus", "1"});
-  ASSERT_TRUE(h.process(submit).Wait(seconds(60)));
-  const std::string log = h.Log("submit");
-  const size_t at = log.find("submitted batch job ");
-  ASSERT_NE(at, std::string::npos) << log;
-  const std::string job_id = log.substr(at + 20, log.find('\n', at) - at - 20);
-  std::string queue;
-  ASSERT_TRUE(Harness::WaitFor(
-      [&] { return Shell("squeue -h -j " + job_id, &queue) == 0 && queue.empty(); }, seconds(120)))
-      << queue;
+  ASSERT_FALSE(SubmitAndWait(h, {matrix, "--out", out, "--prefill-nodes", "1", "--decode-nodes",
+                                 "2", "--emulate-gpus", "1"})
+                   .empty());
 
   EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), 2);
   EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM agents"), 3);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -82,6 +83,23 @@ int64_t Harness::QueryInt(const std::string& out_dir, const std::string& sql) co
   const auto table = Query(out_dir, sql);
   if (table.rows.empty() || table.rows[0].empty() || table.rows[0][0].empty()) return -1;
   return std::stoll(table.rows[0][0]);
+}
+
+int RunShell(const std::string& command, std::string* output) {
+  output->clear();
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return -1;
+  char buffer[4096];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
+  return ::pclose(pipe);
+}
+
+std::string ReadSourceFile(const std::string& path) {
+  std::ifstream in(std::string(SERVESWEEP_SOURCE_DIR) + "/" + path);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
 }
 
 std::string SimMatrix(const std::string& name, int runs, int num_requests, int concurrency,

@@ -46,6 +46,12 @@ class Harness {
   std::vector<std::unique_ptr<ChildProcess>> processes_;
 };
 
+// Runs a shell command line; returns its wait status, its stdout and stderr in *output.
+int RunShell(const std::string& command, std::string* output);
+
+// The text of a file of the source tree, e.g. "tests/golden/slurm_gpu.sbatch".
+std::string ReadSourceFile(const std::string& path);
+
 // A small, quick sim matrix: `runs` runs differing in concurrency only; every request lasts
 // about ttft + (output_len - 1) * itl.
 std::string SimMatrix(const std::string& name, int runs, int num_requests, int concurrency,

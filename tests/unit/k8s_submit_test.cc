@@ -1,28 +1,13 @@
 // `servesweep submit k8s`: golden renders of the generated kustomization, and refusals.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
+#include "tests/support/golden.h"
 #include "submit/k8s_submit.h"
 
 namespace servesweep::submit {
 namespace {
 
-const char* kMatrix = R"(name: golden
-engine: sim
-model: m
-workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
-axes:
-  layout: [{tp: 8}, {tp: 16}]
-)";
 
-std::string Golden(const std::string& name) {
-  std::ifstream in(std::string(SERVESWEEP_SOURCE_DIR) + "/tests/golden/" + name);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 K8sOptions Options() {
   K8sOptions o;
@@ -37,17 +22,17 @@ K8sOptions Options() {
 
 TEST(K8sSubmit, RendersTheGpuKustomization) {
   coordinator::LoadedMatrix matrix;
-  ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kMatrix, &matrix).ok());
+  ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kGoldenMatrix, &matrix).ok());
   std::string kustomization, patch;
   Status s = RenderK8sKustomization(matrix, Options(), &kustomization, &patch);
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(kustomization, Golden("k8s_gpu_kustomization.yaml")) << kustomization;
-  EXPECT_EQ(patch, Golden("k8s_gpu_agents_patch.yaml")) << patch;
+  EXPECT_EQ(kustomization, ReadSourceFile("tests/golden/k8s_gpu_kustomization.yaml")) << kustomization;
+  EXPECT_EQ(patch, ReadSourceFile("tests/golden/k8s_gpu_agents_patch.yaml")) << patch;
 }
 
 TEST(K8sSubmit, RendersTheEmulatorPatchAndUntaggedImages) {
   coordinator::LoadedMatrix matrix;
-  ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kMatrix, &matrix).ok());
+  ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kGoldenMatrix, &matrix).ok());
   K8sOptions o = Options();
   o.overlay = "emulator";
   o.emulate_gpus = 16;
@@ -55,7 +40,7 @@ TEST(K8sSubmit, RendersTheEmulatorPatchAndUntaggedImages) {
   o.namespace_name.clear();
   std::string kustomization, patch;
   ASSERT_TRUE(RenderK8sKustomization(matrix, o, &kustomization, &patch).ok());
-  EXPECT_EQ(patch, Golden("k8s_emulator_agents_patch.yaml")) << patch;
+  EXPECT_EQ(patch, ReadSourceFile("tests/golden/k8s_emulator_agents_patch.yaml")) << patch;
   EXPECT_NE(kustomization.find("newName: servesweep\n    newTag: \"latest\""), std::string::npos)
       << kustomization;
   EXPECT_EQ(kustomization.find("namespace:"), std::string::npos);
@@ -63,7 +48,7 @@ TEST(K8sSubmit, RendersTheEmulatorPatchAndUntaggedImages) {
 
 TEST(K8sSubmit, RefusesAMatrixLargerThanTheAgentsAndUnknownOverlays) {
   coordinator::LoadedMatrix matrix;
-  ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kMatrix, &matrix).ok());
+  ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kGoldenMatrix, &matrix).ok());
   K8sOptions o = Options();
   o.nodes = 1;
   std::string kustomization, patch;

@@ -1,29 +1,14 @@
 // `servesweep submit slurm`: golden renders of the sbatch script, and refusals before submitting.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
+#include "tests/support/golden.h"
 #include "submit/slurm_submit.h"
 #include "submit/template_renderer.h"
 
 namespace servesweep::submit {
 namespace {
 
-const char* kMatrix = R"(name: golden
-engine: sim
-model: m
-workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
-axes:
-  layout: [{tp: 8}, {tp: 16}]
-)";
 
-std::string Golden(const std::string& name) {
-  std::ifstream in(std::string(SERVESWEEP_SOURCE_DIR) + "/tests/golden/" + name);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
 
 SlurmOptions GpuOptions() {
   SlurmOptions o;
@@ -40,27 +25,27 @@ SlurmOptions GpuOptions() {
 
 TEST(SlurmSubmit, RendersTheGpuScript) {
   coordinator::LoadedMatrix matrix;
-  ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kMatrix, &matrix).ok());
+  ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kGoldenMatrix, &matrix).ok());
   std::string script;
   Status s = RenderSbatch(matrix, GpuOptions(), "/shared/sweeps/golden/matrix.yaml", &script);
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(script, Golden("slurm_gpu.sbatch")) << script;
+  EXPECT_EQ(script, ReadSourceFile("tests/golden/slurm_gpu.sbatch")) << script;
 }
 
 TEST(SlurmSubmit, RendersTheContainerScriptWithPyxisFlags) {
   coordinator::LoadedMatrix matrix;
-  ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kMatrix, &matrix).ok());
+  ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kGoldenMatrix, &matrix).ok());
   SlurmOptions o = GpuOptions();
   o.container_image = "nvcr.io#nvidia/servesweep:0.1";
   o.resume = true;
   std::string script;
   ASSERT_TRUE(RenderSbatch(matrix, o, "/shared/sweeps/golden/matrix.yaml", &script).ok());
-  EXPECT_EQ(script, Golden("slurm_container.sbatch")) << script;
+  EXPECT_EQ(script, ReadSourceFile("tests/golden/slurm_container.sbatch")) << script;
 }
 
 TEST(SlurmSubmit, RendersTheHeterogeneousPrefillDecodeScript) {
   coordinator::LoadedMatrix matrix;
-  ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kMatrix, &matrix).ok());
+  ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kGoldenMatrix, &matrix).ok());
   SlurmOptions o = GpuOptions();
   o.prefill_nodes = 1;
   o.decode_nodes = 2;
@@ -69,7 +54,7 @@ TEST(SlurmSubmit, RendersTheHeterogeneousPrefillDecodeScript) {
   ASSERT_TRUE(CheckAllocation(matrix, o).ok());
   std::string script;
   ASSERT_TRUE(RenderSbatch(matrix, o, "/shared/sweeps/golden/matrix.yaml", &script).ok());
-  EXPECT_EQ(script, Golden("slurm_pd.sbatch")) << script;
+  EXPECT_EQ(script, ReadSourceFile("tests/golden/slurm_pd.sbatch")) << script;
   o.decode_nodes = 0;
   EXPECT_NE(CheckAllocation(matrix, o).message().find("expected both --prefill-nodes and --decode-nodes"),
             std::string::npos);
@@ -77,7 +62,7 @@ TEST(SlurmSubmit, RendersTheHeterogeneousPrefillDecodeScript) {
 
 TEST(SlurmSubmit, RefusesAMatrixLargerThanTheAllocationBeforeSubmitting) {
   coordinator::LoadedMatrix matrix;
-  ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kMatrix, &matrix).ok());
+  ASSERT_TRUE(coordinator::ExpandMatrix("golden.yaml", kGoldenMatrix, &matrix).ok());
   SlurmOptions o = GpuOptions();
   o.nodes = 1;
   Status s = CheckAllocation(matrix, o);
