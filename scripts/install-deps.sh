@@ -18,6 +18,7 @@ packages=(
   procps iproute2
   slurm-wlm munge libpmix-dev       # the real Slurm cluster of the tests (and `submit slurm`)
   python3-venv                      # kubernetes-validate's environment (below)
+  libopenmpi-dev openmpi-bin        # the MPI network probe (servesweep-mpi-probe)
 )
 
 missing=()
