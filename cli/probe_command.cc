@@ -1,30 +1,38 @@
-// `servesweep probe`: the hardware probes of this node. For now the CUDA device query and a
-// kernel smoke test; it says "no GPU" cleanly where there is none.
+// `servesweep probe`: this node's hardware probes (CUDA devices, HBM, GEMM, host link), each
+// judged against the GPU model's expected figure and the node's other GPUs. Says "no_gpu"
+// cleanly where there is none.
 #include <fmt/format.h>
+
+#include <memory>
 
 #include "cli/commands.h"
 #ifdef SERVESWEEP_HAVE_CUDA
-#include "kernels/device_query.h"
+#include "kernels/probe_report.h"
 #endif
 
 namespace servesweep::cli {
 
 void AddProbeCommand(CLI::App& app, int* exit_code) {
-  auto* cmd = app.add_subcommand("probe", "Probe this node's GPUs");
-  cmd->callback([exit_code] {
+  struct Options {
+    bool json = false;
+    bool devices_only = false;
+    int repeats = 10;
+  };
+  auto o = std::make_shared<Options>();
+  auto* cmd = app.add_subcommand("probe", "Probe this node's GPUs (HBM, GEMM, host link)");
+  cmd->add_flag("--json", o->json, "One JSON document instead of tables");
+  cmd->add_flag("--devices-only", o->devices_only, "List the devices; run no probe");
+  cmd->add_option("--repeats", o->repeats, "Timed repeats per probe (the median is reported)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->callback([o, exit_code] {
 #ifdef SERVESWEEP_HAVE_CUDA
-    const kernels::DeviceQuery query = kernels::QueryDevices();
-    fmt::print("cuda runtime {}, driver {}: {}{}\n", query.runtime_version, query.driver_version,
-               query.status, query.detail.empty() ? "" : " (" + query.detail + ")");
-    for (const auto& d : query.devices) {
-      fmt::print("  gpu {}: {} sm_{}{} {} SMs {:.1f} GiB\n", d.index, d.name,
-                 d.compute_capability_major, d.compute_capability_minor, d.sm_count,
-                 static_cast<double>(d.memory_bytes) / (1u << 30));
-    }
-    if (query.status == "ok") fmt::print("kernel smoke test: {}\n", kernels::SmokeTestKernel());
-    *exit_code = query.status == "failed" ? kExitError : kExitOk;
+    std::string report;
+    const bool healthy = kernels::RunProbeReport({o->json, o->devices_only, o->repeats}, &report);
+    fmt::print("{}", report);
+    *exit_code = healthy ? kExitOk : kExitError;
 #else
-    fmt::print("no_gpu (this build has no CUDA probes: nvcc was not found at build time)\n");
+    fmt::print("{}\n", o->json ? R"({"status":"no_gpu","detail":"built without CUDA","figures":[]})"
+                               : "no_gpu (this build has no CUDA probes: nvcc was not found at build time)");
     *exit_code = kExitOk;
 #endif
   });

@@ -5,14 +5,6 @@
 #include <string>
 
 namespace servesweep::kernels {
-namespace {
-
-__global__ void FillIndex(unsigned* out, unsigned n) {
-  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) out[i] = i * 2654435761u;
-}
-
-}  // namespace
 
 DeviceQuery QueryDevices() {
   DeviceQuery query;
@@ -46,21 +38,5 @@ DeviceQuery QueryDevices() {
   return query;
 }
 
-std::string SmokeTestKernel() {
-  constexpr unsigned kCount = 1u << 20;
-  unsigned* device = nullptr;
-  if (cudaMalloc(&device, kCount * sizeof(unsigned)) != cudaSuccess) return "cudaMalloc failed";
-  FillIndex<<<(kCount + 255) / 256, 256>>>(device, kCount);
-  std::string status = "ok";
-  if (cudaDeviceSynchronize() != cudaSuccess) status = "kernel failed";
-  unsigned sample[4] = {};
-  const unsigned probe_index[4] = {0, 1, kCount / 2, kCount - 1};
-  for (int k = 0; k < 4 && status == "ok"; ++k) {
-    cudaMemcpy(&sample[k], device + probe_index[k], sizeof(unsigned), cudaMemcpyDeviceToHost);
-    if (sample[k] != probe_index[k] * 2654435761u) status = "wrong result from kernel";
-  }
-  cudaFree(device);
-  return status;
-}
 
 }  // namespace servesweep::kernels

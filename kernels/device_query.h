@@ -29,7 +29,4 @@ struct DeviceQuery {
 
 DeviceQuery QueryDevices();
 
-// Runs a small kernel (a device-side fill and check) on device 0 and returns "ok" or why not.
-std::string SmokeTestKernel();
-
 }  // namespace servesweep::kernels

@@ -1,8 +1,8 @@
 #include "kernels/probe_verdict.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 #include <map>
 
 namespace servesweep::kernels {
@@ -12,6 +12,16 @@ namespace {
 constexpr double kHbmEfficiency = 0.90;
 constexpr double kGemmEfficiency = 0.70;
 constexpr double kLinkEfficiency = 0.80;
+
+// printf-style formatting: kernels/ builds with the CUDA toolkit alone (probes-only builds).
+std::string Format(const char* format, ...) {
+  char buffer[512];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buffer, sizeof(buffer), format, args);
+  va_end(args);
+  return buffer;
+}
 
 double Median(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -76,14 +86,14 @@ std::vector<Verdict> Judge(const std::string& device_name, const std::vector<Fig
     v.of_peers = median > 0 ? f.value / median : 0;
     if (v.expected > 0 && v.of_expected < settings.min_of_expected) {
       v.health = Health::kBelowSpec;
-      v.reason = fmt::format("{} on GPU {}: {:.1f}, expected at least {:.1f} ({:.0f}% of the {:.1f} "
-                             "a healthy {} reaches)",
-                             f.probe, f.gpu, f.value, v.expected * settings.min_of_expected,
-                             settings.min_of_expected * 100, v.expected, spec->model_substring);
+      v.reason = Format("%s on GPU %d: %.1f, expected at least %.1f (%.0f%% of the %.1f a healthy %s "
+                        "reaches)",
+                        f.probe.c_str(), f.gpu, f.value, v.expected * settings.min_of_expected,
+                        settings.min_of_expected * 100, v.expected, spec->model_substring.c_str());
     } else if (by_probe[f.probe].size() > 1 && v.of_peers < settings.min_of_peers) {
       v.health = Health::kOutlier;
-      v.reason = fmt::format("{} on GPU {}: {:.1f}, {:.0f}% of the node's median {:.1f}", f.probe,
-                             f.gpu, f.value, v.of_peers * 100, median);
+      v.reason = Format("%s on GPU %d: %.1f, %.0f%% of the node's median %.1f", f.probe.c_str(),
+                        f.gpu, f.value, v.of_peers * 100, median);
     }
     verdicts.push_back(std::move(v));
   }

@@ -312,13 +312,30 @@ axes:
 
 TEST(CommandLine, ProbeReportsDevicesOrNoGpuCleanly) {
   Harness h("probe");
-  const size_t probe = h.Start("probe", {"probe"});
-  ASSERT_EQ(ExitCode(h.process(probe), seconds(30)), 0) << h.Log("probe");
-  const std::string log = h.Log("probe");
-  EXPECT_TRUE(log.find("no_gpu") != std::string::npos ||
-              log.find("kernel smoke test: ok") != std::string::npos)
-      << log;
+  const size_t probe = h.Start("probe", {"probe", "--json"});
+  ASSERT_EQ(ExitCode(h.process(probe), seconds(300)), 0) << h.Log("probe");
+  const auto report = nlohmann::json::parse(h.Log("probe"));
+  if (report.at("status") == "ok") {
+    // On a GPU machine: every figure measured, and judged.
+    EXPECT_FALSE(report.at("figures").empty());
+    for (const auto& f : report.at("figures")) EXPECT_NE(f.at("status"), "failed") << f.dump();
+  } else {
+    EXPECT_EQ(report.at("status"), "no_gpu") << report.dump();
+    EXPECT_TRUE(report.at("figures").empty());
+  }
 }
+
+#ifdef SERVESWEEP_HAVE_STANDALONE_PROBES
+TEST(CommandLine, StandaloneProbesSayNoGpuCleanly) {
+  std::string output;
+  const int gpu = RunShell(SERVESWEEP_BUILD_DIR "/servesweep-gpu-probe --devices-only --json", &output);
+  const auto report = nlohmann::json::parse(output);
+  if (report.at("status") != "no_gpu") GTEST_SKIP() << "a GPU is present: see scripts/gpu-check.sh";
+  EXPECT_EQ(gpu, 0) << output;
+  EXPECT_EQ(RunShell(SERVESWEEP_BUILD_DIR "/servesweep-nccl-probe-local", &output) >> 8, 2) << output;
+  EXPECT_EQ(output, "{\"probe\":\"nccl\",\"status\":\"no_gpu\"}\n");
+}
+#endif
 
 TEST(CommandLine, BadMatrixFailsBeforeStartingAnything) {
   Harness h("badmatrix");
