@@ -26,7 +26,36 @@ constexpr int64_t kProgressEveryNs = 1'000'000'000;
 Agent::Agent(AgentSettings settings, zmq::context_t& context)
     : settings_(std::move(settings)), context_(context), spool_(settings_.spool_dir) {}
 
-Agent::~Agent() = default;
+Agent::~Agent() {
+  if (probe_thread_.joinable()) probe_thread_.join();
+}
+
+void Agent::StartProbes(uint32_t repeats) {
+  if (probe_thread_.joinable()) return;   // already probing
+  spdlog::info("running pre-flight probes ({} repeats)", repeats);
+  probe_done_.store(false);
+  probe_message_ = std::make_unique<capnp::MallocMessageBuilder>();
+  NodeProbeSettings settings = settings_.probes;
+  settings.emulated_gpus = settings_.emulated_gpus;
+  settings.repeats = repeats;
+  probe_thread_ = std::thread([this, settings] {
+    RunNodeProbes(settings, NewEnvelope(*probe_message_).initProbeReport());
+    probe_done_.store(true);
+  });
+}
+
+void Agent::CollectProbeReport() {
+  if (!probe_thread_.joinable() || !probe_done_.load()) return;
+  probe_thread_.join();
+  auto report = probe_message_->getRoot<schema::Envelope>().getProbeReport();
+  spdlog::info("probes: {} ({}), {}", report.getStatus().cStr(), report.getGpuModel().cStr(),
+               report.getHealthy() ? "healthy" : "NOT healthy");
+  for (auto result : report.getResults()) {
+    if (result.getReason().size() > 0) spdlog::warn("probe: {}", result.getReason().cStr());
+  }
+  Send(*probe_message_);
+  probe_message_.reset();
+}
 
 void Agent::Connect() {
   socket_ = zmq::socket_t(context_, zmq::socket_type::dealer);
@@ -243,6 +272,9 @@ void Agent::Handle(const zmq::message_t& frame, bool* bye) {
         }
         break;
       }
+      case schema::Envelope::PROBE:
+        StartProbes(envelope.getProbe().getRepeats());
+        break;
       case schema::Envelope::BYE:
         spdlog::info("coordinator said bye: {}", envelope.getBye().getReason().cStr());
         *bye = true;
@@ -293,6 +325,7 @@ Status Agent::Run() {
       return Status::Ok();
     }
     now_ns = SteadyNowNs();
+    CollectProbeReport();
     CollectFinishedRun(now_ns);
     if (queued_assign_ && !executor_) {
       auto queued = std::move(queued_assign_);

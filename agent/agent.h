@@ -11,9 +11,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <zmq.hpp>
 
 #include "agent/inventory.h"
+#include "agent/node_probes.h"
 #include "agent/run_executor.h"
 #include "agent/spool.h"
 #include "common/status.h"
@@ -28,6 +30,7 @@ struct AgentSettings {
   std::string work_dir;                // engine logs
   uint32_t emulated_gpus = 0;
   std::string pool;                    // node pool for disaggregated layouts ("prefill", "decode")
+  NodeProbeSettings probes;            // what the pre-flight probes report (emulated GPUs)
   int heartbeat_ms = 1000;
   int liveness = 3;
   int reconnect_initial_ms = 250;
@@ -64,6 +67,9 @@ class Agent {
   // Answers an assignment we cannot take with a failed result (not spooled: nothing measured).
   void RefuseAssignment(schema::Assign::Reader assign, const std::string& why);
   void CollectFinishedRun(int64_t now_ns);
+  // Pre-flight probes run on their own thread (they take seconds); the report goes when done.
+  void StartProbes(uint32_t repeats);
+  void CollectProbeReport();
   void LoadSpool();
 
   AgentSettings settings_;
@@ -73,6 +79,9 @@ class Agent {
   std::unique_ptr<RunExecutor> executor_;
   std::unique_ptr<capnp::MallocMessageBuilder> queued_assign_;  // waits for a released run to end
   std::map<std::string, Outgoing> outgoing_;   // key: run_id + "." + attempt; awaiting ack
+  std::thread probe_thread_;
+  std::atomic<bool> probe_done_{false};
+  std::unique_ptr<capnp::MallocMessageBuilder> probe_message_;
   std::string gpu_model_;
   std::string interconnect_;
   std::atomic<bool> stop_{false};

@@ -23,13 +23,23 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--pool", settings->pool,
                   "Node pool for disaggregated layouts: prefill or decode (default: any role)")
       ->check(CLI::IsMember({"prefill", "decode"}));
+  auto figures = std::make_shared<std::string>();
+  cmd->add_option("--emulated-gpu-name", settings->probes.emulated_gpu_name,
+                  "Model name the emulated GPUs report to the probes (e.g. \"NVIDIA H200\")");
+  cmd->add_option("--emulated-probe-figures", *figures,
+                  "Probe figures the emulated GPUs report: probe[@gpu]=value,... (rehearses a sick node)");
   cmd->add_option("--heartbeat-ms", settings->heartbeat_ms, "Heartbeat interval")
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--liveness", settings->liveness, "Missed heartbeats before reconnecting")
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--reconnect-max-ms", settings->reconnect_max_ms, "Longest reconnect backoff")
       ->capture_default_str();
-  cmd->callback([settings, exit_code] {
+  cmd->callback([settings, figures, exit_code] {
+    if (Status s = agent::ParseEmulatedFigures(*figures, &settings->probes.emulated_figures); !s.ok()) {
+      spdlog::error("{}", s.message());
+      *exit_code = kExitError;
+      return;
+    }
     if (settings->agent_id.empty()) settings->agent_id = agent::LocalHostname();
     const std::string home = "servesweep-agent-" + settings->agent_id;
     if (settings->spool_dir.empty()) settings->spool_dir = home + "/spool";

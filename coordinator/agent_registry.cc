@@ -53,7 +53,10 @@ std::vector<std::string> AgentRegistry::SilentSince(int64_t deadline_ns) const {
 std::vector<const AgentEntry*> AgentRegistry::Idle() const {
   std::vector<const AgentEntry*> out;
   for (const auto& [id, entry] : agents_) {
-    if (entry.busy_run_id.empty() && entry.draining_run_id.empty()) out.push_back(&entry);
+    if (entry.busy_run_id.empty() && entry.draining_run_id.empty() && !entry.excluded &&
+        entry.probe_state != ProbeState::kProbing) {
+      out.push_back(&entry);
+    }
   }
   return out;
 }

@@ -15,6 +15,8 @@
 
 namespace servesweep::coordinator {
 
+enum class ProbeState { kNotProbed, kProbing, kHealthy, kUnhealthy };
+
 struct AgentEntry {
   std::string id;
   std::string hostname;
@@ -29,6 +31,8 @@ struct AgentEntry {
   // A run the agent reports working on that we did not (or no longer) place there: a released
   // run still tearing down, say. The agent is not idle until its heartbeat says otherwise.
   std::string draining_run_id;
+  ProbeState probe_state = ProbeState::kNotProbed;
+  bool excluded = false;        // unhealthy and the sweep leaves unhealthy nodes out
 };
 
 class AgentRegistry {

@@ -69,6 +69,11 @@ Status Coordinator::Prepare(LoadedMatrix& matrix) {
                  requeued);
   }
 
+  const auto probes = matrix.matrix().getProbes();
+  probes_enabled_ = probes.getEnabled();
+  exclude_unhealthy_ = probes.getExcludeUnhealthy();
+  probe_repeats_ = probes.getRepeats();
+
   std::vector<StoredRun> stored;
   if (status = store_->LoadRuns(&stored); !status.ok()) return status;
   // Runs interrupted by the restart wait a little: their agents may reconnect and be adopted, or
@@ -221,6 +226,9 @@ void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t&
         OnResult(identity, copy.getRoot<schema::RunResult>().asReader());
         break;
       }
+      case schema::Envelope::PROBE_REPORT:
+        OnProbeReport(identity, envelope.getProbeReport());
+        break;
       case schema::Envelope::BYE:
         LoseAgent(identity, fmt::format("said bye: {}", envelope.getBye().getReason().cStr()));
         break;
@@ -263,6 +271,12 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
   if (Status s = store_->UpsertAgent(inventory); !s.ok()) spdlog::error("{}", s.message());
   spdlog::info("agent {} ({}, {} GPU{}) said hello", identity, agent.hostname, agent.gpus,
                agent.gpus == 1 ? "" : "s");
+  if (probes_enabled_ && agent.probe_state == ProbeState::kNotProbed) {
+    // Pre-flight: no run is placed on the agent before its probes have reported.
+    capnp::MallocMessageBuilder message;
+    NewEnvelope(message).initProbe().setRepeats(probe_repeats_);
+    if (Send(identity, message)) agent.probe_state = ProbeState::kProbing;
+  }
 
   const int64_t hold_ns = int64_t{settings_.heartbeat_ms} * 1'000'000 * settings_.liveness * 2;
   for (auto spooled : hello.getSpooledRunIds()) {
@@ -308,6 +322,25 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
   cancel.setReason("the coordinator restarted and re-queued this run");
   Send(identity, message);
   agent.draining_run_id = busy;
+}
+
+void Coordinator::OnProbeReport(const std::string& identity, schema::ProbeReport::Reader report) {
+  AgentEntry* agent = agents_.Find(identity);
+  if (agent == nullptr) return;
+  agent->probe_state = report.getHealthy() ? ProbeState::kHealthy : ProbeState::kUnhealthy;
+  agent->excluded = exclude_unhealthy_ && !report.getHealthy();
+  dispatch_needed_ = true;
+  if (Status s = store_->StoreProbeReport(identity, report, agent->excluded); !s.ok()) {
+    spdlog::error("{}", s.message());
+  }
+  for (auto result : report.getResults()) {
+    if (result.getReason().size() > 0) {
+      spdlog::warn("agent {} probe: {}", identity, result.getReason().cStr());
+    }
+  }
+  spdlog::info("agent {} probes: {} ({}), {}{}", identity, report.getStatus().cStr(),
+               report.getGpuModel().cStr(), report.getHealthy() ? "healthy" : "NOT healthy",
+               agent->excluded ? "; left out of the sweep" : "");
 }
 
 void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reader result) {

@@ -74,6 +74,7 @@ class Coordinator {
   void HandleFrame(const std::string& identity, const zmq::message_t& payload, int64_t now_ns);
   void OnHello(const std::string& identity, schema::Hello::Reader hello, int64_t now_ns);
   void OnResult(const std::string& identity, schema::RunResult::Reader result);
+  void OnProbeReport(const std::string& identity, schema::ProbeReport::Reader report);
   void LoseAgent(const std::string& id, const std::string& why);
   // Ends the current attempt of a run without a committed result; retries or fails it.
   void EndAttempt(RunSlot& run, const std::string& outcome, const std::string& error);
@@ -98,6 +99,9 @@ class Coordinator {
   size_t frames_rejected_ = 0;
   int64_t waiting_since_ns_ = 0;
   bool dispatch_needed_ = true;
+  bool probes_enabled_ = false;
+  bool exclude_unhealthy_ = false;
+  uint32_t probe_repeats_ = 5;
   int64_t next_dispatch_ns_ = 0;
 };
 

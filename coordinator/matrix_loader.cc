@@ -323,7 +323,7 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
   if (!p.ExpectMap(root, "the matrix")) return p.status();
 
   std::vector<std::string> top_keys = kRunKeys;
-  for (const char* key : {"name", "axes", "repeats", "local"}) top_keys.push_back(key);
+  for (const char* key : {"name", "axes", "repeats", "local", "probes"}) top_keys.push_back(key);
   p.CheckKeys(root, "the matrix", top_keys);
   if (p.failed()) return p.status();
 
@@ -349,6 +349,19 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
       if (local["gpus_per_agent"]) {
         out->local.gpus_per_agent = p.Uint(local["gpus_per_agent"], "gpus_per_agent", 1);
       }
+    }
+  }
+
+  bool probes_enabled = false, exclude_unhealthy = false;
+  uint32_t probe_repeats = 5;
+  if (const YAML::Node probes = root["probes"]) {
+    if (p.ExpectMap(probes, "'probes'")) {
+      p.CheckKeys(probes, "probes", {"enabled", "exclude_unhealthy", "repeats"});
+      if (probes["enabled"]) probes_enabled = p.Bool(probes["enabled"], "enabled");
+      if (probes["exclude_unhealthy"]) {
+        exclude_unhealthy = p.Bool(probes["exclude_unhealthy"], "exclude_unhealthy");
+      }
+      if (probes["repeats"]) probe_repeats = p.Uint(probes["repeats"], "repeats", 1);
     }
   }
 
@@ -380,6 +393,10 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
   matrix.setName(name);
   matrix.setSourcePath(path);
   matrix.setSourceHash(StableHashHex(text));
+  auto probe_settings = matrix.initProbes();
+  probe_settings.setEnabled(probes_enabled);
+  probe_settings.setExcludeUnhealthy(exclude_unhealthy);
+  probe_settings.setRepeats(probe_repeats);
   auto runs = matrix.initRuns(static_cast<unsigned>(total));
   out->text = text;
 
@@ -392,7 +409,7 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
       spec.setRepeat(repeat);
       for (const auto& entry : root) {
         const std::string key = entry.first.Scalar();
-        if (key != "name" && key != "axes" && key != "repeats" && key != "local") {
+        if (key != "name" && key != "axes" && key != "repeats" && key != "local" && key != "probes") {
           ApplyRunKey(p, key, entry.second, spec);
         }
       }

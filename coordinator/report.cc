@@ -56,6 +56,25 @@ std::string SummaryCsv(const Table& table) {
   return csv;
 }
 
+// The agents' pre-flight probes: one line per agent, then every figure that was flagged.
+std::string NodeProbesMarkdown(ResultsStore& store) {
+  Table reports, flagged;
+  if (!store.Query("SELECT agent_id, gpu_model, status, healthy, excluded FROM node_probe_reports "
+                   "ORDER BY agent_id", &reports).ok() || reports.rows.empty()) {
+    return "";
+  }
+  std::string md = "\n## Node probes\n\n| agent | GPU | probes | healthy | in the sweep |\n|---|---|---|---|---|\n";
+  for (const auto& row : reports.rows) {
+    md += fmt::format("| {} | {} | {} | {} | {} |\n", row[0], row[1], row[2],
+                      row[3] == "1" ? "yes" : "**no**", row[4] == "1" ? "**left out**" : "yes");
+  }
+  if (store.Query("SELECT agent_id, reason FROM node_probes WHERE verdict NOT IN ('ok', '') "
+                  "ORDER BY agent_id, name, gpu", &flagged).ok()) {
+    for (const auto& row : flagged.rows) md += fmt::format("- {}: {}\n", row[0], row[1]);
+  }
+  return md;
+}
+
 std::string ReportMarkdown(ResultsStore& store, const Table& summary) {
   Table meta;
   std::map<std::string, std::string> info;
@@ -101,6 +120,7 @@ std::string ReportMarkdown(ResultsStore& store, const Table& summary) {
                             row.Text("last_error"));
   }
   if (!failures.empty()) md += "\n## Runs not done\n\n" + failures;
+  md += NodeProbesMarkdown(store);
   md += "\nEvery column of every run: summary.csv (docs/results.md). Raw data: results.db.\n";
   return md;
 }

@@ -111,6 +111,24 @@ CREATE TABLE IF NOT EXISTS probes(
   value REAL,
   unit TEXT NOT NULL,
   detail TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS node_probe_reports(
+  agent_id TEXT PRIMARY KEY,
+  status TEXT NOT NULL,
+  gpu_model TEXT NOT NULL,
+  healthy INTEGER NOT NULL,
+  excluded INTEGER NOT NULL,
+  reported_unix_ms INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS node_probes(
+  agent_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  gpu INTEGER NOT NULL,
+  status TEXT NOT NULL,
+  value REAL,
+  unit TEXT NOT NULL,
+  expected REAL,
+  verdict TEXT NOT NULL,
+  reason TEXT NOT NULL,
+  detail TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS agents(
   agent_id TEXT PRIMARY KEY,
   hostname TEXT NOT NULL,
@@ -453,6 +471,41 @@ Status ResultsStore::UpsertAgent(schema::Inventory::Reader inventory) {
   stmt.Bind(10, UnixNowMs());
   stmt.Bind(11, std::string(inventory.getPool()));
   return stmt.Run();
+}
+
+Status ResultsStore::StoreProbeReport(const std::string& agent_id,
+                                      schema::ProbeReport::Reader report, bool excluded) {
+  return InTransaction([&]() -> Status {
+    Status status;
+    for (const char* table : {"node_probes", "node_probe_reports"}) {
+      Statement erase(db_, fmt::format("DELETE FROM {} WHERE agent_id=?", table));
+      erase.Bind(1, agent_id);
+      if (status = erase.Run(); !status.ok()) return status;
+    }
+    Statement summary(db_, "INSERT INTO node_probe_reports VALUES(?, ?, ?, ?, ?, ?)");
+    summary.Bind(1, agent_id);
+    summary.Bind(2, std::string(report.getStatus()));
+    summary.Bind(3, std::string(report.getGpuModel()));
+    summary.Bind(4, int64_t{report.getHealthy() ? 1 : 0});
+    summary.Bind(5, int64_t{excluded ? 1 : 0});
+    summary.Bind(6, UnixNowMs());
+    if (status = summary.Run(); !status.ok()) return status;
+    Statement figure(db_, "INSERT INTO node_probes VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    for (auto r : report.getResults()) {
+      figure.Bind(1, agent_id);
+      figure.Bind(2, std::string(r.getName()));
+      figure.Bind(3, int64_t{r.getGpu()});
+      figure.Bind(4, std::string(r.getStatus()));
+      figure.Bind(5, r.getValue());
+      figure.Bind(6, std::string(r.getUnit()));
+      figure.Bind(7, r.getExpected());
+      figure.Bind(8, std::string(r.getVerdict()));
+      figure.Bind(9, std::string(r.getReason()));
+      figure.Bind(10, std::string(r.getDetail()));
+      if (status = figure.Run(); !status.ok()) return status;
+    }
+    return status;
+  });
 }
 
 Status ResultsStore::Query(const std::string& sql, Table* out) {

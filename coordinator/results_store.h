@@ -67,6 +67,9 @@ class ResultsStore {
   // *duplicate is set (and nothing written) when the run already has a committed result.
   Status CommitResult(schema::RunResult::Reader result, bool final_state_done, bool* duplicate);
   Status UpsertAgent(schema::Inventory::Reader inventory);
+  // Replaces an agent's pre-flight probe report (its figures and verdicts).
+  Status StoreProbeReport(const std::string& agent_id, schema::ProbeReport::Reader report,
+                          bool excluded);
 
   // runs LEFT JOIN results, ordered by run index: the benchmark record of every run.
   Status QuerySummary(Table* out);

@@ -46,6 +46,10 @@ struct ProbeResult {
   value @2 :Float64;
   unit @3 :Text;
   detail @4 :Text;
+  gpu @5 :Int32;           # -1 when the probe is not of one GPU
+  expected @6 :Float64;    # what a healthy GPU of this model reaches; 0 when unknown
+  verdict @7 :Text;        # "ok", "below_spec", "outlier", or "" when not judged
+  reason @8 :Text;
 }
 
 struct BenchmarkRecord {

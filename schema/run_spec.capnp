@@ -75,9 +75,17 @@ struct RunSpec {
   label @21 :Text;         # human-readable summary of the varied axes
 }
 
+struct ProbeSettings {
+  # Hardware probes every agent runs before any run is placed on it.
+  enabled @0 :Bool;
+  excludeUnhealthy @1 :Bool;   # place no run on an agent whose probes are not all healthy
+  repeats @2 :UInt32 = 5;
+}
+
 struct Matrix {
   name @0 :Text;
   sourcePath @1 :Text;
   sourceHash @2 :Text;     # hex digest of the matrix file's text
   runs @3 :List(RunSpec);
+  probes @4 :ProbeSettings;
 }

@@ -85,6 +85,17 @@ struct Bye {
   reason @0 :Text;
 }
 
+struct ProbeRequest {
+  repeats @0 :UInt32;
+}
+
+struct ProbeReport {
+  gpuModel @0 :Text;
+  status @1 :Text;          # "ok", "no_gpu", "emulated", "failed"
+  healthy @2 :Bool;
+  results @3 :List(Result.ProbeResult);
+}
+
 struct Envelope {
   protocolVersion @0 :UInt32;
   sentAtUnixMs @1 :Int64;
@@ -97,5 +108,7 @@ struct Envelope {
     ack @7 :Ack;
     cancel @8 :Cancel;
     bye @9 :Bye;
+    probe @10 :ProbeRequest;
+    probeReport @11 :ProbeReport;
   }
 }

@@ -310,6 +310,46 @@ axes:
   EXPECT_NE(text.str().find("## Runs not done"), std::string::npos);
 }
 
+TEST(SweepEndToEnd, PreflightProbesLeaveAnUnhealthyNodeOut) {
+  Sweep s("probes", R"(name: probes
+engine: sim
+model: test-model
+sim: {ttft_ms: 2, itl_ms: 1}
+workload: {input_len: 8, output_len: 4, num_requests: 5, concurrency: 1}
+probes: {enabled: true, exclude_unhealthy: true, repeats: 1}
+axes:
+  concurrency: [1, 2, 3, 4]
+)");
+  Harness& h = s.h;
+  const size_t coordinator = StartCoordinator(h, "coordinator", s.matrix, s.endpoint, s.out);
+  // Two emulated H200 nodes: one healthy, one whose HBM reaches 2000 of the 4320 GB/s expected.
+  auto start = [&](const std::string& id, const std::string& figures) {
+    return h.Start(id, Args({"agent", "--connect", s.endpoint, "--id", id, "--emulate-gpus", "1",
+                             "--spool", h.Path(id + "/spool"), "--work-dir", h.Path(id + "/work"),
+                             "--emulated-gpu-name", "NVIDIA H200", "--emulated-probe-figures", figures},
+                            kFastHeartbeat));
+  };
+  start("agent-healthy", "hbm.triad=4300,gemm.bf16=760");
+  start("agent-sick", "hbm.triad=2000,gemm.bf16=760");
+  ASSERT_EQ(ExitCode(h.process(coordinator), seconds(60)), 0) << h.Log("coordinator");
+  ExpectEveryRunOnce(h, s.out, 4, 5);
+  EXPECT_EQ(h.QueryInt(s.out, "SELECT COUNT(*) FROM results WHERE agent_id != 'agent-healthy'"), 0);
+  EXPECT_EQ(h.QueryInt(s.out, "SELECT excluded FROM node_probe_reports WHERE agent_id='agent-sick'"), 1);
+  EXPECT_EQ(h.QueryInt(s.out, "SELECT healthy FROM node_probe_reports WHERE agent_id='agent-healthy'"), 1);
+  const auto flagged = h.Query(s.out, "SELECT name, verdict, value, expected FROM node_probes "
+                                      "WHERE agent_id='agent-sick' AND verdict != 'ok'");
+  ASSERT_EQ(flagged.rows.size(), 1u);
+  EXPECT_EQ(flagged.rows[0][0], "hbm.triad");
+  EXPECT_EQ(flagged.rows[0][1], "below_spec");
+  EXPECT_EQ(std::stod(flagged.rows[0][3]), 4320.0);
+  std::ifstream report(s.out + "/report.md");
+  std::stringstream text;
+  text << report.rdbuf();
+  EXPECT_NE(text.str().find("| agent-sick | NVIDIA H200 | emulated | **no** | **left out** |"),
+            std::string::npos)
+      << text.str();
+}
+
 TEST(CommandLine, ProbeReportsDevicesOrNoGpuCleanly) {
   Harness h("probe");
   const size_t probe = h.Start("probe", {"probe", "--json"});

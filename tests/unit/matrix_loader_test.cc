@@ -108,6 +108,18 @@ TEST(MatrixLoader, RefusesZeroTimeoutAndNamesUnfitForFiles) {
       << name.message();
 }
 
+TEST(MatrixLoader, ReadsTheProbesSection) {
+  LoadedMatrix m;
+  ASSERT_TRUE(Expand(std::string(kBase) + "concurrency: 1\nprobes: {enabled: true, exclude_unhealthy: true}\n", &m).ok());
+  EXPECT_TRUE(m.matrix().getProbes().getEnabled());
+  EXPECT_TRUE(m.matrix().getProbes().getExcludeUnhealthy());
+  EXPECT_EQ(m.matrix().getProbes().getRepeats(), 5u);
+  LoadedMatrix m2;
+  Status s = Expand(std::string(kBase) + "concurrency: 1\nprobes: {enable: true}\n", &m2);
+  EXPECT_NE(s.message().find("unknown key 'enable' in probes (did you mean 'enabled'?)"), std::string::npos)
+      << s.message();
+}
+
 TEST(MatrixLoader, QuickstartExampleExpands) {
   LoadedMatrix m;
   Status s = LoadMatrixFile(SERVESWEEP_SOURCE_DIR "/examples/quickstart.yaml", &m);

@@ -1,6 +1,8 @@
 // Probe arithmetic (nccl-tests' bus-bandwidth factors, size ladders) and the health verdict.
+#include <capnp/message.h>
 #include <gtest/gtest.h>
 
+#include "agent/node_probes.h"
 #include "kernels/collective_bandwidth.h"
 #include "kernels/probe_verdict.h"
 
@@ -60,6 +62,31 @@ TEST(ProbeVerdict, FlagsBelowSpecAndOutliersAgainstPeers) {
   const auto unknown = Judge("Some GPU", {{"hbm.copy", 0, 100}, {"hbm.copy", 1, 100}});
   EXPECT_TRUE(Healthy(unknown));
   EXPECT_EQ(unknown[0].expected, 0);
+}
+
+TEST(NodeProbes, EmulatedFiguresParseAndAreJudged) {
+  std::vector<Figure> figures;
+  ASSERT_TRUE(agent::ParseEmulatedFigures("hbm.triad=3000,gemm.bf16@1=760.5", &figures).ok());
+  ASSERT_EQ(figures.size(), 2u);
+  EXPECT_EQ(figures[1].probe, "gemm.bf16");
+  EXPECT_EQ(figures[1].gpu, 1);
+  EXPECT_EQ(figures[1].value, 760.5);
+  EXPECT_NE(agent::ParseEmulatedFigures("hbm.triad=fast", &figures).message().find(
+                "expected probe[@gpu]=number, found 'hbm.triad=fast'"),
+            std::string::npos);
+  EXPECT_FALSE(agent::ParseEmulatedFigures("hbm.triad", &figures).ok());
+
+  capnp::MallocMessageBuilder message;
+  agent::NodeProbeSettings settings;
+  settings.emulated_gpus = 1;
+  settings.emulated_gpu_name = "NVIDIA H200";
+  settings.emulated_figures = {{"hbm.triad", 0, 3000}};
+  auto report = message.initRoot<schema::ProbeReport>();
+  agent::RunNodeProbes(settings, report);
+  EXPECT_EQ(report.getStatus(), "emulated");
+  EXPECT_FALSE(report.getHealthy());
+  ASSERT_EQ(report.getResults().size(), 1u);
+  EXPECT_EQ(report.getResults()[0].getVerdict(), "below_spec");
 }
 
 }  // namespace
