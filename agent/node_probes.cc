@@ -13,12 +13,20 @@
 namespace servesweep::agent {
 namespace {
 
-// Judges measured figures and writes them, with their verdicts, into the report.
+// A probe that could not produce a figure (wrong result, CUDA error), reported with its reason.
+struct FailedProbe {
+  std::string probe;
+  int gpu;
+  std::string detail;
+};
+
+// Judges measured figures and writes them with their verdicts, then the failed probes, into the
+// report; the node is healthy only when every figure is ok and no probe failed.
 void Report(const std::string& gpu_name, const std::vector<kernels::Figure>& figures,
             const std::vector<std::pair<std::string, std::string>>& units_and_details,
-            schema::ProbeReport::Builder report) {
+            const std::vector<FailedProbe>& failed, schema::ProbeReport::Builder report) {
   const auto verdicts = kernels::Judge(gpu_name, figures);
-  auto results = report.initResults(static_cast<unsigned>(verdicts.size()));
+  auto results = report.initResults(static_cast<unsigned>(verdicts.size() + failed.size()));
   for (size_t i = 0; i < verdicts.size(); ++i) {
     const auto& v = verdicts[i];
     results[i].setName(v.figure.probe);
@@ -31,7 +39,16 @@ void Report(const std::string& gpu_name, const std::vector<kernels::Figure>& fig
     results[i].setVerdict(kernels::HealthName(v.health));
     results[i].setReason(v.reason);
   }
-  report.setHealthy(kernels::Healthy(verdicts));
+  for (size_t i = 0; i < failed.size(); ++i) {
+    auto r = results[static_cast<unsigned>(verdicts.size() + i)];
+    r.setName(failed[i].probe);
+    r.setStatus("failed");
+    r.setGpu(failed[i].gpu);
+    r.setDetail(failed[i].detail);
+    r.setVerdict("failed");
+    r.setReason(failed[i].probe + " on GPU " + std::to_string(failed[i].gpu) + " failed: " + failed[i].detail);
+  }
+  report.setHealthy(kernels::Healthy(verdicts) && failed.empty());
 }
 
 }  // namespace
@@ -70,7 +87,7 @@ void RunNodeProbes(const NodeProbeSettings& settings, schema::ProbeReport::Build
     report.setStatus("emulated");
     std::vector<std::pair<std::string, std::string>> units(settings.emulated_figures.size(),
                                                            {"", "emulated figure"});
-    Report(settings.emulated_gpu_name, settings.emulated_figures, units, report);
+    Report(settings.emulated_gpu_name, settings.emulated_figures, units, {}, report);
     return;
   }
 #ifdef SERVESWEEP_HAVE_CUDA
@@ -86,18 +103,19 @@ void RunNodeProbes(const NodeProbeSettings& settings, schema::ProbeReport::Build
   probe_settings.repeats = static_cast<int>(settings.repeats);
   std::vector<kernels::Figure> figures;
   std::vector<std::pair<std::string, std::string>> units;
-  bool all_ran = true;
+  std::vector<FailedProbe> failed;
   for (const auto& device : query.devices) {
     for (const auto& f : kernels::RunGpuProbes(device.index, probe_settings)) {
       if (f.status == "ok") {
         figures.push_back({f.probe, f.gpu, f.value});
         units.emplace_back(f.unit, f.detail);
+      } else if (f.status == "failed") {
+        failed.push_back({f.probe, f.gpu, f.detail});
       }
-      all_ran = all_ran && f.status != "failed";
     }
   }
-  Report(query.devices.front().name, figures, units, report);
-  report.setHealthy(report.getHealthy() && all_ran);
+  // Judged against the first GPU's model: nodes mix GPU models rarely, and then peers still tell.
+  Report(query.devices.front().name, figures, units, failed, report);
 #else
   report.setStatus("no_gpu");
   report.setGpuModel("none");

@@ -4,6 +4,11 @@ namespace servesweep::coordinator {
 
 AgentEntry& AgentRegistry::Hello(schema::Inventory::Reader inventory, int64_t now_ns) {
   AgentEntry& entry = agents_[inventory.getAgentId()];
+  if (entry.pid != inventory.getPid()) {
+    // A new agent process (or a new agent): its node is probed afresh.
+    entry.probe_state = ProbeState::kNotProbed;
+    entry.excluded = false;
+  }
   entry.id = inventory.getAgentId();
   entry.hostname = inventory.getHostname();
   entry.address = inventory.getAddress();
@@ -50,11 +55,24 @@ std::vector<std::string> AgentRegistry::SilentSince(int64_t deadline_ns) const {
   return out;
 }
 
-std::vector<const AgentEntry*> AgentRegistry::Idle() const {
+std::vector<const AgentEntry*> AgentRegistry::Idle(bool require_probes) const {
   std::vector<const AgentEntry*> out;
   for (const auto& [id, entry] : agents_) {
+    const bool probed = entry.probe_state == ProbeState::kHealthy ||
+                        entry.probe_state == ProbeState::kUnhealthy;
     if (entry.busy_run_id.empty() && entry.draining_run_id.empty() && !entry.excluded &&
-        entry.probe_state != ProbeState::kProbing) {
+        (probed || !require_probes)) {
+      out.push_back(&entry);
+    }
+  }
+  return out;
+}
+
+std::vector<AgentEntry*> AgentRegistry::Unprobed() {
+  std::vector<AgentEntry*> out;
+  for (auto& [id, entry] : agents_) {
+    if (entry.probe_state == ProbeState::kNotProbed && entry.busy_run_id.empty() &&
+        entry.draining_run_id.empty()) {
       out.push_back(&entry);
     }
   }

@@ -47,7 +47,10 @@ class AgentRegistry {
   void Remove(const std::string& id);
   // Agents last heard from before `deadline_ns`.
   std::vector<std::string> SilentSince(int64_t deadline_ns) const;
-  std::vector<const AgentEntry*> Idle() const;
+  // Agents that can take a run now; with require_probes, only those whose probes reported.
+  std::vector<const AgentEntry*> Idle(bool require_probes = false) const;
+  // Idle agents not yet probed (probes never run beside an engine).
+  std::vector<AgentEntry*> Unprobed();
   std::vector<std::string> Ids() const;
   size_t size() const { return agents_.size(); }
 

@@ -174,6 +174,7 @@ Status Coordinator::Run() {
     for (const auto& id : agents_.SilentSince(now_ns - interval_ns * settings_.liveness)) {
       LoseAgent(id, fmt::format("no message for {} ms", settings_.heartbeat_ms * settings_.liveness));
     }
+    if (probes_enabled_) RequestProbes();
     Dispatch(now_ns);
     if (AllFinished()) {
       SayBye();
@@ -271,12 +272,7 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
   if (Status s = store_->UpsertAgent(inventory); !s.ok()) spdlog::error("{}", s.message());
   spdlog::info("agent {} ({}, {} GPU{}) said hello", identity, agent.hostname, agent.gpus,
                agent.gpus == 1 ? "" : "s");
-  if (probes_enabled_ && agent.probe_state == ProbeState::kNotProbed) {
-    // Pre-flight: no run is placed on the agent before its probes have reported.
-    capnp::MallocMessageBuilder message;
-    NewEnvelope(message).initProbe().setRepeats(probe_repeats_);
-    if (Send(identity, message)) agent.probe_state = ProbeState::kProbing;
-  }
+
 
   const int64_t hold_ns = int64_t{settings_.heartbeat_ms} * 1'000'000 * settings_.liveness * 2;
   for (auto spooled : hello.getSpooledRunIds()) {
@@ -322,6 +318,16 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
   cancel.setReason("the coordinator restarted and re-queued this run");
   Send(identity, message);
   agent.draining_run_id = busy;
+}
+
+void Coordinator::RequestProbes() {
+  // Pre-flight: no run is placed on an agent before its probes have reported, and probes run
+  // only on an agent that holds no run (they would disturb its engine).
+  for (AgentEntry* agent : agents_.Unprobed()) {
+    capnp::MallocMessageBuilder message;
+    NewEnvelope(message).initProbe().setRepeats(probe_repeats_);
+    if (Send(agent->id, message)) agent->probe_state = ProbeState::kProbing;
+  }
 }
 
 void Coordinator::OnProbeReport(const std::string& identity, schema::ProbeReport::Reader report) {
@@ -490,7 +496,7 @@ void Coordinator::Dispatch(int64_t now_ns) {
   dispatch_needed_ = false;
   next_dispatch_ns_ = now_ns + kRecheckNs;
   bool waiting = false;
-  auto idle = agents_.Idle();
+  auto idle = agents_.Idle(probes_enabled_);
   for (auto& run : runs_) {
     if (run.state != RunState::kPending) continue;
     if (run.hold_until_ns > now_ns) {
@@ -543,8 +549,11 @@ void Coordinator::Dispatch(int64_t now_ns) {
     waiting_since_ns_ = now_ns;
   } else if (now_ns - waiting_since_ns_ > int64_t{settings_.agent_wait_warn_s} * 1'000'000'000) {
     const auto totals = Totals();
+    size_t excluded = 0;
+    for (const auto& id : agents_.Ids()) excluded += agents_.Find(id)->excluded ? 1 : 0;
     spdlog::warn("{} run(s) pending and waiting for idle agents that can hold them ({} agents "
-                 "connected)", totals.pending, agents_.size());
+                 "connected, {} left out as unhealthy)",
+                 totals.pending, agents_.size(), excluded);
     waiting_since_ns_ = now_ns;
   }
 }

@@ -75,6 +75,7 @@ class Coordinator {
   void OnHello(const std::string& identity, schema::Hello::Reader hello, int64_t now_ns);
   void OnResult(const std::string& identity, schema::RunResult::Reader result);
   void OnProbeReport(const std::string& identity, schema::ProbeReport::Reader report);
+  void RequestProbes();
   void LoseAgent(const std::string& id, const std::string& why);
   // Ends the current attempt of a run without a committed result; retries or fails it.
   void EndAttempt(RunSlot& run, const std::string& outcome, const std::string& error);

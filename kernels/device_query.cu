@@ -12,7 +12,10 @@ DeviceQuery QueryDevices() {
   cudaDriverGetVersion(&query.driver_version);
   int count = 0;
   const cudaError_t rc = cudaGetDeviceCount(&count);
-  if (rc == cudaErrorNoDevice || rc == cudaErrorInsufficientDriver || (rc == cudaSuccess && count == 0)) {
+  // No driver at all (driver version 0) means no GPU here; a driver too old for this runtime on
+  // a GPU node is a failure to report, not a healthy node without GPUs.
+  const bool no_driver = rc == cudaErrorInsufficientDriver && query.driver_version == 0;
+  if (rc == cudaErrorNoDevice || no_driver || (rc == cudaSuccess && count == 0)) {
     query.status = "no_gpu";
     query.detail = rc == cudaSuccess ? "no CUDA device" : cudaGetErrorString(rc);
     return query;

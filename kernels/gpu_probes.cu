@@ -64,31 +64,40 @@ __global__ void TriadKernel(float4* __restrict__ a, const float4* __restrict__ b
   }
 }
 
-// Random values in [0.5, 1.5): never zero, so a kernel that writes nothing cannot pass.
-std::vector<float> RandomFloats(size_t n, uint64_t seed) {
-  std::mt19937_64 random(seed);
-  std::uniform_real_distribution<float> dist(0.5f, 1.5f);
-  std::vector<float> values(n);
-  for (auto& v : values) v = dist(random);
-  return values;
+// Pseudo-random values in [0.5, 1.5), a pure function of (index, seed): never zero, so a kernel
+// that writes nothing cannot pass, and the host recomputes any element without a host copy.
+__host__ __device__ inline float Value(uint64_t i, uint32_t seed) {
+  uint64_t x = i * 0x9E3779B97F4A7C15ULL + seed;
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ULL;
+  x ^= x >> 29;
+  return 0.5f + static_cast<float>(x >> 40) / static_cast<float>(1ULL << 24);
 }
 
-// Evenly spaced indices of an n-element array, for sampled checks.
-std::vector<size_t> SampleIndices(size_t n) {
-  std::vector<size_t> indices;
-  const size_t step = std::max<size_t>(1, n / kSamples);
-  for (size_t i = 0; i < n; i += step) indices.push_back(i);
-  indices.push_back(n - 1);
-  return indices;
+__global__ void FillValues(float* data, size_t n, uint32_t seed) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x) {
+    data[i] = Value(i, seed);
+  }
 }
 
-bool CheckSamples(const float* device, size_t n, const std::vector<float>& expected_full,
-                  const std::vector<float>* b, const std::vector<float>* c) {
-  for (size_t i : SampleIndices(n)) {
-    float got = 0;
-    if (cudaMemcpy(&got, device + i, sizeof(float), cudaMemcpyDeviceToHost) != cudaSuccess) return false;
-    const float want = b ? (*b)[i] + kTriadScalar * (*c)[i] : expected_full[i];
-    if (std::fabs(got - want) > 1e-5f * std::fabs(want)) return false;
+// Copies kSamples evenly spaced elements of a device array back in one strided copy.
+bool GatherSamples(const float* device, size_t n, size_t* step, std::vector<float>* samples) {
+  *step = std::max<size_t>(1, n / kSamples);
+  const size_t count = (n + *step - 1) / *step;
+  samples->resize(count);
+  return cudaMemcpy2D(samples->data(), sizeof(float), device, *step * sizeof(float), sizeof(float),
+                      count, cudaMemcpyDeviceToHost) == cudaSuccess;
+}
+
+// Checks sampled elements of `device` against expected(i).
+template <typename Expected>
+bool CheckSamples(const float* device, size_t n, Expected expected) {
+  size_t step = 0;
+  std::vector<float> samples;
+  if (!GatherSamples(device, n, &step, &samples)) return false;
+  for (size_t k = 0; k < samples.size(); ++k) {
+    const float want = expected(k * step);
+    if (std::fabs(samples[k] - want) > 1e-5f * std::fabs(want)) return false;
   }
   return true;
 }
@@ -105,17 +114,19 @@ void HbmProbes(int gpu, const GpuProbeSettings& settings, cudaStream_t stream,
     if (array_bytes * 3 > free_bytes / 4 * 3) break;
     const size_t n = array_bytes / sizeof(float) / 4 * 4;
     const std::string size_text = std::to_string(array_bytes >> 20) + " MiB per array";
-    const auto host_b = RandomFloats(n, 1), host_c = RandomFloats(n, 2);
     float *a = nullptr, *b = nullptr, *c = nullptr;
     cudaError_t rc = cudaMalloc(&a, n * sizeof(float));
     if (rc == cudaSuccess) rc = cudaMalloc(&b, n * sizeof(float));
     if (rc == cudaSuccess) rc = cudaMalloc(&c, n * sizeof(float));
-    if (rc == cudaSuccess) rc = cudaMemcpy(b, host_b.data(), n * sizeof(float), cudaMemcpyHostToDevice);
-    if (rc == cudaSuccess) rc = cudaMemcpy(c, host_c.data(), n * sizeof(float), cudaMemcpyHostToDevice);
     const size_t n4 = n / 4;
     int sms = 0;
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, gpu);
     const int blocks = sms * 8, threads = 256;
+    if (rc == cudaSuccess) {
+      FillValues<<<blocks, threads, 0, stream>>>(b, n, 1);
+      FillValues<<<blocks, threads, 0, stream>>>(c, n, 2);
+      rc = cudaStreamSynchronize(stream);
+    }
     auto copy = [&] {
       CopyKernel<<<blocks, threads, 0, stream>>>(reinterpret_cast<const float4*>(b),
                                                  reinterpret_cast<float4*>(a), n4);
@@ -129,22 +140,31 @@ void HbmProbes(int gpu, const GpuProbeSettings& settings, cudaStream_t stream,
       out.push_back({"hbm.copy", gpu, "failed", 0, "GB/s", size_text + ": " + Describe(rc)});
     } else {
       copy();
-      rc = cudaStreamSynchronize(stream);
-      const bool copy_ok = rc == cudaSuccess && CheckSamples(a, n, host_b, nullptr, nullptr);
+      rc = cudaGetLastError();
+      if (rc == cudaSuccess) rc = cudaStreamSynchronize(stream);
+      const bool copy_ok =
+          rc == cudaSuccess && CheckSamples(a, n, [](size_t i) { return Value(i, 1); });
       if (copy_ok) {
         const double s = TimeMedianSeconds(stream, settings.warmup, settings.repeats, copy);
-        out.push_back({"hbm.copy", gpu, "ok", 2.0 * array_bytes / s / 1e9, "GB/s", size_text});
+        out.push_back({"hbm.copy", gpu, s > 0 ? "ok" : "failed", s > 0 ? 2.0 * array_bytes / s / 1e9 : 0,
+                       "GB/s", size_text});
       } else {
-        out.push_back({"hbm.copy", gpu, "failed", 0, "GB/s", size_text + ": wrong result"});
+        out.push_back({"hbm.copy", gpu, "failed", 0, "GB/s",
+                       size_text + ": " + (rc == cudaSuccess ? "wrong result" : Describe(rc))});
       }
       triad();
-      rc = cudaStreamSynchronize(stream);
-      const bool triad_ok = rc == cudaSuccess && CheckSamples(a, n, host_b, &host_b, &host_c);
+      rc = cudaGetLastError();
+      if (rc == cudaSuccess) rc = cudaStreamSynchronize(stream);
+      const bool triad_ok = rc == cudaSuccess && CheckSamples(a, n, [](size_t i) {
+                              return Value(i, 1) + kTriadScalar * Value(i, 2);
+                            });
       if (triad_ok) {
         const double s = TimeMedianSeconds(stream, settings.warmup, settings.repeats, triad);
-        out.push_back({"hbm.triad", gpu, "ok", 3.0 * array_bytes / s / 1e9, "GB/s", size_text});
+        out.push_back({"hbm.triad", gpu, s > 0 ? "ok" : "failed", s > 0 ? 3.0 * array_bytes / s / 1e9 : 0,
+                       "GB/s", size_text});
       } else {
-        out.push_back({"hbm.triad", gpu, "failed", 0, "GB/s", size_text + ": wrong result"});
+        out.push_back({"hbm.triad", gpu, "failed", 0, "GB/s",
+                       size_text + ": " + (rc == cudaSuccess ? "wrong result" : Describe(rc))});
       }
     }
     cudaFree(a);
@@ -164,24 +184,23 @@ void HostLinkProbes(int gpu, const GpuProbeSettings& settings, cudaStream_t stre
     cudaFreeHost(pinned);
     return;
   }
-  const auto values = RandomFloats(n, 3);
-  std::copy(values.begin(), values.end(), pinned);
+  for (size_t i = 0; i < n; ++i) pinned[i] = Value(i, 3);
   auto h2d = [&] { cudaMemcpyAsync(device, pinned, bytes, cudaMemcpyHostToDevice, stream); };
   auto d2h = [&] { cudaMemcpyAsync(pinned, device, bytes, cudaMemcpyDeviceToHost, stream); };
   h2d();
   const bool h2d_ok = cudaStreamSynchronize(stream) == cudaSuccess &&
-                      CheckSamples(device, n, values, nullptr, nullptr);
+                      CheckSamples(device, n, [](size_t i) { return Value(i, 3); });
   if (h2d_ok) {
     const double s = TimeMedianSeconds(stream, settings.warmup, settings.repeats, h2d);
-    out.push_back({"h2d", gpu, "ok", bytes / s / 1e9, "GB/s", "1 GiB pinned"});
+    out.push_back({"h2d", gpu, s > 0 ? "ok" : "failed", s > 0 ? bytes / s / 1e9 : 0, "GB/s", "1 GiB pinned"});
     std::fill(pinned, pinned + n, 0.0f);
     d2h();
     cudaStreamSynchronize(stream);
     bool d2h_ok = true;
-    for (size_t i : SampleIndices(n)) d2h_ok = d2h_ok && pinned[i] == values[i];
+    for (size_t i = 0; i < n; i += n / kSamples) d2h_ok = d2h_ok && pinned[i] == Value(i, 3);
     if (d2h_ok) {
       const double d = TimeMedianSeconds(stream, settings.warmup, settings.repeats, d2h);
-      out.push_back({"d2h", gpu, "ok", bytes / d / 1e9, "GB/s", "1 GiB pinned"});
+      out.push_back({"d2h", gpu, d > 0 ? "ok" : "failed", d > 0 ? bytes / d / 1e9 : 0, "GB/s", "1 GiB pinned"});
     } else {
       out.push_back({"d2h", gpu, "failed", 0, "GB/s", "wrong result"});
     }
@@ -282,21 +301,26 @@ void GemmProbe(int gpu, const GpuProbeSettings& settings, cudaStream_t stream, b
               CUBLAS_STATUS_SUCCESS &&
           found > 0;
   const float alpha = 1.0f, beta = 0.0f;
+  cublasStatus_t matmul_status = CUBLAS_STATUS_SUCCESS;
   auto matmul = [&] {
-    cublasLtMatmul(lt, desc, &alpha, a, la, b, lb, &beta, c, lc, c, lc, &heuristic.algo, workspace,
-                   workspace_bytes, stream);
+    matmul_status = cublasLtMatmul(lt, desc, &alpha, a, la, b, lb, &beta, c, lc, c, lc,
+                                   &heuristic.algo, workspace, workspace_bytes, stream);
   };
-  if (!ready) {
+  if (rc != cudaSuccess) {
+    out.push_back({name, gpu, "failed", 0, "TFLOP/s", shape + ": " + Describe(rc)});
+  } else if (!ready) {
     out.push_back({name, gpu, "failed", 0, "TFLOP/s", shape + ": cuBLASLt found no algorithm"});
+  } else if (matmul(), matmul_status != CUBLAS_STATUS_SUCCESS) {
+    out.push_back({name, gpu, "failed", 0, "TFLOP/s",
+                   shape + ": cublasLtMatmul: " + cublasLtGetStatusString(matmul_status)});
   } else {
-    matmul();
     // Inputs are exact in their type and accumulation is fp32; the bf16 output rounds to
     // 2^-8 relative, and sums of k products of +-1 values have magnitude ~sqrt(k).
     const double tolerance = 0.02 * std::sqrt(double(k)) + 0.01;
     const bool correct = cudaStreamSynchronize(stream) == cudaSuccess &&
                          CheckGemm(host_a, host_b, c, true, m, n, k, tolerance);
-    if (correct) {
-      const double s = TimeMedianSeconds(stream, settings.warmup, settings.repeats, matmul);
+    const double s = correct ? TimeMedianSeconds(stream, settings.warmup, settings.repeats, matmul) : 0;
+    if (correct && s > 0) {
       out.push_back({name, gpu, "ok", 2.0 * m * n * k / s / 1e12, "TFLOP/s", shape});
     } else {
       out.push_back({name, gpu, "failed", 0, "TFLOP/s", shape + ": wrong result"});
@@ -336,6 +360,8 @@ std::vector<ProbeFigure> RunGpuProbes(int gpu, const GpuProbeSettings& settings)
   }
   HostLinkProbes(gpu, settings, stream, out);
   cudaStreamDestroy(stream);
+  // Release the context (~0.5 GiB): the engines started later need the memory.
+  cudaDeviceReset();
   return out;
 }
 

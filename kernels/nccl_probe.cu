@@ -31,21 +31,23 @@ constexpr uint64_t kMaxBytes = 1u << 30;
 constexpr int kWarmup = 5;
 constexpr int kIterations = 20;
 
-#define CHECK_CUDA(call)                                                                   \
-  do {                                                                                     \
-    cudaError_t rc_ = (call);                                                              \
-    if (rc_ != cudaSuccess) {                                                              \
-      std::fprintf(stderr, "servesweep-nccl-probe: %s: %s\n", #call, cudaGetErrorString(rc_)); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
+// A failure ends every rank (MPI_Abort), so no other rank waits forever inside a collective.
+[[noreturn]] void Fail(const char* call, const char* error) {
+  std::fprintf(stderr, "servesweep-nccl-probe: %s: %s\n", call, error);
+#if SERVESWEEP_NCCL_WITH_MPI
+  MPI_Abort(MPI_COMM_WORLD, 1);
+#endif
+  std::exit(1);
+}
+#define CHECK_CUDA(call)                                      \
+  do {                                                        \
+    cudaError_t rc_ = (call);                                 \
+    if (rc_ != cudaSuccess) Fail(#call, cudaGetErrorString(rc_)); \
   } while (0)
-#define CHECK_NCCL(call)                                                                   \
-  do {                                                                                     \
-    ncclResult_t rc_ = (call);                                                             \
-    if (rc_ != ncclSuccess) {                                                              \
-      std::fprintf(stderr, "servesweep-nccl-probe: %s: %s\n", #call, ncclGetErrorString(rc_)); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
+#define CHECK_NCCL(call)                                      \
+  do {                                                        \
+    ncclResult_t rc_ = (call);                                \
+    if (rc_ != ncclSuccess) Fail(#call, ncclGetErrorString(rc_)); \
   } while (0)
 
 // One communicator of this process: its rank, GPU, stream and buffers.
@@ -115,7 +117,7 @@ float Expected(Collective c, int rank, int ranks, size_t i, size_t receive_count
 
 // The few MPI calls, as no-ops in a single-process build.
 #if SERVESWEEP_NCCL_WITH_MPI
-void Barrier() { Barrier(); }
+void Barrier() { MPI_Barrier(MPI_COMM_WORLD); }
 int AllTrue(int mine) {
   int all = 0;
   MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -159,6 +161,7 @@ int main(int argc, char** argv) {
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &local);
     int local_rank = 0;
     MPI_Comm_rank(local, &local_rank);
+    MPI_Comm_free(&local);
     ncclUniqueId id;
     if (world_rank == 0) CHECK_NCCL(ncclGetUniqueId(&id));
     MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);

@@ -64,7 +64,10 @@ for f in report["figures"]:
     print(f"{f['probe']:<12} {f['gpu']:>3} {f['value']:>10.1f} {pub:>9} {units.get(f['probe'], ''):<5} {ratio:>6}  {f['verdict']:<10}  {f['detail']}")
 ok = [r for r in nccl if r.get("ok")]
 bad = [r for r in nccl if "ok" in r and not r["ok"]]
-if nccl and "status" in nccl[0]:
+if not nccl:
+    print("nccl: the probe printed nothing (see its error above)")
+    bad = [None]
+elif "status" in nccl[0]:
     print(f"nccl: {nccl[0]['status']}")
 else:
     big = {r["probe"]: r for r in nccl if r["bytes"] == max(x["bytes"] for x in nccl)}
@@ -77,4 +80,4 @@ if report["status"] != "ok":
 print("healthy" if report.get("healthy") and not bad else "NOT healthy")
 PY
 [ "$summary_status" -eq 3 ] && exit 3
-exit $(( probe_status != 0 || (nccl_status != 0 && nccl_status != 2) ))
+exit $(( summary_status != 0 || probe_status != 0 || (nccl_status != 0 && nccl_status != 2) ))

@@ -13,6 +13,14 @@ ctld_port="${SLURM_TEST_CTLD_PORT:-16817}"
 first_node_port="${SLURM_TEST_NODE_PORT:-17001}"
 
 stop() {
+  # Jobs first, so no step outlives the cluster (holding ports, or CPU).
+  if [ -f "$conf" ] && [ -f "$dir/slurmctld.pid" ]; then
+    SLURM_CONF="$conf" scancel --quiet --full --state=PENDING,RUNNING --user="$(id -un)" 2>/dev/null || true
+    for _ in $(seq 1 25); do
+      [ -z "$(SLURM_CONF="$conf" squeue -h 2>/dev/null)" ] && break
+      sleep 0.2
+    done
+  fi
   for pidfile in "$dir"/slurmd-*.pid "$dir"/slurmctld.pid; do
     [ -f "$pidfile" ] || continue
     pid=$(cat "$pidfile" 2>/dev/null || true)
@@ -74,6 +82,9 @@ SchedulerType=sched/backfill
 SchedulerParameters=bf_interval=1
 SelectType=select/linear
 JobCompType=jobcomp/none
+# A new cluster starts at a random job id: jobs of an earlier cluster still winding down never
+# share a job id (and so a coordinator port) with this one's.
+FirstJobId=$((RANDOM % 9000 + 1000))
 MinJobAge=300
 NodeName=n[1-${nodes}] NodeHostname=${host} NodeAddr=127.0.0.1 Port=[${first_node_port}-${last_port}] CPUs=2 RealMemory=2000 State=UNKNOWN
 PartitionName=test Nodes=n[1-${nodes}] Default=YES MaxTime=INFINITE State=UP

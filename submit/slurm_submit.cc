@@ -66,8 +66,12 @@ Status RenderSbatch(coordinator::LoadedMatrix& matrix, const SlurmOptions& optio
   if (!options.time.empty()) add("#SBATCH --time=" + options.time);
   if (!options.account.empty()) add("#SBATCH --account=" + options.account);
   if (options.gpus_per_node == 0) add("# (emulated GPUs: no GPU request)");
+  // Whole nodes: a benchmark shares its nodes with nothing, and the engines need every CPU and
+  // all memory (one task per node would otherwise get one CPU's share).
   auto component = [&](uint32_t nodes) {
-    return fmt::format("#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1{}", nodes, resources);
+    return fmt::format("#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1\n#SBATCH --exclusive\n"
+                       "#SBATCH --mem=0{}",
+                       nodes, resources);
   };
   const bool pools = options.prefill_nodes > 0;
   const std::string components =
@@ -95,7 +99,7 @@ Status RenderSbatch(coordinator::LoadedMatrix& matrix, const SlurmOptions& optio
       {"out_dir", options.out_dir},
       {"sbatch_components", components},
       {"head_group", pools ? "--het-group=0" : ""},
-      {"all_groups", pools ? "--het-group=0,1" : ""},
+      {"probe_groups", pools ? "probe_nodes --het-group=0\nprobe_nodes --het-group=1" : "probe_nodes \"\""},
       {"agent_groups", agent_groups},
       {"matrix", ShellQuote(matrix_on_nodes)},
       {"servesweep", ShellQuote(servesweep)},
@@ -112,11 +116,17 @@ Status SubmitSlurm(SlurmOptions options, std::string* job_id, std::string* scrip
   coordinator::LoadedMatrix matrix;
   if (Status s = coordinator::LoadMatrixFile(options.matrix_path, &matrix); !s.ok()) return s;
   if (Status s = CheckAllocation(matrix, options); !s.ok()) return s;
-  if (options.out_dir.find_first_of(" '\"$`\\") != std::string::npos) {
-    return Status::Error(fmt::format("submit slurm: expected --out without spaces or shell "
-                                     "characters, found '{}'", options.out_dir));
-  }
   options.out_dir = std::filesystem::absolute(options.out_dir).lexically_normal().string();
+  // These go into the script unquoted (#SBATCH lines, srun --container-mounts).
+  const std::pair<const char*, const std::string*> plain[] = {
+      {"--out", &options.out_dir}, {"--partition", &options.partition},
+      {"--time", &options.time}, {"--account", &options.account}};
+  for (const auto& [flag, value] : plain) {
+    if (value->find_first_of(" \t\n'\"$`\\;&|<>") != std::string::npos) {
+      return Status::Error(fmt::format("submit slurm: expected {} without spaces or shell "
+                                       "characters, found '{}'", flag, *value));
+    }
+  }
   // The matrix travels in the shared results folder, so every node reads the same file.
   const std::string matrix_on_nodes = options.out_dir + "/matrix.yaml";
   if (Status s = RenderSbatch(matrix, options, matrix_on_nodes, script); !s.ok()) return s;
