@@ -92,7 +92,7 @@ std::string ReportMarkdown(ResultsStore& store, const Table& summary) {
   md += fmt::format("{} runs: {} done, {} failed, {} not finished.\n\n", summary.rows.size(), done,
                     failed, other);
   md += "Figures over the measured requests (warm-up excluded), computed as `vllm bench serve` "
-        "does; definitions in docs/metrics.md. Throughput in tokens/s, latencies in ms.\n\n";
+        "does; definitions in docs/metrics.md. Throughput in tokens/s, latencies in ms; rate \"-\" is closed loop.\n\n";
   md += "| run | status | engine | GPUs | tp/pp/dp | conc. | rate | ok/failed | req/s | out tok/s "
         "| out tok/s/GPU | TTFT p50 | TTFT p99 | TPOT p50 | ITL p50 | E2E p50 | E2E p95 | cold "
         "start |\n";
@@ -104,7 +104,8 @@ std::string ReportMarkdown(ResultsStore& store, const Table& summary) {
         "{} | {} |\n",
         row.Text("label"), row.Text("status"), row.Text("engine"), row.Text("gpu_count"),
         row.Text("tp"), row.Text("pp"), row.Text("dp"), row.Text("concurrency"),
-        row.Number("request_rate_per_s", 1), row.Text("completed"), row.Text("failed"),
+        row.Text("arrival") == "closed-loop" ? std::string("-") : row.Number("request_rate_per_s", 1),
+        row.Text("completed"), row.Text("failed"),
         row.Number("request_throughput", 2), row.Number("output_throughput", 1),
         row.Number("output_throughput_per_gpu", 1), row.Number("ttft_median_ms", 1),
         row.Number("ttft_p99_ms", 1), row.Number("tpot_median_ms", 2),
