@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 
@@ -64,7 +66,18 @@ TEST_P(LoadgenVsSim, TtftAndItlMatchTheConfiguredTiming) {
   // only exceed the server's (the client starts before the server reads the request and reads
   // each token after it is written), so the fastest client TTFT is no faster than the fastest
   // server TTFT, and the client adds at most the tolerance to the median.
-  h.process(sim).Stop(std::chrono::seconds(5));  // SIGTERM: the emulator flushes its log
+  // The emulator logs a request when its last write completes and flushes every second: wait
+  // for every line (a starved machine runs those completions late), then stop it.
+  const size_t expected_lines = size_t{settings.num_requests} + settings.warmup_requests;
+  Harness::WaitFor(
+      [&] {
+        std::ifstream in(request_log);
+        return static_cast<size_t>(std::count(std::istreambuf_iterator<char>(in),
+                                               std::istreambuf_iterator<char>(), '\n')) >=
+               expected_lines;
+      },
+      std::chrono::seconds(10));
+  h.process(sim).Stop(std::chrono::seconds(5));
   std::ifstream log(request_log);
   std::string line;
   size_t logged = 0;
@@ -83,7 +96,7 @@ TEST_P(LoadgenVsSim, TtftAndItlMatchTheConfiguredTiming) {
   EXPECT_GE(summary.ttft_ms.min, server.min);
   EXPECT_GE(summary.ttft_ms.median - server.median, -0.5);
   EXPECT_LE(summary.ttft_ms.median - server.median, kToleranceMs);
-  EXPECT_EQ(logged, size_t{settings.num_requests} + settings.warmup_requests);
+  EXPECT_EQ(logged, expected_lines);
 }
 
 INSTANTIATE_TEST_SUITE_P(Concurrency, LoadgenVsSim, ::testing::Values(1u, 64u));
