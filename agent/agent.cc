@@ -31,7 +31,7 @@ Agent::~Agent() {
 }
 
 void Agent::StartProbes(uint32_t repeats) {
-  if (probe_thread_.joinable()) return;   // already probing
+  if (probe_thread_.joinable()) return;  // already probing
   spdlog::info("running pre-flight probes ({} repeats)", repeats);
   probe_done_.store(false);
   probe_message_ = std::make_unique<capnp::MallocMessageBuilder>();
@@ -82,11 +82,12 @@ bool Agent::Send(capnp::MallocMessageBuilder& message) {
 void Agent::SendHello() {
   capnp::MallocMessageBuilder message;
   auto hello = NewEnvelope(message).initHello();
-  InventorySettings inventory_settings{settings_.agent_id, settings_.address, settings_.emulated_gpus,
-                                       settings_.pool};
+  InventorySettings inventory_settings{settings_.agent_id, settings_.address,
+                                       settings_.emulated_gpus, settings_.pool};
   auto inventory = hello.initInventory();
   FillInventory(inventory_settings, inventory);
-  gpu_model_ = inventory.getGpus().size() > 0 ? std::string(inventory.getGpus()[0].getName().cStr()) : "none";
+  gpu_model_ = inventory.getGpus().size() > 0 ? std::string(inventory.getGpus()[0].getName().cStr())
+                                              : "none";
   interconnect_ = inventory.getInterconnect().cStr();
   auto spooled = hello.initSpooledRunIds(static_cast<unsigned>(outgoing_.size()));
   unsigned i = 0;
@@ -169,8 +170,8 @@ void Agent::OnAssign(schema::Assign::Reader assign) {
   if (executor_ && !executor_->Finished() && !executor_->cancelled()) {
     // The coordinator believes we are free: refuse explicitly so it re-queues the run.
     spdlog::warn("assigned {} while busy with {}; refusing it", run_id, executor_->run_id());
-    RefuseAssignment(assign, fmt::format("agent {} is busy with {}", settings_.agent_id,
-                                         executor_->run_id()));
+    RefuseAssignment(
+        assign, fmt::format("agent {} is busy with {}", settings_.agent_id, executor_->run_id()));
     return;
   }
   if (executor_ && !executor_->Finished()) {
@@ -249,8 +250,8 @@ void Agent::Handle(const zmq::message_t& frame, bool* bye) {
             queued_assign_->getRoot<schema::Assign>().getSpec().getRunId() == cancel.getRunId()) {
           queued_assign_.reset();
         }
-        const bool attempt_matches = cancel.getAttempt() == 0 || !executor_ ||
-                                     cancel.getAttempt() == executor_->attempt();
+        const bool attempt_matches =
+            cancel.getAttempt() == 0 || !executor_ || cancel.getAttempt() == executor_->attempt();
         if (executor_ && executor_->run_id() == cancel.getRunId().cStr() && attempt_matches) {
           spdlog::info("run {} released: {}", executor_->run_id(), cancel.getReason().cStr());
           executor_->Cancel(cancel.getReason());
@@ -284,7 +285,7 @@ void Agent::Handle(const zmq::message_t& frame, bool* bye) {
                      static_cast<unsigned>(envelope.which()));
     }
   });
-  KJ_IF_MAYBE(exception, failure) {
+  KJ_IF_MAYBE (exception, failure) {
     spdlog::warn("dropped a message from the coordinator: {}", exception->getDescription().cStr());
   }
 }
@@ -300,9 +301,10 @@ Status Agent::Run() {
   int64_t next_heartbeat_ns = last_heard_ns + interval_ns;
   int64_t next_progress_ns = last_heard_ns + kProgressEveryNs;
   int backoff_ms = settings_.reconnect_initial_ms;
-  int64_t reconnect_at_ns = 0;      // > 0: the coordinator went silent; reconnect then
-  bool heard_since_connect = false; // until then every heartbeat tick says hello instead
-  const auto poll_timeout = std::chrono::milliseconds(std::clamp(settings_.heartbeat_ms / 4, 1, 50));
+  int64_t reconnect_at_ns = 0;       // > 0: the coordinator went silent; reconnect then
+  bool heard_since_connect = false;  // until then every heartbeat tick says hello instead
+  const auto poll_timeout =
+      std::chrono::milliseconds(std::clamp(settings_.heartbeat_ms / 4, 1, 50));
 
   while (!stop_.load()) {
     bool readable = false;

@@ -23,19 +23,19 @@
 namespace servesweep::agent {
 
 struct AgentSettings {
-  std::string connect;                 // coordinator endpoint, e.g. tcp://10.0.0.1:5555
-  std::string agent_id;                // default: the hostname
-  std::string address;                 // how other agents reach this node
+  std::string connect;   // coordinator endpoint, e.g. tcp://10.0.0.1:5555
+  std::string agent_id;  // default: the hostname
+  std::string address;   // how other agents reach this node
   std::string spool_dir;
-  std::string work_dir;                // engine logs
+  std::string work_dir;  // engine logs
   uint32_t emulated_gpus = 0;
-  std::string pool;                    // node pool for disaggregated layouts ("prefill", "decode")
-  NodeProbeSettings probes;            // what the pre-flight probes report (emulated GPUs)
+  std::string pool;          // node pool for disaggregated layouts ("prefill", "decode")
+  NodeProbeSettings probes;  // what the pre-flight probes report (emulated GPUs)
   int heartbeat_ms = 1000;
   int liveness = 3;
   int reconnect_initial_ms = 250;
   int reconnect_max_ms = 32000;
-  int resend_after_ms = 10000;         // resend an unacknowledged result after this long
+  int resend_after_ms = 10000;  // resend an unacknowledged result after this long
   bool exit_on_bye = true;
 };
 
@@ -78,7 +78,7 @@ class Agent {
   Spool spool_;
   std::unique_ptr<RunExecutor> executor_;
   std::unique_ptr<capnp::MallocMessageBuilder> queued_assign_;  // waits for a released run to end
-  std::map<std::string, Outgoing> outgoing_;   // key: run_id + "." + attempt; awaiting ack
+  std::map<std::string, Outgoing> outgoing_;  // key: run_id + "." + attempt; awaiting ack
   std::thread probe_thread_;
   std::atomic<bool> probe_done_{false};
   std::unique_ptr<capnp::MallocMessageBuilder> probe_message_;

@@ -53,7 +53,8 @@ std::vector<GpuInfo> DetectGpus() {
   std::string output;
   std::array<char, 4096> buffer;
   size_t n;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) output.append(buffer.data(), n);
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    output.append(buffer.data(), n);
   if (::pclose(pipe) != 0) return {};
   return ParseNvidiaSmiCsv(output);
 }

@@ -20,9 +20,9 @@ struct GpuInfo {
 
 struct InventorySettings {
   std::string agent_id;
-  std::string address;          // how other agents reach this node
-  uint32_t emulated_gpus = 0;   // > 0: announce this many emulated GPUs instead of real ones
-  std::string pool;             // "prefill", "decode", or "" (any role)
+  std::string address;         // how other agents reach this node
+  uint32_t emulated_gpus = 0;  // > 0: announce this many emulated GPUs instead of real ones
+  std::string pool;            // "prefill", "decode", or "" (any role)
 };
 
 // GPUs reported by nvidia-smi; empty when there is none (or no driver).

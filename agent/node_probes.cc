@@ -46,7 +46,8 @@ void Report(const std::string& gpu_name, const std::vector<kernels::Figure>& fig
     r.setGpu(failed[i].gpu);
     r.setDetail(failed[i].detail);
     r.setVerdict("failed");
-    r.setReason(failed[i].probe + " on GPU " + std::to_string(failed[i].gpu) + " failed: " + failed[i].detail);
+    r.setReason(failed[i].probe + " on GPU " + std::to_string(failed[i].gpu) +
+                " failed: " + failed[i].detail);
   }
   report.setHealthy(kernels::Healthy(verdicts) && failed.empty());
 }
@@ -61,7 +62,8 @@ Status ParseEmulatedFigures(const std::string& text, std::vector<kernels::Figure
     if (item.empty()) continue;
     const size_t equals = item.find('=');
     if (equals == std::string::npos) {
-      return Status::Error(fmt::format("emulated probe figures: expected probe[@gpu]=value, found '{}'", item));
+      return Status::Error(
+          fmt::format("emulated probe figures: expected probe[@gpu]=value, found '{}'", item));
     }
     kernels::Figure figure;
     figure.probe = item.substr(0, equals);
@@ -74,7 +76,8 @@ Status ParseEmulatedFigures(const std::string& text, std::vector<kernels::Figure
     const std::string value = item.substr(equals + 1);
     figure.value = std::strtod(value.c_str(), &end);
     if (value.empty() || *end != '\0' || figure.probe.empty()) {
-      return Status::Error(fmt::format("emulated probe figures: expected probe[@gpu]=number, found '{}'", item));
+      return Status::Error(
+          fmt::format("emulated probe figures: expected probe[@gpu]=number, found '{}'", item));
     }
     out->push_back(figure);
   }

@@ -15,7 +15,7 @@
 namespace servesweep::agent {
 
 struct NodeProbeSettings {
-  uint32_t emulated_gpus = 0;          // > 0: this node's GPUs are emulated
+  uint32_t emulated_gpus = 0;  // > 0: this node's GPUs are emulated
   std::string emulated_gpu_name = "emulated";
   std::vector<kernels::Figure> emulated_figures;
   uint32_t repeats = 5;

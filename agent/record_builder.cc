@@ -68,10 +68,10 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
   record.setEp(layout.getExpertParallel());
   record.setPp(layout.getPp());
   record.setDp(layout.getDp());
-  record.setPdSplit(layout.getPrefillInstances() > 0
-                        ? fmt::format("{}P{}D", layout.getPrefillInstances(),
-                                      layout.getDecodeInstances())
-                        : "none");
+  record.setPdSplit(
+      layout.getPrefillInstances() > 0
+          ? fmt::format("{}P{}D", layout.getPrefillInstances(), layout.getDecodeInstances())
+          : "none");
   record.setInputLenDist(fmt::format("fixed:{}", w.getInputLenTok()));
   record.setOutputLenDist(fmt::format("fixed:{}", w.getOutputLenTok()));
   record.setConcurrency(w.getConcurrency());

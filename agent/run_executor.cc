@@ -136,8 +136,9 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
     result.setError(error);
   };
   auto adapter = MakeEngineAdapter(spec.getEngine());
-  if (!adapter) return fail(fmt::format("engine '{}' cannot be started on agent {}",
-                                        spec.getEngine().cStr(), context_.agent_id));
+  if (!adapter)
+    return fail(fmt::format("engine '{}' cannot be started on agent {}", spec.getEngine().cStr(),
+                            context_.agent_id));
   LaunchContext launch_context;
   launch_context.spec = spec;
   launch_context.role = schema::Role::HEAD;
@@ -164,7 +165,7 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
     return fail(s.message());
   }
   engine_pgid_.store(engine.pid());
-  if (cancelled()) engine.Signal(SIGKILL);   // a cancel that raced the spawn
+  if (cancelled()) engine.Signal(SIGKILL);  // a cancel that raced the spawn
   auto engine_failure = [&](const std::string& what) {
     const auto exit = engine.Poll();
     result.setEngineLogTail(TailOfFile(log_path, kLogTailLines));
@@ -177,7 +178,8 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   const double ready_timeout_s = std::min(kReadyTimeoutCapS, spec.getTimeoutS());
   double cold_start_ms = std::numeric_limits<double>::quiet_NaN();
   while (true) {
-    if (cancelled()) return engine_failure("cancelled while the engine started: " + cancel_reason());
+    if (cancelled())
+      return engine_failure("cancelled while the engine started: " + cancel_reason());
     if (engine.Poll()) return engine_failure("engine exited before it was ready");
     HttpResponse health;
     if (HttpGet(launch.base_url + launch.health_path, 1000, &health).ok() &&
@@ -254,8 +256,8 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
                                       summary.failed, first_error));
   }
   if (engine_died && !cancelled()) {
-    return engine_failure(fmt::format("engine died during the run after {} completed request(s)",
-                                      summary.completed));
+    return engine_failure(
+        fmt::format("engine died during the run after {} completed request(s)", summary.completed));
   }
   result.setStatus(schema::RunStatus::OK);
 }
@@ -275,9 +277,10 @@ void RunExecutor::ExecuteWorker() {
     const EngineLaunch launch = adapter->Plan(launch_context);
     if (!launch.argv.empty()) {
       std::filesystem::create_directories(context_.work_dir);
-      const std::string log_path =
-          fmt::format("{}/{}.{}.worker{}.log", context_.work_dir, run_id_, attempt_, assign.getRank());
-      if (Status s = ChildProcess::Spawn({launch.argv, launch.env, log_path, ""}, &engine); !s.ok()) {
+      const std::string log_path = fmt::format("{}/{}.{}.worker{}.log", context_.work_dir, run_id_,
+                                               attempt_, assign.getRank());
+      if (Status s = ChildProcess::Spawn({launch.argv, launch.env, log_path, ""}, &engine);
+          !s.ok()) {
         spdlog::error("run {}: worker engine did not start: {}", run_id_, s.message());
       } else {
         engine_pgid_.store(engine.pid());

@@ -21,7 +21,7 @@ namespace servesweep::agent {
 
 struct ExecutorContext {
   std::string agent_id;
-  std::string work_dir;       // engine logs go here
+  std::string work_dir;  // engine logs go here
   std::string gpu_model;
   std::string interconnect;
 };
@@ -57,7 +57,7 @@ class RunExecutor {
   void SetPhase(const char* phase);
   std::string cancel_reason() const;
 
-  capnp::MallocMessageBuilder assign_message_;   // our own copy of the Assign
+  capnp::MallocMessageBuilder assign_message_;  // our own copy of the Assign
   ExecutorContext context_;
   std::string run_id_;
   uint32_t attempt_ = 0;
@@ -70,7 +70,7 @@ class RunExecutor {
   std::atomic<bool> finished_{false};
   std::atomic<uint32_t> completed_{0};
   std::atomic<uint32_t> total_{0};
-  std::atomic<int> engine_pgid_{0};             // to stop a blocked load by killing the engine
+  std::atomic<int> engine_pgid_{0};  // to stop a blocked load by killing the engine
   mutable std::mutex mutex_;
   std::string cancel_reason_;
   const char* phase_ = "starting";

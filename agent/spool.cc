@@ -19,7 +19,8 @@ constexpr const char* kSuffix = ".result";
 Status Spool::Init() {
   std::error_code error;
   std::filesystem::create_directories(dir_, error);
-  if (error) return Status::Error(fmt::format("{}: cannot create spool folder: {}", dir_, error.message()));
+  if (error)
+    return Status::Error(fmt::format("{}: cannot create spool folder: {}", dir_, error.message()));
   return Status::Ok();
 }
 
@@ -33,7 +34,8 @@ Status Spool::Write(const std::string& run_id, uint32_t attempt, capnp::MessageB
   auto words = capnp::messageToFlatArray(result);
   auto bytes = words.asBytes();
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Error(fmt::format("{}: cannot create: {}", temp, std::strerror(errno)));
+  if (fd < 0)
+    return Status::Error(fmt::format("{}: cannot create: {}", temp, std::strerror(errno)));
   size_t written = 0;
   while (written < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.begin() + written, bytes.size() - written);

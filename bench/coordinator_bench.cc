@@ -61,9 +61,10 @@ BENCHMARK(BM_DecodeAndCopyResult)->Arg(100)->Arg(1000)->Arg(10000);
 
 void BM_CommitResult(benchmark::State& state) {
   const int requests = static_cast<int>(state.range(0));
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("servesweep-bench-" + std::to_string(::getpid()) + RandomHex(6) + ".db"))
-                               .string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() /
+       ("servesweep-bench-" + std::to_string(::getpid()) + RandomHex(6) + ".db"))
+          .string();
   std::unique_ptr<coordinator::ResultsStore> store;
   coordinator::ResultsStore::Open(path, &store);
   // Enough runs for every iteration: a run commits once.
@@ -83,8 +84,8 @@ void BM_CommitResult(benchmark::State& state) {
     bool duplicate = false;
     if (!store->CommitResult(result, true, &duplicate).ok()) state.SkipWithError("commit failed");
   }
-  state.counters["requests_per_s"] =
-      benchmark::Counter(static_cast<double>(state.iterations() * requests), benchmark::Counter::kIsRate);
+  state.counters["requests_per_s"] = benchmark::Counter(
+      static_cast<double>(state.iterations() * requests), benchmark::Counter::kIsRate);
   store.reset();
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
 }

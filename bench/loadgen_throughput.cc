@@ -6,14 +6,13 @@
 // Usage: loadgen_throughput [requests_per_level=4000] [output_len=16]
 #include <fmt/format.h>
 #include <sys/resource.h>
-
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <sstream>
-#include <cstdlib>
 #include <thread>
 
 #include "agent/http_get.h"
@@ -53,8 +52,8 @@ int main(int argc, char** argv) {
   const uint32_t output_len = argc > 2 ? static_cast<uint32_t>(std::atoi(argv[2])) : 16;
   const uint16_t port = FreeLoopbackPort();
   SpawnOptions options;
-  options.argv = {SERVESWEEP_BINARY, "--log-level", "warn", "sim", "--model", "m", "--ttft-ms", "0",
-                  "--itl-ms", "0"};
+  options.argv = {SERVESWEEP_BINARY, "--log-level", "warn",     "sim", "--model", "m",
+                  "--ttft-ms",       "0",           "--itl-ms", "0"};
   options.argv.push_back("--port");
   options.argv.push_back(std::to_string(port));
   ChildProcess sim;
@@ -71,8 +70,8 @@ int main(int argc, char** argv) {
   }
   fmt::print("load generator -> emulator (ttft=itl=0), {} requests per level, {} tokens each\n",
              requests, output_len);
-  fmt::print("{:>11} {:>11} {:>10} {:>18} {:>17} {:>7}\n", "concurrency", "requests/s",
-             "chunks/s", "client CPU us/req", "server CPU us/req", "failed");
+  fmt::print("{:>11} {:>11} {:>10} {:>18} {:>17} {:>7}\n", "concurrency", "requests/s", "chunks/s",
+             "client CPU us/req", "server CPU us/req", "failed");
   for (uint32_t concurrency : {1u, 16u, 64u, 256u}) {
     loadgen::LoadSettings settings;
     settings.base_url = url;

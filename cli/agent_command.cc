@@ -13,11 +13,14 @@ namespace servesweep::cli {
 void AddAgentCommand(CLI::App& app, int* exit_code) {
   auto settings = std::make_shared<agent::AgentSettings>();
   auto* cmd = app.add_subcommand("agent", "Run benchmark work for a coordinator on this node");
-  cmd->add_option("--connect", settings->connect, "Coordinator endpoint, tcp://HOST:PORT")->required();
+  cmd->add_option("--connect", settings->connect, "Coordinator endpoint, tcp://HOST:PORT")
+      ->required();
   cmd->add_option("--id", settings->agent_id, "Agent id (default: the hostname)");
   cmd->add_option("--address", settings->address, "Address other nodes reach this one at");
-  cmd->add_option("--spool", settings->spool_dir, "Spool folder (default: ./servesweep-agent-ID/spool)");
-  cmd->add_option("--work-dir", settings->work_dir, "Engine logs (default: ./servesweep-agent-ID/work)");
+  cmd->add_option("--spool", settings->spool_dir,
+                  "Spool folder (default: ./servesweep-agent-ID/spool)");
+  cmd->add_option("--work-dir", settings->work_dir,
+                  "Engine logs (default: ./servesweep-agent-ID/work)");
   cmd->add_option("--emulate-gpus", settings->emulated_gpus,
                   "Announce N emulated GPUs (for the sim engine) instead of real ones");
   cmd->add_option("--pool", settings->pool,
@@ -26,16 +29,20 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
   auto figures = std::make_shared<std::string>();
   cmd->add_option("--emulated-gpu-name", settings->probes.emulated_gpu_name,
                   "Model name the emulated GPUs report to the probes (e.g. \"NVIDIA H200\")");
-  cmd->add_option("--emulated-probe-figures", *figures,
-                  "Probe figures the emulated GPUs report: probe[@gpu]=value,... (rehearses a sick node)");
+  cmd->add_option(
+      "--emulated-probe-figures", *figures,
+      "Probe figures the emulated GPUs report: probe[@gpu]=value,... (rehearses a sick node)");
   cmd->add_option("--heartbeat-ms", settings->heartbeat_ms, "Heartbeat interval")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--liveness", settings->liveness, "Missed heartbeats before reconnecting")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--reconnect-max-ms", settings->reconnect_max_ms, "Longest reconnect backoff")
       ->capture_default_str();
   cmd->callback([settings, figures, exit_code] {
-    if (Status s = agent::ParseEmulatedFigures(*figures, &settings->probes.emulated_figures); !s.ok()) {
+    if (Status s = agent::ParseEmulatedFigures(*figures, &settings->probes.emulated_figures);
+        !s.ok()) {
       spdlog::error("{}", s.message());
       *exit_code = kExitError;
       return;

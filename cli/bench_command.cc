@@ -37,7 +37,8 @@ void PrintSummary(const loadgen::BenchSummary& s) {
   fmt::print("{:<34}{:>12}\n", "Total input tokens:", s.total_input_tokens);
   fmt::print("{:<34}{:>12}\n", "Total generated tokens:", s.total_output_tokens);
   fmt::print("{:<34}{:>12.2f}\n", "Request throughput (req/s):", s.request_throughput);
-  if (!std::isnan(s.goodput)) fmt::print("{:<34}{:>12.2f}\n", "Request goodput (req/s):", s.goodput);
+  if (!std::isnan(s.goodput))
+    fmt::print("{:<34}{:>12.2f}\n", "Request goodput (req/s):", s.goodput);
   fmt::print("{:<34}{:>12.2f}\n", "Output token throughput (tok/s):", s.output_throughput);
   fmt::print("{:<34}{:>12.2f}\n", "Total token throughput (tok/s):", s.total_token_throughput);
   PrintStats("TTFT", s.ttft_ms);
@@ -55,7 +56,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--url", o->load.base_url, "Base URL, e.g. http://127.0.0.1:8000")->required();
   cmd->add_option("--model", o->load.model, "Model name to request")->required();
   cmd->add_option("--api", o->api, "completions or chat")
-      ->check(CLI::IsMember({"completions", "chat"}))->capture_default_str();
+      ->check(CLI::IsMember({"completions", "chat"}))
+      ->capture_default_str();
   auto* concurrency = cmd->add_option("--concurrency", o->load.concurrency,
                                       "Requests in flight (closed loop), or the cap with --rate");
   auto* rate = cmd->add_option("--rate", o->load.request_rate_per_s,
@@ -63,15 +65,19 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   concurrency->check(CLI::PositiveNumber);
   rate->check(CLI::PositiveNumber);
   cmd->add_option("--num-requests", o->load.num_requests, "Measured requests")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--warmup-requests", o->load.warmup_requests, "Unmeasured requests sent first")
       ->capture_default_str();
   cmd->add_option("--input-len", o->load.input_len_tok, "Prompt length, tokens")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--output-len", o->load.output_len_tok, "Output length, tokens (ignore_eos)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--seed", o->load.seed, "Seed for prompts and arrivals")->capture_default_str();
-  cmd->add_option("--timeout-s", o->load.request_timeout_s, "Per-request timeout")->capture_default_str();
+  cmd->add_option("--timeout-s", o->load.request_timeout_s, "Per-request timeout")
+      ->capture_default_str();
   cmd->add_option("--api-key-env", o->api_key_env, "Environment variable holding the API key");
   cmd->add_option("--slo-ttft-ms", o->slo.ttft_ms, "Goodput limit on TTFT");
   cmd->add_option("--slo-tpot-ms", o->slo.tpot_ms, "Goodput limit on TPOT");
@@ -79,7 +85,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--result-json", o->result_json, "Write vLLM-compatible result JSON here");
   cmd->callback([o, exit_code, rate, concurrency] {
     if (rate->count() == 0 && concurrency->count() == 0) {
-      spdlog::error("bench: expected --concurrency C (closed loop) or --rate R (open loop), found neither");
+      spdlog::error(
+          "bench: expected --concurrency C (closed loop) or --rate R (open loop), found neither");
       *exit_code = kExitError;
       return;
     }
@@ -88,7 +95,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
     if (!o->api_key_env.empty()) {
       const char* key = std::getenv(o->api_key_env.c_str());
       if (key == nullptr || *key == '\0') {
-        spdlog::error("bench: expected the API key in ${}, found it unset or empty", o->api_key_env);
+        spdlog::error("bench: expected the API key in ${}, found it unset or empty",
+                      o->api_key_env);
         *exit_code = kExitError;
         return;
       }
@@ -107,8 +115,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
     if (!o->result_json.empty()) {
       nlohmann::json json = loadgen::ToVllmJson(summary);
       json["model_id"] = o->load.model;
-      json["max_concurrency"] = o->load.concurrency > 0 ? nlohmann::json(o->load.concurrency)
-                                                        : nlohmann::json(nullptr);
+      json["max_concurrency"] =
+          o->load.concurrency > 0 ? nlohmann::json(o->load.concurrency) : nlohmann::json(nullptr);
       json["request_rate"] = o->load.request_rate_per_s > 0
                                  ? nlohmann::json(o->load.request_rate_per_s)
                                  : nlohmann::json("inf");

@@ -23,7 +23,8 @@ void AddProbeCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--json", o->json, "One JSON document instead of tables");
   cmd->add_flag("--devices-only", o->devices_only, "List the devices; run no probe");
   cmd->add_option("--repeats", o->repeats, "Timed repeats per probe (the median is reported)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->callback([o, exit_code] {
 #ifdef SERVESWEEP_HAVE_CUDA
     std::string report;
@@ -31,8 +32,10 @@ void AddProbeCommand(CLI::App& app, int* exit_code) {
     fmt::print("{}", report);
     *exit_code = healthy ? kExitOk : kExitError;
 #else
-    fmt::print("{}\n", o->json ? R"({"status":"no_gpu","detail":"built without CUDA","figures":[]})"
-                               : "no_gpu (this build has no CUDA probes: nvcc was not found at build time)");
+    fmt::print("{}\n",
+               o->json
+                   ? R"({"status":"no_gpu","detail":"built without CUDA","figures":[]})"
+                   : "no_gpu (this build has no CUDA probes: nvcc was not found at build time)");
     *exit_code = kExitOk;
 #endif
   });

@@ -19,8 +19,8 @@ namespace {
 struct RunOptions {
   coordinator::CoordinatorSettings settings;
   std::string matrix_path;
-  uint32_t agents = 0;           // 0 = the matrix's `local.agents`
-  uint32_t gpus_per_agent = 0;   // 0 = the matrix's `local.gpus_per_agent`
+  uint32_t agents = 0;          // 0 = the matrix's `local.agents`
+  uint32_t gpus_per_agent = 0;  // 0 = the matrix's `local.gpus_per_agent`
 };
 
 }  // namespace
@@ -30,7 +30,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   auto* cmd = app.add_subcommand("run", "Run a sweep here: coordinator, local agents, engines");
   cmd->add_option("matrix", o->matrix_path, "Experiment matrix (YAML)")->required();
   AddCoordinatorOptions(*cmd, o->settings);
-  cmd->add_option("--agents", o->agents, "Local agents to start (default: the matrix's local.agents)");
+  cmd->add_option("--agents", o->agents,
+                  "Local agents to start (default: the matrix's local.agents)");
   cmd->add_option("--gpus-per-agent", o->gpus_per_agent,
                   "Emulated GPUs per local agent (default: the matrix's local.gpus_per_agent)");
   cmd->callback([o, exit_code] {
@@ -46,10 +47,11 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     const std::vector<uint32_t> local_gpus(agents, gpus);
     for (auto spec : matrix.matrix().getRuns()) {
       if (!coordinator::CouldEverPlace(spec, local_gpus)) {
-        spdlog::error("{}: run {} [{}] needs {} GPUs; expected it to fit on {} local agent(s) of "
-                      "{} GPU(s) (set local.agents / --agents)",
-                      o->matrix_path, spec.getRunId().cStr(), spec.getLabel().cStr(),
-                      spec.getGpusNeeded(), agents, gpus);
+        spdlog::error(
+            "{}: run {} [{}] needs {} GPUs; expected it to fit on {} local agent(s) of "
+            "{} GPU(s) (set local.agents / --agents)",
+            o->matrix_path, spec.getRunId().cStr(), spec.getLabel().cStr(), spec.getGpusNeeded(),
+            agents, gpus);
         *exit_code = kExitError;
         return;
       }
@@ -62,11 +64,14 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
         const std::string home = fmt::format("{}/agents/{}", o->settings.out_dir, id);
         std::filesystem::create_directories(home);
         SpawnOptions spawn;
-        spawn.argv = {SelfExecutable(), "agent", "--connect", endpoint, "--id", id,
-                      "--spool", home + "/spool", "--work-dir", home + "/work",
+        spawn.argv = {SelfExecutable(), "agent",
+                      "--connect",      endpoint,
+                      "--id",           id,
+                      "--spool",        home + "/spool",
+                      "--work-dir",     home + "/work",
                       "--emulate-gpus", std::to_string(gpus),
                       "--heartbeat-ms", std::to_string(o->settings.heartbeat_ms),
-                      "--liveness", std::to_string(o->settings.liveness)};
+                      "--liveness",     std::to_string(o->settings.liveness)};
         spawn.log_path = home + "/agent.log";
         ChildProcess child;
         if (Status s = ChildProcess::Spawn(spawn, &child); !s.ok()) {

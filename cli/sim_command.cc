@@ -17,13 +17,17 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--port", settings->port, "Port (0 = any free port)")->capture_default_str();
   cmd->add_option("--model", settings->model_name, "Served model name")->capture_default_str();
   cmd->add_option("--ttft-ms", settings->ttft_ms, "Request arrival to first token, ms")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--itl-ms", settings->itl_ms, "Between tokens, ms")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--startup-ms", settings->startup_ms, "/health answers 503 this long")
-      ->capture_default_str()->check(CLI::NonNegativeNumber);
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--threads", settings->io_threads, "I/O threads")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--request-log", settings->request_log_path,
                   "JSONL file with every request's exact timestamps (ground truth)");
   cmd->callback([settings, exit_code] {

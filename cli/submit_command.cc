@@ -16,13 +16,16 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
   submit->require_subcommand(1);
 
   auto o = std::make_shared<submit::SlurmOptions>();
-  auto* slurm = submit->add_subcommand("slurm", "Render the sbatch script of a sweep and submit it");
+  auto* slurm =
+      submit->add_subcommand("slurm", "Render the sbatch script of a sweep and submit it");
   slurm->add_option("matrix", o->matrix_path, "Experiment matrix (YAML)")->required();
   slurm->add_option("--out", o->out_dir, "Results folder, shared by every node")->required();
   slurm->add_option("--nodes", o->nodes, "Nodes to allocate (one agent each)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  slurm->add_option("--prefill-nodes", o->prefill_nodes,
-                    "Prefill pool: a heterogeneous job of prefill + decode nodes (with --decode-nodes)");
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  slurm->add_option(
+      "--prefill-nodes", o->prefill_nodes,
+      "Prefill pool: a heterogeneous job of prefill + decode nodes (with --decode-nodes)");
   slurm->add_option("--decode-nodes", o->decode_nodes, "Decode pool (with --prefill-nodes)");
   slurm->add_option("--gpus-per-node", o->gpus_per_node, "GPUs to request per node");
   slurm->add_option("--emulate-gpus", o->emulate_gpus,
@@ -50,27 +53,34 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
     if (o->dry_run) {
       fmt::print("{}", script);
     } else {
-      fmt::print("submitted batch job {}\n  script:  {}/sweep.sbatch\n  results: {}/results.db "
-                 "(follow with: squeue -j {})\n",
-                 job_id, o->out_dir, o->out_dir, job_id);
+      fmt::print(
+          "submitted batch job {}\n  script:  {}/sweep.sbatch\n  results: {}/results.db "
+          "(follow with: squeue -j {})\n",
+          job_id, o->out_dir, o->out_dir, job_id);
     }
     *exit_code = kExitOk;
   });
 
   auto k = std::make_shared<submit::K8sOptions>();
-  auto* k8s = submit->add_subcommand("k8s", "Write a sweep's kustomization and apply it with kubectl");
+  auto* k8s =
+      submit->add_subcommand("k8s", "Write a sweep's kustomization and apply it with kubectl");
   k8s->add_option("matrix", k->matrix_path, "Experiment matrix (YAML)")->required();
   k8s->add_option("--overlay", k->overlay, "gpu, gpu-hostnetwork or emulator")
-      ->check(CLI::IsMember({"gpu", "gpu-hostnetwork", "emulator"}))->capture_default_str();
+      ->check(CLI::IsMember({"gpu", "gpu-hostnetwork", "emulator"}))
+      ->capture_default_str();
   k8s->add_option("--nodes", k->nodes, "Agents, one per node")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   k8s->add_option("--gpus-per-node", k->gpus_per_node, "nvidia.com/gpu per agent (gpu overlays)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   k8s->add_option("--emulate-gpus", k->emulate_gpus, "GPUs each agent announces (emulator overlay)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   k8s->add_option("--image", k->image, "servesweep container image")->capture_default_str();
   k8s->add_option("--namespace", k->namespace_name, "Namespace (one sweep per namespace)");
-  k8s->add_option("--dir", k->dir, "Where to write the kustomization (default: ./servesweep-k8s-NAME)");
+  k8s->add_option("--dir", k->dir,
+                  "Where to write the kustomization (default: ./servesweep-k8s-NAME)");
   k8s->add_flag("--dry-run", k->dry_run, "Print the rendered manifests; apply nothing");
   k8s->callback([k, exit_code] {
     if (k->dir.empty()) {

@@ -14,12 +14,15 @@ void AddCoordinatorOptions(CLI::App& cmd, coordinator::CoordinatorSettings& sett
       ->required();
   cmd.add_flag("--resume", settings.resume, "Finish the sweep already in --out");
   cmd.add_option("--heartbeat-ms", settings.heartbeat_ms, "Heartbeat interval")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd.add_option("--liveness", settings.liveness, "Missed heartbeats before an agent is lost")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd.add_option("--max-frame-bytes", settings.max_frame_bytes,
                  "Largest message accepted from an agent; larger ones are dropped")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 }
 
 int DriveSweep(coordinator::CoordinatorSettings settings, coordinator::LoadedMatrix& matrix,
@@ -46,8 +49,8 @@ int DriveSweep(coordinator::CoordinatorSettings settings, coordinator::LoadedMat
     spdlog::error("reports: {}", s.message());
     return kExitError;
   }
-  fmt::print("servesweep: {} runs: {} done, {} failed, {} not finished\n", totals.runs,
-             totals.done, totals.failed, totals.pending + totals.running);
+  fmt::print("servesweep: {} runs: {} done, {} failed, {} not finished\n", totals.runs, totals.done,
+             totals.failed, totals.pending + totals.running);
   fmt::print("  results database: {}/results.db\n", settings.out_dir);
   fmt::print("  summary:          {}\n", paths.summary_csv);
   fmt::print("  report:           {}\n", paths.report_md);

@@ -5,8 +5,8 @@
 // Thread-safety: call from the main thread.
 #pragma once
 
-#include <functional>
 #include <CLI/CLI.hpp>
+#include <functional>
 #include <string>
 
 #include "coordinator/coordinator.h"

@@ -31,8 +31,8 @@ Status DecodeFrame(const zmq::message_t& frame, std::unique_ptr<DecodedEnvelope>
         size));
   }
   if (size > max_frame_bytes) {
-    return Status::Error(fmt::format("frame of {} bytes: expected at most {} bytes", size,
-                                     max_frame_bytes));
+    return Status::Error(
+        fmt::format("frame of {} bytes: expected at most {} bytes", size, max_frame_bytes));
   }
   auto decoded = std::make_unique<DecodedEnvelope>();
   decoded->words_ = kj::heapArray<capnp::word>(size / sizeof(capnp::word));
@@ -53,9 +53,9 @@ Status DecodeFrame(const zmq::message_t& frame, std::unique_ptr<DecodedEnvelope>
     KJ_REQUIRE(which <= static_cast<unsigned>(schema::Envelope::PROBE_REPORT),
                "unknown message kind", which);
   });
-  KJ_IF_MAYBE(exception, failure) {
-    return Status::Error(fmt::format("malformed frame of {} bytes: {}", size,
-                                     exception->getDescription().cStr()));
+  KJ_IF_MAYBE (exception, failure) {
+    return Status::Error(
+        fmt::format("malformed frame of {} bytes: {}", size, exception->getDescription().cStr()));
   }
   *out = std::move(decoded);
   return Status::Ok();

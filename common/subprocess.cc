@@ -1,6 +1,7 @@
 #include "common/subprocess.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -11,8 +12,6 @@
 #include <deque>
 #include <fstream>
 #include <thread>
-
-#include <fmt/format.h>
 
 extern char** environ;
 
@@ -76,8 +75,8 @@ Status ChildProcess::Spawn(const SpawnOptions& options, ChildProcess* out) {
   if (pid < 0) {
     if (log_fd >= 0) ::close(log_fd);
     if (err_fd >= 0) ::close(err_fd);
-    return Status::Error(fmt::format("spawn {}: fork failed: {}", options.argv[0],
-                                     std::strerror(errno)));
+    return Status::Error(
+        fmt::format("spawn {}: fork failed: {}", options.argv[0], std::strerror(errno)));
   }
   if (pid == 0) {
     ::setpgid(0, 0);
@@ -95,7 +94,8 @@ Status ChildProcess::Spawn(const SpawnOptions& options, ChildProcess* out) {
     ::execvpe(argv[0], argv.data(), envp.data());
     // Say why in the log, with write(2) only (async-signal-safe).
     const char* why = ::strerror(errno);
-    [[maybe_unused]] ssize_t ignored = ::write(STDERR_FILENO, exec_failed.data(), exec_failed.size());
+    [[maybe_unused]] ssize_t ignored =
+        ::write(STDERR_FILENO, exec_failed.data(), exec_failed.size());
     ignored = ::write(STDERR_FILENO, why, ::strlen(why));
     ignored = ::write(STDERR_FILENO, "\n", 1);
     ::_exit(127);

@@ -19,10 +19,10 @@
 namespace servesweep {
 
 struct SpawnOptions {
-  std::vector<std::string> argv;                            // argv[0] is the program (PATH lookup)
-  std::vector<std::pair<std::string, std::string>> env;    // added to the inherited environment
-  std::string log_path;                                     // stdout+stderr appended here; "" = inherit
-  std::string stderr_path;                                  // stderr apart; "" = with stdout
+  std::vector<std::string> argv;                         // argv[0] is the program (PATH lookup)
+  std::vector<std::pair<std::string, std::string>> env;  // added to the inherited environment
+  std::string log_path;     // stdout+stderr appended here; "" = inherit
+  std::string stderr_path;  // stderr apart; "" = with stdout
 };
 
 class ChildProcess {

@@ -58,8 +58,8 @@ std::vector<std::string> AgentRegistry::SilentSince(int64_t deadline_ns) const {
 std::vector<const AgentEntry*> AgentRegistry::Idle(bool require_probes) const {
   std::vector<const AgentEntry*> out;
   for (const auto& [id, entry] : agents_) {
-    const bool probed = entry.probe_state == ProbeState::kHealthy ||
-                        entry.probe_state == ProbeState::kUnhealthy;
+    const bool probed =
+        entry.probe_state == ProbeState::kHealthy || entry.probe_state == ProbeState::kUnhealthy;
     if (entry.busy_run_id.empty() && entry.draining_run_id.empty() && !entry.excluded &&
         (probed || !require_probes)) {
       out.push_back(&entry);

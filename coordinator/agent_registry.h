@@ -23,16 +23,16 @@ struct AgentEntry {
   std::string address;
   std::string gpu_model;
   uint32_t gpus = 0;
-  std::string pool;             // "prefill", "decode", or "" for any role
+  std::string pool;  // "prefill", "decode", or "" for any role
   std::set<std::string> engines;
   int64_t last_seen_ns = 0;
   uint32_t pid = 0;
-  std::string busy_run_id;      // the run we placed on it; "" when none
+  std::string busy_run_id;  // the run we placed on it; "" when none
   // A run the agent reports working on that we did not (or no longer) place there: a released
   // run still tearing down, say. The agent is not idle until its heartbeat says otherwise.
   std::string draining_run_id;
   ProbeState probe_state = ProbeState::kNotProbed;
-  bool excluded = false;        // unhealthy and the sweep leaves unhealthy nodes out
+  bool excluded = false;  // unhealthy and the sweep leaves unhealthy nodes out
 };
 
 class AgentRegistry {

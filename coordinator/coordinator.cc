@@ -40,8 +40,8 @@ Status Coordinator::Prepare(LoadedMatrix& matrix) {
   std::error_code error;
   std::filesystem::create_directories(settings_.out_dir, error);
   if (error) {
-    return Status::Error(fmt::format("{}: cannot create the output folder: {}", settings_.out_dir,
-                                     error.message()));
+    return Status::Error(
+        fmt::format("{}: cannot create the output folder: {}", settings_.out_dir, error.message()));
   }
   const std::string db_path = settings_.out_dir + "/results.db";
   Status status = ResultsStore::Open(db_path, &store_);
@@ -96,8 +96,8 @@ Status Coordinator::Prepare(LoadedMatrix& matrix) {
       slot.max_attempts = std::max<uint32_t>(1, reader.getRoot<schema::RunSpec>().getMaxAttempts());
     });
     if (corrupt != nullptr) {
-      return Status::Error(fmt::format("{}: the stored spec of run {} is unreadable", db_path,
-                                       slot.run_id));
+      return Status::Error(
+          fmt::format("{}: the stored spec of run {} is unreadable", db_path, slot.run_id));
     }
     run_index_[slot.run_id] = runs_.size();
     runs_.push_back(std::move(slot));
@@ -109,15 +109,16 @@ Status Coordinator::Bind() {
   try {
     socket_ = zmq::socket_t(context_, zmq::socket_type::router);
     socket_.set(zmq::sockopt::linger, 0);
-    socket_.set(zmq::sockopt::router_mandatory, 1);   // unroutable sends fail loudly
-    socket_.set(zmq::sockopt::router_handover, 1);    // a reconnecting agent takes its id back
+    socket_.set(zmq::sockopt::router_mandatory, 1);  // unroutable sends fail loudly
+    socket_.set(zmq::sockopt::router_handover, 1);   // a reconnecting agent takes its id back
     socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(settings_.max_frame_bytes));
     socket_.set(zmq::sockopt::sndhwm, 100000);
     socket_.set(zmq::sockopt::rcvhwm, 100000);
     socket_.bind(settings_.bind);
     endpoint_ = socket_.get(zmq::sockopt::last_endpoint);
   } catch (const zmq::error_t& e) {
-    return Status::Error(fmt::format("cannot bind the coordinator to {}: {}", settings_.bind, e.what()));
+    return Status::Error(
+        fmt::format("cannot bind the coordinator to {}: {}", settings_.bind, e.what()));
   }
   spdlog::info("coordinator listening on {}", endpoint_);
   return Status::Ok();
@@ -131,7 +132,8 @@ Coordinator::RunSlot* Coordinator::FindRun(const std::string& run_id) {
 bool Coordinator::Send(const std::string& identity, capnp::MallocMessageBuilder& message) {
   try {
     zmq::message_t frame = EncodeFrame(message);
-    if (!socket_.send(zmq::buffer(identity), zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
+    if (!socket_.send(zmq::buffer(identity),
+                      zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
       return false;
     }
     return socket_.send(frame, zmq::send_flags::dontwait).has_value();
@@ -144,7 +146,8 @@ bool Coordinator::Send(const std::string& identity, capnp::MallocMessageBuilder&
 Status Coordinator::Run() {
   const int64_t interval_ns = int64_t{settings_.heartbeat_ms} * 1'000'000;
   int64_t next_heartbeat_ns = 0;
-  const auto poll_timeout = std::chrono::milliseconds(std::clamp(settings_.heartbeat_ms / 4, 1, 50));
+  const auto poll_timeout =
+      std::chrono::milliseconds(std::clamp(settings_.heartbeat_ms / 4, 1, 50));
   while (!stop_.load()) {
     bool readable = false;
     if (Status s = PollReadable(socket_, poll_timeout, &readable); !s.ok()) return s;
@@ -152,7 +155,8 @@ Status Coordinator::Run() {
       std::vector<zmq::message_t> frames;
       std::optional<size_t> received;
       try {
-        received = zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait);
+        received =
+            zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait);
       } catch (const zmq::error_t& e) {
         if (e.num() == EINTR) break;
         return Status::Error(fmt::format("receive failed: {}", e.what()));
@@ -172,7 +176,8 @@ Status Coordinator::Run() {
       next_heartbeat_ns = now_ns + interval_ns;
     }
     for (const auto& id : agents_.SilentSince(now_ns - interval_ns * settings_.liveness)) {
-      LoseAgent(id, fmt::format("no message for {} ms", settings_.heartbeat_ms * settings_.liveness));
+      LoseAgent(id,
+                fmt::format("no message for {} ms", settings_.heartbeat_ms * settings_.liveness));
     }
     if (probes_enabled_) RequestProbes();
     Dispatch(now_ns);
@@ -235,12 +240,13 @@ void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t&
         break;
       default:
         ++frames_rejected_;
-        spdlog::warn("dropped a message from '{}': expected hello, heartbeat, progress, result "
-                     "or bye from an agent, found kind {}",
-                     identity, static_cast<unsigned>(which));
+        spdlog::warn(
+            "dropped a message from '{}': expected hello, heartbeat, progress, result "
+            "or bye from an agent, found kind {}",
+            identity, static_cast<unsigned>(which));
     }
   });
-  KJ_IF_MAYBE(exception, failure) {
+  KJ_IF_MAYBE (exception, failure) {
     ++frames_rejected_;
     spdlog::warn("dropped a frame from '{}': {}", identity, exception->getDescription().cStr());
   }
@@ -261,10 +267,11 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
     const int64_t interval_ns = int64_t{settings_.heartbeat_ms} * 1'000'000;
     if ((known->hostname != inventory.getHostname().cStr() || known->pid != inventory.getPid()) &&
         now_ns - known->last_seen_ns < interval_ns) {
-      spdlog::warn("agent id '{}' said hello from {} pid {} while {} pid {} was heard {} ms ago: "
-                   "agent ids must be unique (--id)",
-                   identity, inventory.getHostname().cStr(), inventory.getPid(), known->hostname,
-                   known->pid, (now_ns - known->last_seen_ns) / 1'000'000);
+      spdlog::warn(
+          "agent id '{}' said hello from {} pid {} while {} pid {} was heard {} ms ago: "
+          "agent ids must be unique (--id)",
+          identity, inventory.getHostname().cStr(), inventory.getPid(), known->hostname, known->pid,
+          (now_ns - known->last_seen_ns) / 1'000'000);
     }
   }
   dispatch_needed_ = true;
@@ -273,11 +280,10 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
   spdlog::info("agent {} ({}, {} GPU{}) said hello", identity, agent.hostname, agent.gpus,
                agent.gpus == 1 ? "" : "s");
 
-
   const int64_t hold_ns = int64_t{settings_.heartbeat_ms} * 1'000'000 * settings_.liveness * 2;
   for (auto spooled : hello.getSpooledRunIds()) {
     if (RunSlot* run = FindRun(spooled); run && run->state == RunState::kPending) {
-      run->hold_until_ns = now_ns + hold_ns;   // its result is about to be resent
+      run->hold_until_ns = now_ns + hold_ns;  // its result is about to be resent
     }
   }
   const std::string busy = hello.getBusyRunId();
@@ -291,15 +297,14 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
   }
   if (busy_run == nullptr) return;
   if (busy == was_busy) {
-    agent.busy_run_id = busy;   // a reconnect in the middle of the run: keep going
+    agent.busy_run_id = busy;  // a reconnect in the middle of the run: keep going
     return;
   }
   // A run we did not place here (the coordinator restarted): adopt a single-agent run whose
   // attempt is the current one; release anything else.
-  const bool adoptable = busy_run->state == RunState::kPending &&
-                         hello.getBusyRole() == schema::Role::HEAD &&
-                         hello.getBusyGroupSize() == 1 &&
-                         hello.getBusyAttempt() == busy_run->attempts;
+  const bool adoptable =
+      busy_run->state == RunState::kPending && hello.getBusyRole() == schema::Role::HEAD &&
+      hello.getBusyGroupSize() == 1 && hello.getBusyAttempt() == busy_run->attempts;
   if (adoptable) {
     busy_run->state = RunState::kRunning;
     busy_run->placement = {identity};
@@ -307,8 +312,8 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
     if (Status s = store_->MarkRunning(busy, busy_run->attempts, identity); !s.ok()) {
       spdlog::error("{}", s.message());
     }
-    spdlog::info("adopted run {} (attempt {}) still running on agent {}", busy,
-                 busy_run->attempts, identity);
+    spdlog::info("adopted run {} (attempt {}) still running on agent {}", busy, busy_run->attempts,
+                 identity);
     return;
   }
   capnp::MallocMessageBuilder message;
@@ -418,7 +423,8 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
   }
   if (!current) {
     // A late report about an attempt that already ended: history only.
-    if (Status s = store_->EndAttempt(run_id, result.getAttempt(), "failed", error, false); !s.ok()) {
+    if (Status s = store_->EndAttempt(run_id, result.getAttempt(), "failed", error, false);
+        !s.ok()) {
       spdlog::error("{}", s.message());
       return;
     }
@@ -464,7 +470,7 @@ void Coordinator::ReleasePlacement(RunSlot& run, const std::string& reason,
     if (agent == nullptr || agent->busy_run_id != run.run_id) continue;
     agent->busy_run_id.clear();
     if (id == except_id) continue;
-    agent->draining_run_id = run.run_id;   // idle again once its heartbeat says so
+    agent->draining_run_id = run.run_id;  // idle again once its heartbeat says so
     capnp::MallocMessageBuilder message;
     auto cancel = NewEnvelope(message).initCancel();
     cancel.setRunId(run.run_id);
@@ -483,7 +489,8 @@ void Coordinator::LoseAgent(const std::string& id, const std::string& why) {
   spdlog::warn("agent {} lost: {}", id, why);
   agents_.Remove(id);
   dispatch_needed_ = true;
-  if (RunSlot* run = busy.empty() ? nullptr : FindRun(busy); run && run->state == RunState::kRunning) {
+  if (RunSlot* run = busy.empty() ? nullptr : FindRun(busy);
+      run && run->state == RunState::kRunning) {
     EndAttempt(*run, "lost", fmt::format("agent {} lost: {}", id, why));
   }
 }
@@ -551,9 +558,10 @@ void Coordinator::Dispatch(int64_t now_ns) {
     const auto totals = Totals();
     size_t excluded = 0;
     for (const auto& id : agents_.Ids()) excluded += agents_.Find(id)->excluded ? 1 : 0;
-    spdlog::warn("{} run(s) pending and waiting for idle agents that can hold them ({} agents "
-                 "connected, {} left out as unhealthy)",
-                 totals.pending, agents_.size(), excluded);
+    spdlog::warn(
+        "{} run(s) pending and waiting for idle agents that can hold them ({} agents "
+        "connected, {} left out as unhealthy)",
+        totals.pending, agents_.size(), excluded);
     waiting_since_ns_ = now_ns;
   }
 }
@@ -588,10 +596,18 @@ SweepTotals Coordinator::Totals() const {
   totals.runs = runs_.size();
   for (const auto& run : runs_) {
     switch (run.state) {
-      case RunState::kDone: ++totals.done; break;
-      case RunState::kFailed: ++totals.failed; break;
-      case RunState::kRunning: ++totals.running; break;
-      case RunState::kPending: ++totals.pending; break;
+      case RunState::kDone:
+        ++totals.done;
+        break;
+      case RunState::kFailed:
+        ++totals.failed;
+        break;
+      case RunState::kRunning:
+        ++totals.running;
+        break;
+      case RunState::kPending:
+        ++totals.pending;
+        break;
     }
   }
   totals.duplicates_dropped = duplicates_dropped_;

@@ -8,6 +8,9 @@
 // from any thread (and from a signal handler through the flag it sets).
 #pragma once
 
+#include <capnp/message.h>
+#include <kj/array.h>
+
 #include <atomic>
 #include <map>
 #include <memory>
@@ -15,9 +18,6 @@
 #include <vector>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
-
-#include <capnp/message.h>
-#include <kj/array.h>
 
 #include "common/status.h"
 #include "coordinator/agent_registry.h"
@@ -27,19 +27,19 @@
 namespace servesweep::coordinator {
 
 struct CoordinatorSettings {
-  std::string bind = "tcp://127.0.0.1:5555";   // "tcp://127.0.0.1:*" picks a free port
+  std::string bind = "tcp://127.0.0.1:5555";  // "tcp://127.0.0.1:*" picks a free port
   std::string out_dir;
   bool resume = false;
   int heartbeat_ms = 1000;
-  int liveness = 3;                 // heartbeat intervals of silence before an agent is lost
-  int agent_wait_warn_s = 30;       // warn when pending runs wait this long for agents
+  int liveness = 3;                     // heartbeat intervals of silence before an agent is lost
+  int agent_wait_warn_s = 30;           // warn when pending runs wait this long for agents
   size_t max_frame_bytes = 256u << 20;  // larger frames are refused by the socket itself
 };
 
 struct SweepTotals {
   size_t runs = 0, done = 0, failed = 0, pending = 0, running = 0;
-  size_t duplicates_dropped = 0;    // results received for runs already committed
-  size_t frames_rejected = 0;       // malformed or unexpected frames dropped
+  size_t duplicates_dropped = 0;  // results received for runs already committed
+  size_t frames_rejected = 0;     // malformed or unexpected frames dropped
 };
 
 class Coordinator {
@@ -63,7 +63,7 @@ class Coordinator {
     std::string run_id;
     uint32_t index = 0;
     std::string label;
-    kj::Array<capnp::word> spec_words;   // a serialised schema::RunSpec, word-aligned
+    kj::Array<capnp::word> spec_words;  // a serialised schema::RunSpec, word-aligned
     RunState state = RunState::kPending;
     uint32_t attempts = 0;
     uint32_t max_attempts = 3;

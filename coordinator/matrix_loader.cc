@@ -409,7 +409,8 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
       spec.setRepeat(repeat);
       for (const auto& entry : root) {
         const std::string key = entry.first.Scalar();
-        if (key != "name" && key != "axes" && key != "repeats" && key != "local" && key != "probes") {
+        if (key != "name" && key != "axes" && key != "repeats" && key != "local" &&
+            key != "probes") {
           ApplyRunKey(p, key, entry.second, spec);
         }
       }

@@ -21,9 +21,9 @@ struct LocalCluster {
 };
 
 struct LoadedMatrix {
-  capnp::MallocMessageBuilder message;   // root: schema::Matrix
+  capnp::MallocMessageBuilder message;  // root: schema::Matrix
   LocalCluster local;
-  std::string text;                       // the file's text, stored with the sweep
+  std::string text;  // the file's text, stored with the sweep
   schema::Matrix::Reader matrix() { return message.getRoot<schema::Matrix>().asReader(); }
 };
 

@@ -8,16 +8,15 @@ namespace {
 
 // Nodes of `gpus_per_node` GPUs that `gpus` GPUs need, honouring an explicit layout.gpusPerNode.
 uint32_t NodesFor(schema::RunSpec::Reader spec, uint32_t gpus, uint32_t gpus_per_node) {
-  const uint32_t per_node = spec.getLayout().getGpusPerNode() > 0
-                                ? spec.getLayout().getGpusPerNode()
-                                : gpus_per_node;
+  const uint32_t per_node =
+      spec.getLayout().getGpusPerNode() > 0 ? spec.getLayout().getGpusPerNode() : gpus_per_node;
   if (per_node == 0 || per_node > gpus_per_node) return 0;
   return (gpus + per_node - 1) / per_node;
 }
 
 // `gpus` GPUs on the fewest candidates of one GPU count, lowest ids first; nullopt if none fit.
-std::optional<std::vector<std::string>> PlaceGroup(schema::RunSpec::Reader spec, uint32_t gpus,
-                                                   const std::vector<const AgentEntry*>& candidates) {
+std::optional<std::vector<std::string>> PlaceGroup(
+    schema::RunSpec::Reader spec, uint32_t gpus, const std::vector<const AgentEntry*>& candidates) {
   std::map<uint32_t, std::vector<const AgentEntry*>> by_gpus;
   for (const AgentEntry* agent : candidates) {
     if (agent->engines.count(spec.getEngine()) == 0 || agent->gpus == 0) continue;
@@ -67,8 +66,10 @@ std::optional<std::vector<std::string>> PlaceRun(schema::RunSpec::Reader spec,
   if (!Disaggregated(spec) || (prefill.empty() && decode.empty())) {
     return PlaceGroup(spec, spec.getGpusNeeded(), idle);
   }
-  auto prefill_agents = PlaceGroup(spec, PoolGpus(spec, spec.getLayout().getPrefillInstances()), prefill);
-  auto decode_agents = PlaceGroup(spec, PoolGpus(spec, spec.getLayout().getDecodeInstances()), decode);
+  auto prefill_agents =
+      PlaceGroup(spec, PoolGpus(spec, spec.getLayout().getPrefillInstances()), prefill);
+  auto decode_agents =
+      PlaceGroup(spec, PoolGpus(spec, spec.getLayout().getDecodeInstances()), decode);
   if (!prefill_agents || !decode_agents) return std::nullopt;
   prefill_agents->insert(prefill_agents->end(), decode_agents->begin(), decode_agents->end());
   return prefill_agents;

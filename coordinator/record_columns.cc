@@ -46,25 +46,36 @@ void StatsColumns(std::vector<RecordColumn>& out, const std::string& metric,
 std::vector<RecordColumn> Build() {
   std::vector<RecordColumn> c;
   // Who measured it, and when.
-  c.push_back({"agent_id", "TEXT", [](Result r) -> ColumnValue { return std::string(r.getAgentId()); }});
+  c.push_back(
+      {"agent_id", "TEXT", [](Result r) -> ColumnValue { return std::string(r.getAgentId()); }});
   c.push_back({"agents", "TEXT", [](Result r) -> ColumnValue {
                  std::string out;
                  for (auto id : r.getAgentIds()) out += (out.empty() ? "" : " ") + std::string(id);
                  return out;
                }});
-  c.push_back({"attempt", "INTEGER", [](Result r) -> ColumnValue { return int64_t{r.getAttempt()}; }});
+  c.push_back(
+      {"attempt", "INTEGER", [](Result r) -> ColumnValue { return int64_t{r.getAttempt()}; }});
   c.push_back({"result_status", "TEXT", [](Result r) -> ColumnValue {
                  switch (r.getStatus()) {
-                   case schema::RunStatus::OK: return std::string("ok");
-                   case schema::RunStatus::CANCELLED: return std::string("cancelled");
-                   default: return std::string("failed");
+                   case schema::RunStatus::OK:
+                     return std::string("ok");
+                   case schema::RunStatus::CANCELLED:
+                     return std::string("cancelled");
+                   default:
+                     return std::string("failed");
                  }
                }});
-  c.push_back({"result_error", "TEXT", [](Result r) -> ColumnValue { return std::string(r.getError()); }});
-  c.push_back({"started_unix_ms", "INTEGER", [](Result r) -> ColumnValue { return r.getStartedAtUnixMs(); }});
-  c.push_back({"finished_unix_ms", "INTEGER", [](Result r) -> ColumnValue { return r.getFinishedAtUnixMs(); }});
-  c.push_back({"repeat", "INTEGER", [](Result r) -> ColumnValue { return int64_t{r.getSpec().getRepeat()}; }});
-  c.push_back({"workload", "TEXT", [](Result r) -> ColumnValue { return std::string(r.getSpec().getWorkload().getName()); }});
+  c.push_back(
+      {"result_error", "TEXT", [](Result r) -> ColumnValue { return std::string(r.getError()); }});
+  c.push_back({"started_unix_ms", "INTEGER",
+               [](Result r) -> ColumnValue { return r.getStartedAtUnixMs(); }});
+  c.push_back({"finished_unix_ms", "INTEGER",
+               [](Result r) -> ColumnValue { return r.getFinishedAtUnixMs(); }});
+  c.push_back({"repeat", "INTEGER",
+               [](Result r) -> ColumnValue { return int64_t{r.getSpec().getRepeat()}; }});
+  c.push_back({"workload", "TEXT", [](Result r) -> ColumnValue {
+                 return std::string(r.getSpec().getWorkload().getName());
+               }});
 
   // Conditions.
   Text(c, "model", [](Record r) { return std::string(r.getModel()); });
@@ -97,8 +108,10 @@ std::vector<RecordColumn> Build() {
   Int(c, "completed", [](Record r) { return int64_t{r.getCompleted()}; });
   Int(c, "failed", [](Record r) { return int64_t{r.getFailed()}; });
   Real(c, "success_rate", [](Record r) { return r.getSuccessRate(); });
-  Int(c, "total_input_tokens", [](Record r) { return static_cast<int64_t>(r.getTotalInputTokens()); });
-  Int(c, "total_output_tokens", [](Record r) { return static_cast<int64_t>(r.getTotalOutputTokens()); });
+  Int(c, "total_input_tokens",
+      [](Record r) { return static_cast<int64_t>(r.getTotalInputTokens()); });
+  Int(c, "total_output_tokens",
+      [](Record r) { return static_cast<int64_t>(r.getTotalOutputTokens()); });
   Real(c, "request_throughput", [](Record r) { return r.getRequestThroughput(); });
   Real(c, "output_throughput", [](Record r) { return r.getOutputThroughput(); });
   Real(c, "total_token_throughput", [](Record r) { return r.getTotalTokenThroughput(); });

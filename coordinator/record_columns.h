@@ -19,8 +19,8 @@ namespace servesweep::coordinator {
 using ColumnValue = std::variant<std::string, int64_t, double>;
 
 struct RecordColumn {
-  std::string name;        // results-table column and summary.csv header
-  std::string sql_type;    // TEXT, INTEGER or REAL
+  std::string name;      // results-table column and summary.csv header
+  std::string sql_type;  // TEXT, INTEGER or REAL
   std::function<ColumnValue(schema::RunResult::Reader)> value;
   // A measured figure or engine signal: stored as NULL for a result that is not ok, whose
   // figures would otherwise read as zeros.

@@ -15,16 +15,14 @@ class Row {
   Row(const Table& table, size_t row) : table_(table), row_(row) {
     for (size_t i = 0; i < table.columns.size(); ++i) index_[table.columns[i]] = i;
   }
-  bool Null(const std::string& column) const {
-    return table_.is_null[row_][index_.at(column)];
-  }
+  bool Null(const std::string& column) const { return table_.is_null[row_][index_.at(column)]; }
   std::string Text(const std::string& column) const {
     return Null(column) ? "n/a" : table_.rows[row_][index_.at(column)];
   }
   std::string Number(const std::string& column, int decimals) const {
     if (Null(column)) return "n/a";
-    return fmt::format("{:.{}f}", std::strtod(table_.rows[row_][index_.at(column)].c_str(), nullptr),
-                       decimals);
+    return fmt::format(
+        "{:.{}f}", std::strtod(table_.rows[row_][index_.at(column)].c_str(), nullptr), decimals);
   }
 
  private:
@@ -59,17 +57,26 @@ std::string SummaryCsv(const Table& table) {
 // The agents' pre-flight probes: one line per agent, then every figure that was flagged.
 std::string NodeProbesMarkdown(ResultsStore& store) {
   Table reports, flagged;
-  if (!store.Query("SELECT agent_id, gpu_model, status, healthy, excluded FROM node_probe_reports "
-                   "ORDER BY agent_id", &reports).ok() || reports.rows.empty()) {
+  if (!store
+           .Query("SELECT agent_id, gpu_model, status, healthy, excluded FROM node_probe_reports "
+                  "ORDER BY agent_id",
+                  &reports)
+           .ok() ||
+      reports.rows.empty()) {
     return "";
   }
-  std::string md = "\n## Node probes\n\n| agent | GPU | probes | healthy | in the sweep |\n|---|---|---|---|---|\n";
+  std::string md =
+      "\n## Node probes\n\n| agent | GPU | probes | healthy | in the sweep "
+      "|\n|---|---|---|---|---|\n";
   for (const auto& row : reports.rows) {
     md += fmt::format("| {} | {} | {} | {} | {} |\n", row[0], row[1], row[2],
                       row[3] == "1" ? "yes" : "**no**", row[4] == "1" ? "**left out**" : "yes");
   }
-  if (store.Query("SELECT agent_id, reason FROM node_probes WHERE verdict NOT IN ('ok', '') "
-                  "ORDER BY agent_id, name, gpu", &flagged).ok()) {
+  if (store
+          .Query("SELECT agent_id, reason FROM node_probes WHERE verdict NOT IN ('ok', '') "
+                 "ORDER BY agent_id, name, gpu",
+                 &flagged)
+          .ok()) {
     for (const auto& row : flagged.rows) md += fmt::format("- {}: {}\n", row[0], row[1]);
   }
   return md;
@@ -91,26 +98,31 @@ std::string ReportMarkdown(ResultsStore& store, const Table& summary) {
                     info["matrix_hash"], info["servesweep_version"]);
   md += fmt::format("{} runs: {} done, {} failed, {} not finished.\n\n", summary.rows.size(), done,
                     failed, other);
-  md += "Figures over the measured requests (warm-up excluded), computed as `vllm bench serve` "
-        "does; definitions in docs/metrics.md. Throughput in tokens/s, latencies in ms; rate \"-\" is closed loop.\n\n";
-  md += "| run | status | engine | GPUs | tp/pp/dp | conc. | rate | ok/failed | req/s | out tok/s "
-        "| out tok/s/GPU | TTFT p50 | TTFT p99 | TPOT p50 | ITL p50 | E2E p50 | E2E p95 | cold "
-        "start |\n";
+  md +=
+      "Figures over the measured requests (warm-up excluded), computed as `vllm bench serve` "
+      "does; definitions in docs/metrics.md. Throughput in tokens/s, latencies in ms; rate \"-\" "
+      "is closed loop.\n\n";
+  md +=
+      "| run | status | engine | GPUs | tp/pp/dp | conc. | rate | ok/failed | req/s | out tok/s "
+      "| out tok/s/GPU | TTFT p50 | TTFT p99 | TPOT p50 | ITL p50 | E2E p50 | E2E p95 | cold "
+      "start |\n";
   md += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (size_t r = 0; r < summary.rows.size(); ++r) {
     const Row row(summary, r);
     md += fmt::format(
-        "| {} | {} | {} | {} | {}/{}/{} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} | "
+        "| {} | {} | {} | {} | {}/{}/{} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} "
+        "| "
         "{} | {} |\n",
         row.Text("label"), row.Text("status"), row.Text("engine"), row.Text("gpu_count"),
         row.Text("tp"), row.Text("pp"), row.Text("dp"), row.Text("concurrency"),
-        row.Text("arrival") == "closed-loop" ? std::string("-") : row.Number("request_rate_per_s", 1),
-        row.Text("completed"), row.Text("failed"),
-        row.Number("request_throughput", 2), row.Number("output_throughput", 1),
-        row.Number("output_throughput_per_gpu", 1), row.Number("ttft_median_ms", 1),
-        row.Number("ttft_p99_ms", 1), row.Number("tpot_median_ms", 2),
-        row.Number("itl_median_ms", 2), row.Number("e2el_median_ms", 1),
-        row.Number("e2el_p95_ms", 1), row.Number("cold_start_ms", 0));
+        row.Text("arrival") == "closed-loop" ? std::string("-")
+                                             : row.Number("request_rate_per_s", 1),
+        row.Text("completed"), row.Text("failed"), row.Number("request_throughput", 2),
+        row.Number("output_throughput", 1), row.Number("output_throughput_per_gpu", 1),
+        row.Number("ttft_median_ms", 1), row.Number("ttft_p99_ms", 1),
+        row.Number("tpot_median_ms", 2), row.Number("itl_median_ms", 2),
+        row.Number("e2el_median_ms", 1), row.Number("e2el_p95_ms", 1),
+        row.Number("cold_start_ms", 0));
   }
   std::string failures;
   for (size_t r = 0; r < summary.rows.size(); ++r) {

@@ -283,7 +283,8 @@ Status ResultsStore::LoadRuns(std::vector<StoredRun>* out) {
     run.last_error = text(6);
     out->push_back(std::move(run));
   }
-  if (rc != SQLITE_DONE) return Status::Error(fmt::format("sqlite: reading runs: {}", stmt.error()));
+  if (rc != SQLITE_DONE)
+    return Status::Error(fmt::format("sqlite: reading runs: {}", stmt.error()));
   return Status::Ok();
 }
 

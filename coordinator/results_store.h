@@ -28,7 +28,7 @@ struct StoredRun {
   std::string run_id;
   uint32_t index = 0;
   std::string label;
-  std::string spec_bytes;   // a serialised schema::RunSpec message
+  std::string spec_bytes;  // a serialised schema::RunSpec message
   RunState state = RunState::kPending;
   uint32_t attempts = 0;
   std::string last_error;

@@ -4,11 +4,16 @@ namespace servesweep::kernels {
 
 const char* CollectiveName(Collective collective) {
   switch (collective) {
-    case Collective::kAllReduce: return "all_reduce";
-    case Collective::kAllGather: return "all_gather";
-    case Collective::kReduceScatter: return "reduce_scatter";
-    case Collective::kAllToAll: return "all_to_all";
-    case Collective::kSendRecv: return "send_recv";
+    case Collective::kAllReduce:
+      return "all_reduce";
+    case Collective::kAllGather:
+      return "all_gather";
+    case Collective::kReduceScatter:
+      return "reduce_scatter";
+    case Collective::kAllToAll:
+      return "all_to_all";
+    case Collective::kSendRecv:
+      return "send_recv";
   }
   return "?";
 }
@@ -17,11 +22,14 @@ double BusBandwidthFactor(Collective collective, int ranks) {
   if (ranks <= 0) return 0;
   const double n = ranks;
   switch (collective) {
-    case Collective::kAllReduce: return 2.0 * (n - 1) / n;
+    case Collective::kAllReduce:
+      return 2.0 * (n - 1) / n;
     case Collective::kAllGather:
     case Collective::kReduceScatter:
-    case Collective::kAllToAll: return (n - 1) / n;
-    case Collective::kSendRecv: return 1.0;
+    case Collective::kAllToAll:
+      return (n - 1) / n;
+    case Collective::kSendRecv:
+      return 1.0;
   }
   return 0;
 }

@@ -20,8 +20,8 @@ struct DeviceInfo {
 };
 
 struct DeviceQuery {
-  std::string status;          // "ok", "no_gpu", "failed"
-  std::string detail;          // the CUDA error string when not ok
+  std::string status;  // "ok", "no_gpu", "failed"
+  std::string detail;  // the CUDA error string when not ok
   int runtime_version = 0;
   int driver_version = 0;
   std::vector<DeviceInfo> devices;

@@ -19,8 +19,10 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--repeats") == 0 && i + 1 < argc) {
       settings.repeats = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "servesweep-gpu-probe: expected --json, --devices-only or --repeats N, "
-                           "found '%s'\n", argv[i]);
+      std::fprintf(stderr,
+                   "servesweep-gpu-probe: expected --json, --devices-only or --repeats N, "
+                   "found '%s'\n",
+                   argv[i]);
       return 2;
     }
   }

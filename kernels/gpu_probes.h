@@ -14,19 +14,19 @@
 namespace servesweep::kernels {
 
 struct ProbeFigure {
-  std::string probe;    // "hbm.copy", "hbm.triad", "gemm.bf16", "gemm.fp8", "h2d", "d2h"
+  std::string probe;  // "hbm.copy", "hbm.triad", "gemm.bf16", "gemm.fp8", "h2d", "d2h"
   int gpu = 0;
-  std::string status;   // "ok", "failed" (wrong result or CUDA error), "skipped"
-  double value = 0;     // median over repeats
-  std::string unit;     // "GB/s" or "TFLOP/s"
-  std::string detail;   // buffer size / matrix shape, or why it failed
+  std::string status;  // "ok", "failed" (wrong result or CUDA error), "skipped"
+  double value = 0;    // median over repeats
+  std::string unit;    // "GB/s" or "TFLOP/s"
+  std::string detail;  // buffer size / matrix shape, or why it failed
 };
 
 struct GpuProbeSettings {
   int warmup = 3;
   int repeats = 10;
-  int gemm_size = 8192;                 // m = n = k
-  bool fp8 = true;                      // when the GPU supports it (sm_89+)
+  int gemm_size = 8192;  // m = n = k
+  bool fp8 = true;       // when the GPU supports it (sm_89+)
 };
 
 // All probes on `gpu`. Returns no figures when there is no such GPU (see QueryDevices()).

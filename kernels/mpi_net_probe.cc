@@ -27,7 +27,9 @@ constexpr uint64_t kMaxBytes = 8u << 20;
 constexpr int kWarmupIterations = 5;
 
 // Fewer round trips for large messages keeps the probe under a few seconds per peer.
-int IterationsFor(uint64_t bytes) { return bytes <= (64u << 10) ? 200 : bytes <= (1u << 20) ? 50 : 10; }
+int IterationsFor(uint64_t bytes) {
+  return bytes <= (64u << 10) ? 200 : bytes <= (1u << 20) ? 50 : 10;
+}
 
 std::string ProcessorName() {
   char name[MPI_MAX_PROCESSOR_NAME] = {};
@@ -44,7 +46,8 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &ranks);
   if (ranks < 2) {
-    if (rank == 0) std::fprintf(stderr, "servesweep-mpi-probe: expected at least 2 ranks, found %d\n", ranks);
+    if (rank == 0)
+      std::fprintf(stderr, "servesweep-mpi-probe: expected at least 2 ranks, found %d\n", ranks);
     MPI_Finalize();
     return 2;
   }
@@ -83,13 +86,14 @@ int main(int argc, char** argv) {
       if (rank == 0) {
         const double one_way_s = seconds / iterations / 2;
         failures += correct ? 0 : 1;
-        std::printf("{\"probe\":\"mpi.pingpong\",\"from\":\"%s\",\"to\":\"%s\",\"peer\":%d,"
-                    "\"bytes\":%llu,\"latency_us\":%.3f,\"bandwidth_gbps\":%.4f,"
-                    "\"iterations\":%d,\"ok\":%s}\n",
-                    names.data(), names.data() + static_cast<size_t>(peer) * MPI_MAX_PROCESSOR_NAME,
-                    peer, static_cast<unsigned long long>(bytes), one_way_s * 1e6,
-                    servesweep::kernels::AlgBandwidthGBps(bytes, one_way_s), iterations,
-                    correct ? "true" : "false");
+        std::printf(
+            "{\"probe\":\"mpi.pingpong\",\"from\":\"%s\",\"to\":\"%s\",\"peer\":%d,"
+            "\"bytes\":%llu,\"latency_us\":%.3f,\"bandwidth_gbps\":%.4f,"
+            "\"iterations\":%d,\"ok\":%s}\n",
+            names.data(), names.data() + static_cast<size_t>(peer) * MPI_MAX_PROCESSOR_NAME, peer,
+            static_cast<unsigned long long>(bytes), one_way_s * 1e6,
+            servesweep::kernels::AlgBandwidthGBps(bytes, one_way_s), iterations,
+            correct ? "true" : "false");
       }
     }
     MPI_Barrier(MPI_COMM_WORLD);

@@ -60,7 +60,8 @@ bool RunProbeReport(const ProbeReportSettings& settings, std::string* report) {
     *report += "\"devices\":[";
     for (size_t i = 0; i < query.devices.size(); ++i) {
       const auto& d = query.devices[i];
-      Append(report, "%s{\"index\":%d,\"name\":%s,\"memory_bytes\":%zu,\"sm_count\":%d,\"sm\":\"%d%d\"}",
+      Append(report,
+             "%s{\"index\":%d,\"name\":%s,\"memory_bytes\":%zu,\"sm_count\":%d,\"sm\":\"%d%d\"}",
              i ? "," : "", d.index, Quote(d.name).c_str(), d.memory_bytes, d.sm_count,
              d.compute_capability_major, d.compute_capability_minor);
     }
@@ -87,8 +88,9 @@ bool RunProbeReport(const ProbeReportSettings& settings, std::string* report) {
     const double expected = verdict ? verdict->expected : 0.0;
     const std::string reason = verdict ? verdict->reason : "";
     if (settings.json) {
-      Append(report, "%s{\"probe\":%s,\"gpu\":%d,\"status\":%s,\"value\":%.3f,\"unit\":%s,", i ? "," : "",
-             Quote(f.probe).c_str(), f.gpu, Quote(f.status).c_str(), f.value, Quote(f.unit).c_str());
+      Append(report, "%s{\"probe\":%s,\"gpu\":%d,\"status\":%s,\"value\":%.3f,\"unit\":%s,",
+             i ? "," : "", Quote(f.probe).c_str(), f.gpu, Quote(f.status).c_str(), f.value,
+             Quote(f.unit).c_str());
       Append(report, "\"detail\":%s,\"expected\":%.3f,\"verdict\":%s,\"reason\":%s}",
              Quote(f.detail).c_str(), expected, Quote(health).c_str(), Quote(reason).c_str());
     } else {

@@ -40,7 +40,7 @@ const std::vector<GpuSpec>& GpuSpecs() {
       {"H100", 3350, 989, 1979, 64},
       {"H100 PCIe", 2000, 756, 1513, 64},
       {"H200", 4800, 989, 1979, 64},
-      {"GH200", 4000, 989, 1979, 450},   // HBM3 96 GB; the 144 GB HBM3e part reaches 4900
+      {"GH200", 4000, 989, 1979, 450},  // HBM3 96 GB; the 144 GB HBM3e part reaches 4900
       {"B200", 8000, 2250, 4500, 64},
       {"GB300", 8000, 2500, 5000, 450},
   };
@@ -59,9 +59,12 @@ std::optional<GpuSpec> SpecFor(const std::string& device_name) {
 
 const char* HealthName(Health health) {
   switch (health) {
-    case Health::kOk: return "ok";
-    case Health::kBelowSpec: return "below_spec";
-    case Health::kOutlier: return "outlier";
+    case Health::kOk:
+      return "ok";
+    case Health::kBelowSpec:
+      return "below_spec";
+    case Health::kOutlier:
+      return "outlier";
   }
   return "?";
 }
@@ -89,10 +92,11 @@ std::vector<Verdict> Judge(const std::string& device_name, const std::vector<Fig
     v.of_peers = median > 0 ? f.value / median : 0;
     if (v.expected > 0 && v.of_expected < settings.min_of_expected) {
       v.health = Health::kBelowSpec;
-      v.reason = Format("%s on GPU %d: %.1f, expected at least %.1f (%.0f%% of the %.1f a healthy %s "
-                        "reaches)",
-                        f.probe.c_str(), f.gpu, f.value, v.expected * settings.min_of_expected,
-                        settings.min_of_expected * 100, v.expected, spec->model_substring.c_str());
+      v.reason = Format(
+          "%s on GPU %d: %.1f, expected at least %.1f (%.0f%% of the %.1f a healthy %s "
+          "reaches)",
+          f.probe.c_str(), f.gpu, f.value, v.expected * settings.min_of_expected,
+          settings.min_of_expected * 100, v.expected, spec->model_substring.c_str());
     } else if (by_probe[f.probe].size() > 1 && v.of_peers < settings.min_of_peers) {
       v.health = Health::kOutlier;
       v.reason = Format("%s on GPU %d: %.1f, %.0f%% of the node's median %.1f", f.probe.c_str(),

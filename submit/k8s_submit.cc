@@ -1,10 +1,9 @@
 #include "submit/k8s_submit.h"
 
 #include <fmt/format.h>
-
-#include <filesystem>
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 
@@ -40,8 +39,9 @@ Status Kubectl(const std::vector<std::string>& args, const std::string& dir, std
   output->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   if (exit && *exit == 0) return Status::Ok();
   if (exit && WIFEXITED(*exit) && WEXITSTATUS(*exit) == 127) {
-    return Status::Error("submit k8s: expected kubectl on PATH, found none (scripts/install-deps.sh "
-                         "installs it)");
+    return Status::Error(
+        "submit k8s: expected kubectl on PATH, found none (scripts/install-deps.sh "
+        "installs it)");
   }
   return Status::Error(fmt::format("kubectl {} failed ({}): {}", args.front(),
                                    exit ? DescribeExit(*exit) : "no answer in 120 s",
@@ -55,8 +55,10 @@ Status RenderK8sKustomization(coordinator::LoadedMatrix& matrix, const K8sOption
   const bool emulated = options.overlay == "emulator";
   const uint32_t gpus = emulated ? options.emulate_gpus : options.gpus_per_node;
   if (options.overlay != "gpu" && options.overlay != "gpu-hostnetwork" && !emulated) {
-    return Status::Error(fmt::format("submit k8s: expected --overlay gpu, gpu-hostnetwork or "
-                                     "emulator, found '{}'", options.overlay));
+    return Status::Error(
+        fmt::format("submit k8s: expected --overlay gpu, gpu-hostnetwork or "
+                    "emulator, found '{}'",
+                    options.overlay));
   }
   const std::vector<uint32_t> nodes(options.nodes, gpus);
   for (auto spec : matrix.matrix().getRuns()) {
@@ -78,12 +80,14 @@ Status RenderK8sKustomization(coordinator::LoadedMatrix& matrix, const K8sOption
 
   // The emulator overlay appends `--emulate-gpus 1` to the agent's 11 base arguments.
   const std::string gpu_ops =
-      emulated ? fmt::format("- op: replace\n  path: /spec/template/spec/containers/0/args/12\n"
-                             "  value: \"{}\"",
-                             gpus)
-               : fmt::format("- op: replace\n  path: /spec/template/spec/containers/0/resources/"
-                             "limits/nvidia.com~1gpu\n  value: {}",
-                             gpus);
+      emulated ? fmt::format(
+                     "- op: replace\n  path: /spec/template/spec/containers/0/args/12\n"
+                     "  value: \"{}\"",
+                     gpus)
+               : fmt::format(
+                     "- op: replace\n  path: /spec/template/spec/containers/0/resources/"
+                     "limits/nvidia.com~1gpu\n  value: {}",
+                     gpus);
   const std::map<std::string, std::string> values = {
       {"sweep_name", matrix.matrix().getName()},
       {"dir", options.dir},
@@ -97,8 +101,8 @@ Status RenderK8sKustomization(coordinator::LoadedMatrix& matrix, const K8sOption
   };
   constexpr const char* kKustomization = "k8s/sweep-kustomization.yaml.in";
   constexpr const char* kPatch = "k8s/sweep-agents-patch.yaml.in";
-  if (Status s = RenderTemplate(kKustomization, EmbeddedTemplate(kKustomization), values,
-                                kustomization);
+  if (Status s =
+          RenderTemplate(kKustomization, EmbeddedTemplate(kKustomization), values, kustomization);
       !s.ok()) {
     return s;
   }
@@ -118,9 +122,10 @@ Status SubmitK8s(const K8sOptions& options, std::string* manifests) {
     const std::string target = fmt::format("{}/servesweep/{}", options.dir, path.substr(4));
     if (Status s = WriteText(target, EmbeddedTemplate(path)); !s.ok()) return s;
   }
-  for (const auto& [name, text] : {std::pair<std::string, std::string_view>{"kustomization.yaml", kustomization},
-                                   {"agents-patch.yaml", agents_patch},
-                                   {"matrix.yaml", matrix.text}}) {
+  for (const auto& [name, text] :
+       {std::pair<std::string, std::string_view>{"kustomization.yaml", kustomization},
+        {"agents-patch.yaml", agents_patch},
+        {"matrix.yaml", matrix.text}}) {
     if (Status s = WriteText(options.dir + "/" + name, text); !s.ok()) return s;
   }
   if (options.dry_run) return Kubectl({"kustomize", options.dir}, options.dir, manifests);

@@ -14,13 +14,13 @@ namespace servesweep::submit {
 
 struct K8sOptions {
   std::string matrix_path;
-  std::string overlay = "gpu";     // "gpu", "gpu-hostnetwork" or "emulator"
-  uint32_t nodes = 1;              // agents, one per node
-  uint32_t gpus_per_node = 8;      // gpu overlays: nvidia.com/gpu per agent
-  uint32_t emulate_gpus = 1;       // emulator overlay: GPUs each agent announces
+  std::string overlay = "gpu";  // "gpu", "gpu-hostnetwork" or "emulator"
+  uint32_t nodes = 1;           // agents, one per node
+  uint32_t gpus_per_node = 8;   // gpu overlays: nvidia.com/gpu per agent
+  uint32_t emulate_gpus = 1;    // emulator overlay: GPUs each agent announces
   std::string image = "servesweep:" SERVESWEEP_VERSION;
   std::string namespace_name;
-  std::string dir;                 // where the kustomization is written
+  std::string dir;  // where the kustomization is written
   bool dry_run = false;
 };
 

@@ -26,14 +26,16 @@ Status WriteText(const std::string& path, const std::string& text) {
 Status CheckAllocation(coordinator::LoadedMatrix& matrix, const SlurmOptions& options) {
   const uint32_t gpus = options.emulate_gpus > 0 ? options.emulate_gpus : options.gpus_per_node;
   if (gpus == 0) {
-    return Status::Error("submit slurm: expected --gpus-per-node G (real GPUs) or --emulate-gpus G "
-                         "(emulated engines), found neither");
+    return Status::Error(
+        "submit slurm: expected --gpus-per-node G (real GPUs) or --emulate-gpus G "
+        "(emulated engines), found neither");
   }
   const bool pools = options.prefill_nodes > 0 || options.decode_nodes > 0;
   if (pools && (options.prefill_nodes == 0 || options.decode_nodes == 0)) {
-    return Status::Error(fmt::format("submit slurm: expected both --prefill-nodes and "
-                                     "--decode-nodes, found {} and {}",
-                                     options.prefill_nodes, options.decode_nodes));
+    return Status::Error(
+        fmt::format("submit slurm: expected both --prefill-nodes and "
+                    "--decode-nodes, found {} and {}",
+                    options.prefill_nodes, options.decode_nodes));
   }
   const std::vector<uint32_t> nodes(options.nodes, gpus);
   const std::vector<uint32_t> prefill(options.prefill_nodes, gpus);
@@ -61,7 +63,8 @@ Status RenderSbatch(coordinator::LoadedMatrix& matrix, const SlurmOptions& optio
   // Per component: the node count and the resources asked of each node.
   std::string resources;
   auto add = [&](const std::string& line) { resources += "\n" + line; };
-  if (options.gpus_per_node > 0) add(fmt::format("#SBATCH --gpus-per-node={}", options.gpus_per_node));
+  if (options.gpus_per_node > 0)
+    add(fmt::format("#SBATCH --gpus-per-node={}", options.gpus_per_node));
   if (!options.partition.empty()) add("#SBATCH --partition=" + options.partition);
   if (!options.time.empty()) add("#SBATCH --time=" + options.time);
   if (!options.account.empty()) add("#SBATCH --account=" + options.account);
@@ -69,15 +72,17 @@ Status RenderSbatch(coordinator::LoadedMatrix& matrix, const SlurmOptions& optio
   // Whole nodes: a benchmark shares its nodes with nothing, and the engines need every CPU and
   // all memory (one task per node would otherwise get one CPU's share).
   auto component = [&](uint32_t nodes) {
-    return fmt::format("#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1\n#SBATCH --exclusive\n"
-                       "#SBATCH --mem=0{}",
-                       nodes, resources);
+    return fmt::format(
+        "#SBATCH --nodes={}\n#SBATCH --ntasks-per-node=1\n#SBATCH --exclusive\n"
+        "#SBATCH --mem=0{}",
+        nodes, resources);
   };
   const bool pools = options.prefill_nodes > 0;
   const std::string components =
-      pools ? fmt::format("# Component 0: the prefill pool (and the coordinator); 1: the decode pool.\n"
-                          "{}\n#SBATCH hetjob\n{}",
-                          component(options.prefill_nodes), component(options.decode_nodes))
+      pools ? fmt::format(
+                  "# Component 0: the prefill pool (and the coordinator); 1: the decode pool.\n"
+                  "{}\n#SBATCH hetjob\n{}",
+                  component(options.prefill_nodes), component(options.decode_nodes))
             : component(options.nodes);
   const std::string agent_groups =
       pools ? "start_agents --het-group=0 prefill\nstart_agents --het-group=1 decode"
@@ -87,19 +92,22 @@ Status RenderSbatch(coordinator::LoadedMatrix& matrix, const SlurmOptions& optio
   std::string servesweep = options.servesweep_binary;
   if (!options.container_image.empty()) {
     // pyxis: the image brings servesweep; the shared results folder is mounted at the same path.
-    srun_options = fmt::format("--container-image={} --container-mounts={}:{} --no-container-mount-home",
-                               ShellQuote(options.container_image), options.out_dir, options.out_dir);
+    srun_options =
+        fmt::format("--container-image={} --container-mounts={}:{} --no-container-mount-home",
+                    ShellQuote(options.container_image), options.out_dir, options.out_dir);
     servesweep = "servesweep";
   }
   std::string agent_options;
-  if (options.emulate_gpus > 0) agent_options = fmt::format("--emulate-gpus {}", options.emulate_gpus);
+  if (options.emulate_gpus > 0)
+    agent_options = fmt::format("--emulate-gpus {}", options.emulate_gpus);
 
   const std::map<std::string, std::string> values = {
       {"sweep_name", matrix.matrix().getName()},
       {"out_dir", options.out_dir},
       {"sbatch_components", components},
       {"head_group", pools ? "--het-group=0" : ""},
-      {"probe_groups", pools ? "probe_nodes --het-group=0\nprobe_nodes --het-group=1" : "probe_nodes \"\""},
+      {"probe_groups",
+       pools ? "probe_nodes --het-group=0\nprobe_nodes --het-group=1" : "probe_nodes \"\""},
       {"agent_groups", agent_groups},
       {"matrix", ShellQuote(matrix_on_nodes)},
       {"servesweep", ShellQuote(servesweep)},
@@ -118,13 +126,16 @@ Status SubmitSlurm(SlurmOptions options, std::string* job_id, std::string* scrip
   if (Status s = CheckAllocation(matrix, options); !s.ok()) return s;
   options.out_dir = std::filesystem::absolute(options.out_dir).lexically_normal().string();
   // These go into the script unquoted (#SBATCH lines, srun --container-mounts).
-  const std::pair<const char*, const std::string*> plain[] = {
-      {"--out", &options.out_dir}, {"--partition", &options.partition},
-      {"--time", &options.time}, {"--account", &options.account}};
+  const std::pair<const char*, const std::string*> plain[] = {{"--out", &options.out_dir},
+                                                              {"--partition", &options.partition},
+                                                              {"--time", &options.time},
+                                                              {"--account", &options.account}};
   for (const auto& [flag, value] : plain) {
     if (value->find_first_of(" \t\n'\"$`\\;&|<>") != std::string::npos) {
-      return Status::Error(fmt::format("submit slurm: expected {} without spaces or shell "
-                                       "characters, found '{}'", flag, *value));
+      return Status::Error(
+          fmt::format("submit slurm: expected {} without spaces or shell "
+                      "characters, found '{}'",
+                      flag, *value));
     }
   }
   // The matrix travels in the shared results folder, so every node reads the same file.
@@ -135,7 +146,8 @@ Status SubmitSlurm(SlurmOptions options, std::string* job_id, std::string* scrip
 
   std::error_code error;
   std::filesystem::create_directories(options.out_dir, error);
-  if (error) return Status::Error(fmt::format("{}: cannot create: {}", options.out_dir, error.message()));
+  if (error)
+    return Status::Error(fmt::format("{}: cannot create: {}", options.out_dir, error.message()));
   if (Status s = WriteText(matrix_on_nodes, matrix.text); !s.ok()) return s;
   const std::string script_path = options.out_dir + "/sweep.sbatch";
   if (Status s = WriteText(script_path, *script); !s.ok()) return s;
@@ -143,7 +155,8 @@ Status SubmitSlurm(SlurmOptions options, std::string* job_id, std::string* scrip
   const std::string sbatch_log = options.out_dir + "/sbatch.log";
   std::filesystem::remove(sbatch_log, error);
   ChildProcess sbatch;
-  if (Status s = ChildProcess::Spawn({{"sbatch", "--parsable", script_path}, {}, sbatch_log, ""}, &sbatch);
+  if (Status s =
+          ChildProcess::Spawn({{"sbatch", "--parsable", script_path}, {}, sbatch_log, ""}, &sbatch);
       !s.ok()) {
     return s;
   }
@@ -154,7 +167,7 @@ Status SubmitSlurm(SlurmOptions options, std::string* job_id, std::string* scrip
     return Status::Error(fmt::format("sbatch {} failed ({}): {}", script_path,
                                      exit ? DescribeExit(*exit) : "no answer in 60 s", output));
   }
-  *job_id = output.substr(0, output.find(';'));   // --parsable: "<id>[;<cluster>]"
+  *job_id = output.substr(0, output.find(';'));  // --parsable: "<id>[;<cluster>]"
   return Status::Ok();
 }
 

@@ -15,19 +15,19 @@ namespace servesweep::submit {
 
 struct SlurmOptions {
   std::string matrix_path;
-  std::string out_dir;             // shared by every node; made absolute
+  std::string out_dir;  // shared by every node; made absolute
   uint32_t nodes = 1;
   // Separate prefill and decode node pools (a heterogeneous job) instead of `nodes`, for
   // disaggregated layouts; both > 0 or both 0.
   uint32_t prefill_nodes = 0;
   uint32_t decode_nodes = 0;
-  uint32_t gpus_per_node = 0;      // real GPUs requested per node (--gpus-per-node)
-  uint32_t emulate_gpus = 0;       // or: agents announce this many emulated GPUs (sim sweeps)
+  uint32_t gpus_per_node = 0;  // real GPUs requested per node (--gpus-per-node)
+  uint32_t emulate_gpus = 0;   // or: agents announce this many emulated GPUs (sim sweeps)
   std::string partition, time, account;
-  std::string container_image;     // pyxis/enroot: srun --container-image
-  std::string servesweep_binary;   // path on the nodes (shared FS), or in the image
-  uint32_t port_base = 20000;      // coordinator port = base + job id % 1000
-  std::string mpi = "pmix";        // srun --mpi for the probe step ("none" to leave it out)
+  std::string container_image;    // pyxis/enroot: srun --container-image
+  std::string servesweep_binary;  // path on the nodes (shared FS), or in the image
+  uint32_t port_base = 20000;     // coordinator port = base + job id % 1000
+  std::string mpi = "pmix";       // srun --mpi for the probe step ("none" to leave it out)
   bool resume = false;
   bool dry_run = false;
 };

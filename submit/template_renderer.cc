@@ -11,7 +11,8 @@ Status RenderTemplate(std::string_view template_name, std::string_view text,
   size_t at = 0;
   while (at < text.size()) {
     const size_t open = text.find("{{", at);
-    const std::string_view before = text.substr(at, open == std::string_view::npos ? text.size() - at : open - at);
+    const std::string_view before =
+        text.substr(at, open == std::string_view::npos ? text.size() - at : open - at);
     for (char c : before) line += c == '\n';
     out->append(before);
     if (open == std::string_view::npos) break;
@@ -23,8 +24,8 @@ Status RenderTemplate(std::string_view template_name, std::string_view text,
     const std::string name(text.substr(open + 2, close - open - 2));
     auto value = values.find(name);
     if (value == values.end()) {
-      return Status::Error(fmt::format("{}:{}: no value for placeholder {{{{{}}}}}", template_name,
-                                       line, name));
+      return Status::Error(
+          fmt::format("{}:{}: no value for placeholder {{{{{}}}}}", template_name, line, name));
     }
     out->append(value->second);
     at = close + 2;

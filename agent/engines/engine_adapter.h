@@ -27,13 +27,13 @@ struct LaunchContext {
 };
 
 struct EngineLaunch {
-  std::vector<std::string> argv;                           // empty: nothing to start here
+  std::vector<std::string> argv;  // empty: nothing to start here
   std::vector<std::pair<std::string, std::string>> env;
-  std::string base_url;                                    // head: where the load goes
+  std::string base_url;  // head: where the load goes
   std::string health_path = "/health";
   std::string metrics_path = "/metrics";
-  std::string metrics_persona;                             // names on /metrics: "vllm", ...
-  std::string version;                                     // engine version, when known
+  std::string metrics_persona;  // names on /metrics: "vllm", ...
+  std::string version;          // engine version, when known
 };
 
 class EngineAdapter {

@@ -12,12 +12,18 @@ EngineLaunch SimAdapter::Plan(const LaunchContext& context) const {
   const auto sim = context.spec.getSim();
   launch.argv = {context.self_executable,
                  "sim",
-                 "--host", "127.0.0.1",
-                 "--port", std::to_string(context.port),
-                 "--model", context.spec.getModel(),
-                 "--ttft-ms", fmt::format("{}", sim.getTtftMs()),
-                 "--itl-ms", fmt::format("{}", sim.getItlMs()),
-                 "--startup-ms", fmt::format("{}", sim.getStartupMs())};
+                 "--host",
+                 "127.0.0.1",
+                 "--port",
+                 std::to_string(context.port),
+                 "--model",
+                 context.spec.getModel(),
+                 "--ttft-ms",
+                 fmt::format("{}", sim.getTtftMs()),
+                 "--itl-ms",
+                 fmt::format("{}", sim.getItlMs()),
+                 "--startup-ms",
+                 fmt::format("{}", sim.getStartupMs())};
   launch.base_url = fmt::format("http://127.0.0.1:{}", context.port);
   return launch;
 }

@@ -16,7 +16,8 @@ const std::vector<SignalName>& SignalNames() {
       {"vllm", "vllm:num_requests_waiting", "waiting", SignalKind::kGauge, 1.0},
       {"vllm", "vllm:num_preemptions_total", "preemptions", SignalKind::kCounter, 1.0},
       {"vllm", "vllm:prefix_cache_hits_total", "prefix_cache_hits", SignalKind::kCounter, 1.0},
-      {"vllm", "vllm:prefix_cache_queries_total", "prefix_cache_queries", SignalKind::kCounter, 1.0},
+      {"vllm", "vllm:prefix_cache_queries_total", "prefix_cache_queries", SignalKind::kCounter,
+       1.0},
       {"vllm", "vllm:generation_tokens_total", "generation_tokens", SignalKind::kCounter, 1.0},
       {"vllm", "vllm:prompt_tokens_total", "prompt_tokens", SignalKind::kCounter, 1.0},
   };

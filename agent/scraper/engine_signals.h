@@ -15,18 +15,18 @@ namespace servesweep::agent {
 enum class SignalKind { kGauge, kCounter };
 
 struct SignalName {
-  std::string engine;        // "vllm", "sglang", "llamacpp"
-  std::string metric;        // the engine's metric name
-  std::string signal;        // servesweep's name, e.g. "kv_cache_usage"
+  std::string engine;  // "vllm", "sglang", "llamacpp"
+  std::string metric;  // the engine's metric name
+  std::string signal;  // servesweep's name, e.g. "kv_cache_usage"
   SignalKind kind;
-  double scale = 1.0;        // to servesweep's unit (e.g. percent -> fraction)
+  double scale = 1.0;  // to servesweep's unit (e.g. percent -> fraction)
 };
 
 const std::vector<SignalName>& SignalNames();
 
 struct SignalValue {
   std::string signal;
-  double value;              // summed over label sets (e.g. several DP ranks)
+  double value;  // summed over label sets (e.g. several DP ranks)
 };
 
 // Signals found in one scrape of `engine`'s /metrics.

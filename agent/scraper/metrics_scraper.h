@@ -14,7 +14,7 @@
 namespace servesweep::agent {
 
 struct ScrapedSample {
-  int64_t at_ns;        // steady clock, relative to the origin given to Start()
+  int64_t at_ns;  // steady clock, relative to the origin given to Start()
   std::string signal;
   double value;
 };

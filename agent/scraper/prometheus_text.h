@@ -12,7 +12,7 @@ namespace servesweep::agent {
 
 struct PromSample {
   std::string name;
-  std::string labels;   // the raw text between braces, "" when none
+  std::string labels;  // the raw text between braces, "" when none
   double value = 0;
 };
 

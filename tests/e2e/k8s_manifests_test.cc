@@ -13,10 +13,10 @@ namespace {
 
 constexpr const char* kKubernetesVersion = "1.37.0";
 
-
 int Validate(const std::string& path, std::string* output) {
-  return RunShell(fmt::format("kubernetes-validate --strict --quiet -k {} {}", kKubernetesVersion, path),
-               output);
+  return RunShell(
+      fmt::format("kubernetes-validate --strict --quiet -k {} {}", kKubernetesVersion, path),
+      output);
 }
 
 class Overlays : public ::testing::TestWithParam<std::string> {};
@@ -26,8 +26,8 @@ TEST_P(Overlays, KustomizeBuildValidatesStrictly) {
   std::string output;
   const std::string manifests = h.Path("manifests.yaml");
   ASSERT_EQ(RunShell(fmt::format("kubectl kustomize {}/k8s/overlays/{} > {}", SERVESWEEP_SOURCE_DIR,
-                              GetParam(), manifests),
-                  &output),
+                                 GetParam(), manifests),
+                     &output),
             0)
       << output;
   EXPECT_EQ(Validate(manifests, &output), 0) << output;
@@ -43,27 +43,28 @@ axes:
   layout: [{tp: 2}, {tp: 4}]
 )");
   const bool emulated = GetParam() == "emulator";
-  const size_t submit = h.Start(
-      "submit", {"submit", "k8s", matrix, "--overlay", GetParam(), "--nodes", "3",
-                 emulated ? "--emulate-gpus" : "--gpus-per-node", "4", "--image",
-                 "registry.example.com/servesweep:0.1", "--namespace", "bench", "--dir",
-                 h.Path("kustomization"), "--dry-run"});
+  const size_t submit =
+      h.Start("submit", {"submit", "k8s", matrix, "--overlay", GetParam(), "--nodes", "3",
+                         emulated ? "--emulate-gpus" : "--gpus-per-node", "4", "--image",
+                         "registry.example.com/servesweep:0.1", "--namespace", "bench", "--dir",
+                         h.Path("kustomization"), "--dry-run"});
   const auto status = h.process(submit).Wait(std::chrono::seconds(60));
   ASSERT_TRUE(status && *status == 0) << h.Log("submit");
   const std::string manifests = h.Log("submit");
   std::string output;
   EXPECT_EQ(Validate(h.Path("submit.log"), &output), 0) << output;
-  for (const char* expected : {"completions: 3", "parallelism: 3", "namespace: bench",
-                               "image: registry.example.com/servesweep:0.1",
-                               "layout: [{tp: 2}, {tp: 4}]", "automountServiceAccountToken: false",
-                               "topologyKey: kubernetes.io/hostname"}) {
+  for (const char* expected :
+       {"completions: 3", "parallelism: 3", "namespace: bench",
+        "image: registry.example.com/servesweep:0.1", "layout: [{tp: 2}, {tp: 4}]",
+        "automountServiceAccountToken: false", "topologyKey: kubernetes.io/hostname"}) {
     EXPECT_NE(manifests.find(expected), std::string::npos) << expected;
   }
   EXPECT_NE(manifests.find(emulated ? "- --emulate-gpus\n        - \"4\"" : "nvidia.com/gpu: 4"),
             std::string::npos)
       << manifests;
-  EXPECT_EQ(manifests.find("kind: Role"), std::string::npos);   // no RBAC
-  EXPECT_EQ(manifests.find("hostNetwork: true") != std::string::npos, GetParam() == "gpu-hostnetwork");
+  EXPECT_EQ(manifests.find("kind: Role"), std::string::npos);  // no RBAC
+  EXPECT_EQ(manifests.find("hostNetwork: true") != std::string::npos,
+            GetParam() == "gpu-hostnetwork");
 }
 
 INSTANTIATE_TEST_SUITE_P(K8s, Overlays, ::testing::Values("gpu", "gpu-hostnetwork", "emulator"),
@@ -75,8 +76,9 @@ INSTANTIATE_TEST_SUITE_P(K8s, Overlays, ::testing::Values("gpu", "gpu-hostnetwor
 
 TEST(K8sValidation, StrictValidatorRejectsAnUnknownField) {
   Harness h("k8s-bad");
-  const std::string bad = h.WriteFile("bad.yaml", "apiVersion: v1\nkind: Service\nmetadata:\n  "
-                                                  "name: x\nspec:\n  portz: []\n");
+  const std::string bad = h.WriteFile("bad.yaml",
+                                      "apiVersion: v1\nkind: Service\nmetadata:\n  "
+                                      "name: x\nspec:\n  portz: []\n");
   std::string output;
   EXPECT_NE(Validate(bad, &output), 0) << output;
   EXPECT_NE(output.find("'portz' was unexpected"), std::string::npos) << output;

@@ -28,9 +28,9 @@ TEST_P(LoadgenVsSim, TtftAndItlMatchTheConfiguredTiming) {
   Harness h(fmt::format("loadgen-c{}", concurrency));
   const uint16_t port = FreeLoopbackPort();
   const std::string request_log = h.Path("requests.jsonl");
-  const size_t sim = h.Start("sim", {"sim", "--port", std::to_string(port), "--model", "m", "--ttft-ms",
-                  std::to_string(kTtftMs), "--itl-ms", std::to_string(kItlMs), "--request-log",
-                  request_log});
+  const size_t sim = h.Start("sim", {"sim", "--port", std::to_string(port), "--model", "m",
+                                     "--ttft-ms", std::to_string(kTtftMs), "--itl-ms",
+                                     std::to_string(kItlMs), "--request-log", request_log});
   const std::string url = fmt::format("http://127.0.0.1:{}", port);
   ASSERT_TRUE(Harness::WaitFor(
       [&] {
@@ -73,7 +73,7 @@ TEST_P(LoadgenVsSim, TtftAndItlMatchTheConfiguredTiming) {
       [&] {
         std::ifstream in(request_log);
         return static_cast<size_t>(std::count(std::istreambuf_iterator<char>(in),
-                                               std::istreambuf_iterator<char>(), '\n')) >=
+                                              std::istreambuf_iterator<char>(), '\n')) >=
                expected_lines;
       },
       std::chrono::seconds(10));
@@ -88,7 +88,8 @@ TEST_P(LoadgenVsSim, TtftAndItlMatchTheConfiguredTiming) {
     EXPECT_EQ(entry.at("completion_tokens"), 16);
     const auto& tokens = entry.at("token_ns");
     ASSERT_EQ(tokens.size(), 16u);
-    server_ttft_ms.push_back((tokens[0].get<int64_t>() - entry.at("arrival_ns").get<int64_t>()) / 1e6);
+    server_ttft_ms.push_back((tokens[0].get<int64_t>() - entry.at("arrival_ns").get<int64_t>()) /
+                             1e6);
     ++logged;
   }
   const loadgen::Stats server = loadgen::ComputeStats(server_ttft_ms);

@@ -21,7 +21,7 @@ TEST(MpiProbe, PingPongBetweenTwoRanksIsCorrectAndMeasured) {
   size_t sizes = 0;
   uint64_t last_bytes = 0;
   while (std::getline(lines, line)) {
-    if (line.empty() || line.front() != '{') continue;   // mpirun's own chatter, if any
+    if (line.empty() || line.front() != '{') continue;  // mpirun's own chatter, if any
     const auto j = nlohmann::json::parse(line);
     EXPECT_EQ(j.at("probe"), "mpi.pingpong");
     EXPECT_EQ(j.at("peer"), 1);
@@ -32,14 +32,14 @@ TEST(MpiProbe, PingPongBetweenTwoRanksIsCorrectAndMeasured) {
     EXPECT_GT(j.at("bandwidth_gbps").get<double>(), 0);
     ++sizes;
   }
-  EXPECT_EQ(sizes, 11u);            // 8 B to 8 MiB, x4
+  EXPECT_EQ(sizes, 11u);  // 8 B to 8 MiB, x4
   EXPECT_EQ(last_bytes, 8u << 20);
 }
 
 TEST(MpiProbe, RefusesASingleRank) {
   std::string output;
-  const int status = RunShell(
-      "mpirun --allow-run-as-root --oversubscribe -np 1 " SERVESWEEP_MPI_PROBE, &output);
+  const int status =
+      RunShell("mpirun --allow-run-as-root --oversubscribe -np 1 " SERVESWEEP_MPI_PROBE, &output);
   EXPECT_NE(status, 0);
   EXPECT_NE(output.find("expected at least 2 ranks, found 1"), std::string::npos) << output;
 }

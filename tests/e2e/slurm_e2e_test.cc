@@ -17,7 +17,6 @@ namespace {
 
 using std::chrono::seconds;
 
-
 class SlurmCluster {
  public:
   explicit SlurmCluster(const std::string& dir) : dir_(dir) {
@@ -25,7 +24,7 @@ class SlurmCluster {
     env_ = fmt::format("SLURM_TEST_DIR={} SLURM_TEST_CTLD_PORT=16917 SLURM_TEST_NODE_PORT=17101",
                        dir_);
     started_ = RunShell(env_ + " " SERVESWEEP_SOURCE_DIR "/scripts/slurm-test-cluster.sh start 3",
-                     &output_) == 0;
+                        &output_) == 0;
     ::setenv("SLURM_CONF", (dir_ + "/slurm.conf").c_str(), 1);
   }
   ~SlurmCluster() {
@@ -144,8 +143,9 @@ workload: {input_len: 16, output_len: 16, num_requests: 3, concurrency: 1}
   const auto status = h.process(submit).Wait(seconds(30));
   ASSERT_TRUE(status);
   EXPECT_NE(*status, 0);
-  EXPECT_NE(h.Log("submit").find("needs 8 GPU(s); expected it to fit the allocation of 3 node(s) x 2"),
-            std::string::npos)
+  EXPECT_NE(
+      h.Log("submit").find("needs 8 GPU(s); expected it to fit the allocation of 3 node(s) x 2"),
+      std::string::npos)
       << h.Log("submit");
   EXPECT_FALSE(std::filesystem::exists(h.Path("out/sweep.sbatch")));
 }

@@ -1,22 +1,20 @@
 // End-to-end: a coordinator and agents as separate processes talking ZeroMQ over loopback,
 // engines (the emulator) started by the agents, results committed to SQLite. Faults are real:
 // SIGKILL of an agent or of the coordinator.
+#include <capnp/message.h>
+#include <capnp/serialize.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
-#include <set>
-
-#include <capnp/message.h>
-#include <capnp/serialize.h>
-#include <zmq.hpp>
-
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
 #include <thread>
+#include <zmq.hpp>
 
 #include "agent/http_get.h"
 #include "common/envelope_codec.h"
@@ -94,8 +92,9 @@ TEST(SweepEndToEnd, CoordinatorAndTwoAgentsCompleteASweep) {
   EXPECT_EQ(ExitCode(h.process(a), seconds(10)), 0);
   EXPECT_EQ(ExitCode(h.process(b), seconds(10)), 0);
   // The record carries conditions and figures, not blanks.
-  const auto rows = h.Query(out, "SELECT model, engine, gpu_model, arrival, ttft_median_ms, "
-                                 "itl_median_ms FROM results");
+  const auto rows = h.Query(out,
+                            "SELECT model, engine, gpu_model, arrival, ttft_median_ms, "
+                            "itl_median_ms FROM results");
   ASSERT_EQ(rows.rows.size(), 4u);
   for (const auto& row : rows.rows) {
     EXPECT_EQ(row[0], "test-model");
@@ -136,8 +135,9 @@ TEST(SweepEndToEnd, KilledAgentsRunIsRequeuedAndCompletedByAnother) {
   const size_t victim = StartAgent(h, "agent-victim", endpoint);
   ASSERT_TRUE(Harness::WaitFor(
       [&] {
-        return h.QueryInt(out, "SELECT COUNT(*) FROM attempts WHERE outcome='running' AND "
-                               "agents='agent-victim'") == 1;
+        return h.QueryInt(out,
+                          "SELECT COUNT(*) FROM attempts WHERE outcome='running' AND "
+                          "agents='agent-victim'") == 1;
       },
       seconds(20)));
   std::this_thread::sleep_for(milliseconds(300));  // well inside the run
@@ -153,7 +153,8 @@ TEST(SweepEndToEnd, KilledAgentsRunIsRequeuedAndCompletedByAnother) {
                                         victim_run)),
             1);
   EXPECT_EQ(h.Query(out, fmt::format("SELECT agent_id FROM results WHERE run_id='{}'", victim_run))
-                .rows.at(0).at(0),
+                .rows.at(0)
+                .at(0),
             "agent-survivor");
   // Only the victim's run was retried, once.
   EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE attempts > 1"), 1);
@@ -168,8 +169,8 @@ TEST(SweepEndToEnd, RestartedCoordinatorResumesWithoutRedoingFinishedRuns) {
   size_t coordinator = StartCoordinator(h, "coordinator-1", matrix, endpoint, out);
   StartAgent(h, "agent-a", endpoint);
   StartAgent(h, "agent-b", endpoint);
-  ASSERT_TRUE(Harness::WaitFor(
-      [&] { return h.QueryInt(out, "SELECT COUNT(*) FROM results") >= 2; }, seconds(30)));
+  ASSERT_TRUE(Harness::WaitFor([&] { return h.QueryInt(out, "SELECT COUNT(*) FROM results") >= 2; },
+                               seconds(30)));
   h.process(coordinator).Signal(SIGKILL);
   h.process(coordinator).Wait(seconds(5));
   const auto before = h.Query(out, "SELECT run_id, committed_unix_ms FROM results ORDER BY run_id");
@@ -186,12 +187,13 @@ TEST(SweepEndToEnd, RestartedCoordinatorResumesWithoutRedoingFinishedRuns) {
   ExpectEveryRunOnce(h, out, 6, 20);
   // The runs finished before the kill were neither redone nor rewritten.
   for (const auto& row : before.rows) {
-    EXPECT_EQ(h.Query(out, fmt::format("SELECT committed_unix_ms FROM results WHERE run_id='{}'",
-                                       row[0]))
-                  .rows.at(0).at(0),
-              row[1]);
-    EXPECT_EQ(h.QueryInt(out, fmt::format("SELECT COUNT(*) FROM attempts WHERE run_id='{}'", row[0])),
-              1);
+    EXPECT_EQ(
+        h.Query(out, fmt::format("SELECT committed_unix_ms FROM results WHERE run_id='{}'", row[0]))
+            .rows.at(0)
+            .at(0),
+        row[1]);
+    EXPECT_EQ(
+        h.QueryInt(out, fmt::format("SELECT COUNT(*) FROM attempts WHERE run_id='{}'", row[0])), 1);
   }
 }
 
@@ -216,13 +218,13 @@ TEST(SweepEndToEnd, MalformedAndOversizedFramesAreDroppedWithoutACrash) {
     }
     dealer.close();  // linger flushes the frames first
   };
-  send_from("garbage-1", {""});                                   // empty frame
-  send_from("garbage-2", {"1234567"});                            // not a multiple of 8
-  send_from("garbage-3", {std::string(64, '\xff')});              // bad segment table
-  send_from("garbage-4", {std::string(16, '\0'), "x"});           // two frames
-  send_from("garbage-5", {std::string(2 << 20, 'a')});            // over --max-frame-bytes
+  send_from("garbage-1", {""});                          // empty frame
+  send_from("garbage-2", {"1234567"});                   // not a multiple of 8
+  send_from("garbage-3", {std::string(64, '\xff')});     // bad segment table
+  send_from("garbage-4", {std::string(16, '\0'), "x"});  // two frames
+  send_from("garbage-5", {std::string(2 << 20, 'a')});   // over --max-frame-bytes
   {
-    capnp::MallocMessageBuilder message;                          // wrong protocol version
+    capnp::MallocMessageBuilder message;  // wrong protocol version
     auto envelope = message.initRoot<schema::Envelope>();
     envelope.setProtocolVersion(99);
     envelope.initHeartbeat();
@@ -230,7 +232,7 @@ TEST(SweepEndToEnd, MalformedAndOversizedFramesAreDroppedWithoutACrash) {
     send_from("garbage-6", {std::string(bytes.asChars().begin(), bytes.asChars().size())});
   }
   {
-    capnp::MallocMessageBuilder message;                          // hello with another identity
+    capnp::MallocMessageBuilder message;  // hello with another identity
     auto hello = NewEnvelope(message).initHello();
     hello.initInventory().setAgentId("someone-else");
     auto bytes = capnp::messageToFlatArray(message);
@@ -240,7 +242,8 @@ TEST(SweepEndToEnd, MalformedAndOversizedFramesAreDroppedWithoutACrash) {
       [&] {
         const std::string log = h.Log("coordinator");
         size_t dropped = 0;
-        for (size_t at = log.find("dropped"); at != std::string::npos; at = log.find("dropped", at + 1)) {
+        for (size_t at = log.find("dropped"); at != std::string::npos;
+             at = log.find("dropped", at + 1)) {
           ++dropped;
         }
         return dropped >= 5;
@@ -258,8 +261,8 @@ TEST(SweepEndToEnd, MalformedAndOversizedFramesAreDroppedWithoutACrash) {
 TEST(SweepEndToEnd, RunCommandExecutesTheQuickstartWithReports) {
   Harness h("quickstart");
   const std::string out = h.Path("out");
-  const size_t run = h.Start("run", {"run", SERVESWEEP_SOURCE_DIR "/examples/quickstart.yaml",
-                                     "--out", out});
+  const size_t run =
+      h.Start("run", {"run", SERVESWEEP_SOURCE_DIR "/examples/quickstart.yaml", "--out", out});
   ASSERT_EQ(ExitCode(h.process(run), seconds(120)), 0) << h.Log("run");
   const std::string log = h.Log("run");
   EXPECT_NE(log.find(out + "/summary.csv"), std::string::npos);
@@ -276,7 +279,6 @@ TEST(SweepEndToEnd, RunCommandExecutesTheQuickstartWithReports) {
   while (std::getline(md, line)) table_rows += line.rfind("| tp=", 0) == 0;
   EXPECT_EQ(table_rows, 6u);
 }
-
 
 TEST(SweepEndToEnd, EngineThatNeverGetsReadyIsRetriedThenFailedWhileOthersFinish) {
   // Run 0's emulator stays unready past its timeout; run 1 is healthy.
@@ -298,11 +300,11 @@ axes:
   ASSERT_EQ(failed.rows.size(), 1u);
   EXPECT_EQ(failed.rows[0][0], "2");
   // The agent's watchdog or the readiness wait, whichever notices first.
-  EXPECT_NE(failed.rows[0][1].find("after 1 s"), std::string::npos)
-      << failed.rows[0][1];
+  EXPECT_NE(failed.rows[0][1].find("after 1 s"), std::string::npos) << failed.rows[0][1];
   // The failure is in the results with its conditions and without figures.
-  EXPECT_EQ(h.QueryInt(s.out, "SELECT COUNT(*) FROM results WHERE result_status='failed' AND "
-                              "model='test-model' AND output_throughput IS NULL"),
+  EXPECT_EQ(h.QueryInt(s.out,
+                       "SELECT COUNT(*) FROM results WHERE result_status='failed' AND "
+                       "model='test-model' AND output_throughput IS NULL"),
             1);
   std::ifstream report(s.out + "/report.md");
   std::stringstream text;
@@ -324,20 +326,25 @@ axes:
   const size_t coordinator = StartCoordinator(h, "coordinator", s.matrix, s.endpoint, s.out);
   // Two emulated H200 nodes: one healthy, one whose HBM reaches 2000 of the 4320 GB/s expected.
   auto start = [&](const std::string& id, const std::string& figures) {
-    return h.Start(id, Args({"agent", "--connect", s.endpoint, "--id", id, "--emulate-gpus", "1",
-                             "--spool", h.Path(id + "/spool"), "--work-dir", h.Path(id + "/work"),
-                             "--emulated-gpu-name", "NVIDIA H200", "--emulated-probe-figures", figures},
-                            kFastHeartbeat));
+    return h.Start(
+        id, Args({"agent", "--connect", s.endpoint, "--id", id, "--emulate-gpus", "1", "--spool",
+                  h.Path(id + "/spool"), "--work-dir", h.Path(id + "/work"), "--emulated-gpu-name",
+                  "NVIDIA H200", "--emulated-probe-figures", figures},
+                 kFastHeartbeat));
   };
   start("agent-healthy", "hbm.triad=4300,gemm.bf16=760");
   start("agent-sick", "hbm.triad=2000,gemm.bf16=760");
   ASSERT_EQ(ExitCode(h.process(coordinator), seconds(60)), 0) << h.Log("coordinator");
   ExpectEveryRunOnce(h, s.out, 4, 5);
   EXPECT_EQ(h.QueryInt(s.out, "SELECT COUNT(*) FROM results WHERE agent_id != 'agent-healthy'"), 0);
-  EXPECT_EQ(h.QueryInt(s.out, "SELECT excluded FROM node_probe_reports WHERE agent_id='agent-sick'"), 1);
-  EXPECT_EQ(h.QueryInt(s.out, "SELECT healthy FROM node_probe_reports WHERE agent_id='agent-healthy'"), 1);
-  const auto flagged = h.Query(s.out, "SELECT name, verdict, value, expected FROM node_probes "
-                                      "WHERE agent_id='agent-sick' AND verdict != 'ok'");
+  EXPECT_EQ(
+      h.QueryInt(s.out, "SELECT excluded FROM node_probe_reports WHERE agent_id='agent-sick'"), 1);
+  EXPECT_EQ(
+      h.QueryInt(s.out, "SELECT healthy FROM node_probe_reports WHERE agent_id='agent-healthy'"),
+      1);
+  const auto flagged = h.Query(s.out,
+                               "SELECT name, verdict, value, expected FROM node_probes "
+                               "WHERE agent_id='agent-sick' AND verdict != 'ok'");
   ASSERT_EQ(flagged.rows.size(), 1u);
   EXPECT_EQ(flagged.rows[0][0], "hbm.triad");
   EXPECT_EQ(flagged.rows[0][1], "below_spec");
@@ -368,18 +375,21 @@ TEST(CommandLine, ProbeReportsDevicesOrNoGpuCleanly) {
 #ifdef SERVESWEEP_HAVE_STANDALONE_PROBES
 TEST(CommandLine, StandaloneProbesSayNoGpuCleanly) {
   std::string output;
-  const int gpu = RunShell(SERVESWEEP_BUILD_DIR "/servesweep-gpu-probe --devices-only --json", &output);
+  const int gpu =
+      RunShell(SERVESWEEP_BUILD_DIR "/servesweep-gpu-probe --devices-only --json", &output);
   const auto report = nlohmann::json::parse(output);
   if (report.at("status") != "no_gpu") GTEST_SKIP() << "a GPU is present: see scripts/gpu-check.sh";
   EXPECT_EQ(gpu, 0) << output;
-  EXPECT_EQ(RunShell(SERVESWEEP_BUILD_DIR "/servesweep-nccl-probe-local", &output) >> 8, 2) << output;
+  EXPECT_EQ(RunShell(SERVESWEEP_BUILD_DIR "/servesweep-nccl-probe-local", &output) >> 8, 2)
+      << output;
   EXPECT_EQ(output, "{\"probe\":\"nccl\",\"status\":\"no_gpu\"}\n");
 }
 #endif
 
 TEST(CommandLine, BadMatrixFailsBeforeStartingAnything) {
   Harness h("badmatrix");
-  const std::string matrix = h.WriteFile("bad.yaml", "name: x\nengine: sim\nmodel: m\nconcurency: 4\n");
+  const std::string matrix =
+      h.WriteFile("bad.yaml", "name: x\nengine: sim\nmodel: m\nconcurency: 4\n");
   const size_t run = h.Start("run", {"run", matrix, "--out", h.Path("out")});
   ASSERT_EQ(ExitCode(h.process(run), seconds(30)), 1);
   EXPECT_NE(h.Log("run").find(matrix + ":4:1: unknown key 'concurency'"), std::string::npos)
@@ -400,9 +410,9 @@ TEST(CommandLine, BenchWritesVllmCompatibleJson) {
       },
       seconds(10)));
   const std::string json_path = h.Path("result.json");
-  const size_t bench = h.Start("bench", {"bench", "--url", url, "--model", "m", "--concurrency", "4",
-                                         "--num-requests", "20", "--input-len", "8",
-                                         "--output-len", "6", "--result-json", json_path});
+  const size_t bench = h.Start(
+      "bench", {"bench", "--url", url, "--model", "m", "--concurrency", "4", "--num-requests", "20",
+                "--input-len", "8", "--output-len", "6", "--result-json", json_path});
   ASSERT_EQ(ExitCode(h.process(bench), seconds(30)), 0) << h.Log("bench");
   std::ifstream in(json_path);
   const auto json = nlohmann::json::parse(in);
@@ -411,9 +421,8 @@ TEST(CommandLine, BenchWritesVllmCompatibleJson) {
   EXPECT_EQ(json.at("total_output_tokens"), 120);
   EXPECT_EQ(json.at("total_input_tokens"), 160);
   for (const char* key : {"duration", "request_throughput", "output_throughput",
-                          "total_token_throughput", "mean_ttft_ms", "median_ttft_ms",
-                          "std_ttft_ms", "p99_ttft_ms", "mean_tpot_ms", "mean_itl_ms",
-                          "mean_e2el_ms"}) {
+                          "total_token_throughput", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms",
+                          "p99_ttft_ms", "mean_tpot_ms", "mean_itl_ms", "mean_e2el_ms"}) {
     EXPECT_TRUE(json.contains(key)) << key;
   }
   EXPECT_NEAR(json.at("median_ttft_ms").get<double>(), 5.0, 2.0);

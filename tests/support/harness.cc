@@ -1,6 +1,7 @@
 #include "tests/support/harness.h"
 
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -8,8 +9,6 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
-
-#include <gtest/gtest.h>
 
 #include "common/ids.h"
 #include "common/net.h"

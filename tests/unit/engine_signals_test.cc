@@ -1,16 +1,18 @@
 // The /metrics reader and the engine-signal mapping, on a saved vLLM-style sample.
+#include "agent/scraper/engine_signals.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "agent/scraper/engine_signals.h"
 #include "agent/scraper/prometheus_text.h"
 
 namespace servesweep::agent {
 namespace {
 
 // Shaped like vLLM 0.10's /metrics (two DP ranks label the same gauge twice).
-const char* kVllmSample = R"(# HELP vllm:num_requests_running Number of requests in model execution batches.
+const char* kVllmSample =
+    R"(# HELP vllm:num_requests_running Number of requests in model execution batches.
 # TYPE vllm:num_requests_running gauge
 vllm:num_requests_running{engine="0",model_name="m"} 3.0
 vllm:num_requests_running{engine="1",model_name="m"} 2.0

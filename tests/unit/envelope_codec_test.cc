@@ -1,9 +1,9 @@
 // Schema round trips through the wire framing, and rejection of malformed frames.
+#include "common/envelope_codec.h"
+
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <gtest/gtest.h>
-
-#include "common/envelope_codec.h"
 
 namespace servesweep {
 namespace {

@@ -1,13 +1,12 @@
 // `servesweep submit k8s`: golden renders of the generated kustomization, and refusals.
+#include "submit/k8s_submit.h"
+
 #include <gtest/gtest.h>
 
 #include "tests/support/golden.h"
-#include "submit/k8s_submit.h"
 
 namespace servesweep::submit {
 namespace {
-
-
 
 K8sOptions Options() {
   K8sOptions o;
@@ -26,7 +25,8 @@ TEST(K8sSubmit, RendersTheGpuKustomization) {
   std::string kustomization, patch;
   Status s = RenderK8sKustomization(matrix, Options(), &kustomization, &patch);
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(kustomization, ReadSourceFile("tests/golden/k8s_gpu_kustomization.yaml")) << kustomization;
+  EXPECT_EQ(kustomization, ReadSourceFile("tests/golden/k8s_gpu_kustomization.yaml"))
+      << kustomization;
   EXPECT_EQ(patch, ReadSourceFile("tests/golden/k8s_gpu_agents_patch.yaml")) << patch;
 }
 

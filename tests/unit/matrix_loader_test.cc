@@ -1,9 +1,9 @@
 // Matrix expansion and its error messages (file:line:column, expected, found, did-you-mean).
+#include "coordinator/matrix_loader.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
-
-#include "coordinator/matrix_loader.h"
 
 namespace servesweep::coordinator {
 namespace {
@@ -14,7 +14,9 @@ model: m
 workload: {input_len: 10, output_len: 5, num_requests: 3}
 )";
 
-Status Expand(const std::string& text, LoadedMatrix* out) { return ExpandMatrix("m.yaml", text, out); }
+Status Expand(const std::string& text, LoadedMatrix* out) {
+  return ExpandMatrix("m.yaml", text, out);
+}
 
 TEST(MatrixLoader, CartesianProductFirstAxisSlowest) {
   LoadedMatrix m;
@@ -22,7 +24,9 @@ TEST(MatrixLoader, CartesianProductFirstAxisSlowest) {
 axes:
   layout: [{tp: 1}, {tp: 2, pp: 2}]
   concurrency: [1, 8, 64]
-)", &m).ok());
+)",
+                     &m)
+                  .ok());
   auto runs = m.matrix().getRuns();
   ASSERT_EQ(runs.size(), 12u);
   EXPECT_EQ(runs[0].getLabel(), "tp=1 concurrency=1 repeat=0");
@@ -49,7 +53,8 @@ TEST(MatrixLoader, DisaggregatedLayoutCountsBothPools) {
   LoadedMatrix m;
   ASSERT_TRUE(Expand(std::string(kBase) + "concurrency: 4\nlayout: {tp: 2, prefill_instances: 1, "
                                           "decode_instances: 3, gpus_per_node: 4}\n",
-                     &m).ok());
+                     &m)
+                  .ok());
   EXPECT_EQ(m.matrix().getRuns()[0].getGpusNeeded(), 8u);
   EXPECT_EQ(m.matrix().getRuns()[0].getNodesNeeded(), 2u);
 }
@@ -101,8 +106,10 @@ TEST(MatrixLoader, RefusesZeroTimeoutAndNamesUnfitForFiles) {
             std::string::npos)
       << timeout.message();
   LoadedMatrix m2;
-  Status name = Expand("name: a/b\nengine: sim\nmodel: m\nconcurrency: 1\n"
-                       "workload: {input_len: 1, output_len: 1, num_requests: 1}\n", &m2);
+  Status name = Expand(
+      "name: a/b\nengine: sim\nmodel: m\nconcurrency: 1\n"
+      "workload: {input_len: 1, output_len: 1, num_requests: 1}\n",
+      &m2);
   EXPECT_NE(name.message().find("m.yaml:1:7: expected 'name' of letters, digits"),
             std::string::npos)
       << name.message();
@@ -110,13 +117,17 @@ TEST(MatrixLoader, RefusesZeroTimeoutAndNamesUnfitForFiles) {
 
 TEST(MatrixLoader, ReadsTheProbesSection) {
   LoadedMatrix m;
-  ASSERT_TRUE(Expand(std::string(kBase) + "concurrency: 1\nprobes: {enabled: true, exclude_unhealthy: true}\n", &m).ok());
+  ASSERT_TRUE(Expand(std::string(kBase) +
+                         "concurrency: 1\nprobes: {enabled: true, exclude_unhealthy: true}\n",
+                     &m)
+                  .ok());
   EXPECT_TRUE(m.matrix().getProbes().getEnabled());
   EXPECT_TRUE(m.matrix().getProbes().getExcludeUnhealthy());
   EXPECT_EQ(m.matrix().getProbes().getRepeats(), 5u);
   LoadedMatrix m2;
   Status s = Expand(std::string(kBase) + "concurrency: 1\nprobes: {enable: true}\n", &m2);
-  EXPECT_NE(s.message().find("unknown key 'enable' in probes (did you mean 'enabled'?)"), std::string::npos)
+  EXPECT_NE(s.message().find("unknown key 'enable' in probes (did you mean 'enabled'?)"),
+            std::string::npos)
       << s.message();
 }
 

@@ -1,10 +1,10 @@
 // Placement of runs on idle agents: fewest nodes, homogeneous groups, head first, engines.
+#include "coordinator/placement.h"
+
 #include <capnp/message.h>
 #include <gtest/gtest.h>
 
 #include <memory>
-
-#include "coordinator/placement.h"
 
 namespace servesweep::coordinator {
 namespace {
@@ -37,7 +37,8 @@ class PlacementTest : public ::testing::Test {
     return spec.asReader();
   }
   // Held by pointer: the builder's destructor may throw, a fixture's may not.
-  std::unique_ptr<capnp::MallocMessageBuilder> message_ = std::make_unique<capnp::MallocMessageBuilder>();
+  std::unique_ptr<capnp::MallocMessageBuilder> message_ =
+      std::make_unique<capnp::MallocMessageBuilder>();
 };
 
 TEST_F(PlacementTest, OneAgentWhenItHasEnoughGpus) {
@@ -63,7 +64,7 @@ TEST_F(PlacementTest, NothingWhenTooFewIdleAgents) {
 
 TEST_F(PlacementTest, HonoursGpusPerNodeAndEngines) {
   AgentEntry a = Agent("a", 8), b = Agent("b", 8);
-  auto placed = PlaceRun(Spec(8, 4), {&a, &b});   // 8 GPUs, 4 per node -> 2 nodes
+  auto placed = PlaceRun(Spec(8, 4), {&a, &b});  // 8 GPUs, 4 per node -> 2 nodes
   ASSERT_TRUE(placed);
   EXPECT_EQ(placed->size(), 2u);
   AgentEntry no_engine = Agent("x", 8);

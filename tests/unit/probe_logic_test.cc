@@ -44,8 +44,9 @@ TEST(ProbeVerdict, FlagsBelowSpecAndOutliersAgainstPeers) {
   // Four H200s: GPU 2's HBM is far below the model's achievable 4320 GB/s; GPU 3's GEMM is
   // within spec but 20% below its peers.
   const std::vector<Figure> figures = {
-      {"hbm.triad", 0, 4300}, {"hbm.triad", 1, 4310}, {"hbm.triad", 2, 3000}, {"hbm.triad", 3, 4290},
-      {"gemm.bf16", 0, 760},  {"gemm.bf16", 1, 755},  {"gemm.bf16", 2, 762},  {"gemm.bf16", 3, 600},
+      {"hbm.triad", 0, 4300}, {"hbm.triad", 1, 4310}, {"hbm.triad", 2, 3000},
+      {"hbm.triad", 3, 4290}, {"gemm.bf16", 0, 760},  {"gemm.bf16", 1, 755},
+      {"gemm.bf16", 2, 762},  {"gemm.bf16", 3, 600},
   };
   const auto verdicts = Judge("NVIDIA H200", figures);
   ASSERT_EQ(verdicts.size(), figures.size());
@@ -71,8 +72,9 @@ TEST(NodeProbes, EmulatedFiguresParseAndAreJudged) {
   EXPECT_EQ(figures[1].probe, "gemm.bf16");
   EXPECT_EQ(figures[1].gpu, 1);
   EXPECT_EQ(figures[1].value, 760.5);
-  EXPECT_NE(agent::ParseEmulatedFigures("hbm.triad=fast", &figures).message().find(
-                "expected probe[@gpu]=number, found 'hbm.triad=fast'"),
+  EXPECT_NE(agent::ParseEmulatedFigures("hbm.triad=fast", &figures)
+                .message()
+                .find("expected probe[@gpu]=number, found 'hbm.triad=fast'"),
             std::string::npos);
   EXPECT_FALSE(agent::ParseEmulatedFigures("hbm.triad", &figures).ok());
 

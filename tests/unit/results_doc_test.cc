@@ -39,10 +39,11 @@ TEST(ResultsDoc, EveryRecordColumnIsDocumented) {
   buffer << in.rdbuf();
   const auto documented = DocumentedNames(buffer.str());
   for (const auto& column : RecordColumns()) {
-    EXPECT_TRUE(documented.count(column.name)) << "docs/results.md does not document '"
-                                               << column.name << "'";
+    EXPECT_TRUE(documented.count(column.name))
+        << "docs/results.md does not document '" << column.name << "'";
   }
-  for (const char* summary_only : {"run_id", "run_index", "label", "status", "attempts", "last_error"}) {
+  for (const char* summary_only :
+       {"run_id", "run_index", "label", "status", "attempts", "last_error"}) {
     EXPECT_TRUE(documented.count(summary_only)) << summary_only;
   }
 }

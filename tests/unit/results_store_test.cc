@@ -1,4 +1,6 @@
 // The results store on a real SQLite file: sweep init, attempts, idempotent commit, resume.
+#include "coordinator/results_store.h"
+
 #include <capnp/message.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -9,7 +11,6 @@
 #include "common/ids.h"
 #include "coordinator/matrix_loader.h"
 #include "coordinator/record_columns.h"
-#include "coordinator/results_store.h"
 
 namespace servesweep::coordinator {
 namespace {
@@ -26,7 +27,9 @@ engine: sim
 model: m
 workload: {input_len: 10, output_len: 5, num_requests: 3}
 axes: {concurrency: [1, 2, 4]}
-)", matrix_.get()).ok());
+)",
+                             matrix_.get())
+                    .ok());
     ASSERT_TRUE(store_->InitSweep(matrix_->matrix(), matrix_->text).ok());
     run0_ = matrix_->matrix().getRuns()[0].getRunId();
   }
@@ -83,7 +86,7 @@ TEST_F(ResultsStoreTest, CommitIsIdempotentAndAtomicWithRunState) {
   EXPECT_EQ(Cell("SELECT status FROM runs WHERE run_id='" + run0_ + "'"), "done");
   EXPECT_EQ(Cell("SELECT output_throughput FROM results"), "123.5");
   EXPECT_EQ(Cell("SELECT ttft_median_ms FROM results"), "20.25");
-  EXPECT_EQ(Cell("SELECT goodput IS NULL FROM results"), "1");   // NaN -> NULL
+  EXPECT_EQ(Cell("SELECT goodput IS NULL FROM results"), "1");  // NaN -> NULL
   EXPECT_EQ(Cell("SELECT COUNT(*) FROM requests"), "3");
   EXPECT_EQ(Cell("SELECT outcome FROM attempts WHERE run_id='" + run0_ + "'"), "committed");
 
@@ -139,13 +142,15 @@ TEST_F(ResultsStoreTest, FailureRecordHasNoFiguresAndGivesWayToALaterOkResult) {
   capnp::MallocMessageBuilder failed_again;
   BuildResult(failed_again, 2);
   failed_again.getRoot<schema::RunResult>().setStatus(schema::RunStatus::FAILED);
-  ASSERT_TRUE(store_->CommitResult(failed_again.getRoot<schema::RunResult>(), false, &duplicate).ok());
+  ASSERT_TRUE(
+      store_->CommitResult(failed_again.getRoot<schema::RunResult>(), false, &duplicate).ok());
   EXPECT_TRUE(duplicate);
   capnp::MallocMessageBuilder ok;
   BuildResult(ok, 1);
   ASSERT_TRUE(store_->CommitResult(ok.getRoot<schema::RunResult>(), true, &duplicate).ok());
   EXPECT_FALSE(duplicate);
-  EXPECT_EQ(Cell("SELECT COUNT(*) || ':' || MAX(result_status) || ':' || MAX(output_throughput) FROM results"),
+  EXPECT_EQ(Cell("SELECT COUNT(*) || ':' || MAX(result_status) || ':' || MAX(output_throughput) "
+                 "FROM results"),
             "1:ok:123.5");
   EXPECT_EQ(Cell("SELECT COUNT(*) FROM requests"), "3");
   EXPECT_EQ(Cell("SELECT status FROM runs WHERE run_id='" + run0_ + "'"), "done");
@@ -156,7 +161,7 @@ TEST_F(ResultsStoreTest, SummaryHasOneRowPerRunWithEveryRecordColumn) {
   ASSERT_TRUE(store_->QuerySummary(&summary).ok());
   EXPECT_EQ(summary.rows.size(), 3u);
   EXPECT_EQ(summary.columns.size(), 6 + RecordColumns().size());
-  EXPECT_TRUE(summary.is_null[0].back());   // nothing measured yet
+  EXPECT_TRUE(summary.is_null[0].back());  // nothing measured yet
 }
 
 }  // namespace

@@ -1,14 +1,13 @@
 // `servesweep submit slurm`: golden renders of the sbatch script, and refusals before submitting.
+#include "submit/slurm_submit.h"
+
 #include <gtest/gtest.h>
 
-#include "tests/support/golden.h"
-#include "submit/slurm_submit.h"
 #include "submit/template_renderer.h"
+#include "tests/support/golden.h"
 
 namespace servesweep::submit {
 namespace {
-
-
 
 SlurmOptions GpuOptions() {
   SlurmOptions o;
@@ -56,8 +55,9 @@ TEST(SlurmSubmit, RendersTheHeterogeneousPrefillDecodeScript) {
   ASSERT_TRUE(RenderSbatch(matrix, o, "/shared/sweeps/golden/matrix.yaml", &script).ok());
   EXPECT_EQ(script, ReadSourceFile("tests/golden/slurm_pd.sbatch")) << script;
   o.decode_nodes = 0;
-  EXPECT_NE(CheckAllocation(matrix, o).message().find("expected both --prefill-nodes and --decode-nodes"),
-            std::string::npos);
+  EXPECT_NE(
+      CheckAllocation(matrix, o).message().find("expected both --prefill-nodes and --decode-nodes"),
+      std::string::npos);
 }
 
 TEST(SlurmSubmit, RefusesAMatrixLargerThanTheAllocationBeforeSubmitting) {

@@ -1,4 +1,6 @@
 // The agent's spool: a written result survives, can be listed and read back, and is removed on ack.
+#include "agent/spool.h"
+
 #include <capnp/message.h>
 #include <capnp/serialize.h>
 #include <gtest/gtest.h>
@@ -7,7 +9,6 @@
 #include <cstring>
 #include <filesystem>
 
-#include "agent/spool.h"
 #include "common/ids.h"
 #include "schema/result.capnp.h"
 
