@@ -46,6 +46,11 @@ loadgen::LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::s
   settings.ignore_eos = w.getIgnoreEos();
   settings.temperature = w.getTemperature();
   settings.request_timeout_s = spec.getTimeoutS();
+  settings.replay_arrivals = w.getReplayArrivals();
+  for (auto planned : w.getPlan()) {
+    settings.plan.push_back(
+        {planned.getOffsetNs(), planned.getInputLenTok(), planned.getOutputLenTok()});
+  }
   return settings;
 }
 
@@ -72,11 +77,17 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
       layout.getPrefillInstances() > 0
           ? fmt::format("{}P{}D", layout.getPrefillInstances(), layout.getDecodeInstances())
           : "none");
-  record.setInputLenDist(fmt::format("fixed:{}", w.getInputLenTok()));
-  record.setOutputLenDist(fmt::format("fixed:{}", w.getOutputLenTok()));
+  const bool traced = w.getPlan().size() > 0;
+  record.setInputLenDist(traced ? fmt::format("{} mean:{}", w.getTrace().cStr(), w.getInputLenTok())
+                                : fmt::format("fixed:{}", w.getInputLenTok()));
+  record.setOutputLenDist(traced ? fmt::format("{} mean:{}", w.getTrace().cStr(), w.getOutputLenTok())
+                                 : fmt::format("fixed:{}", w.getOutputLenTok()));
   record.setConcurrency(w.getConcurrency());
   record.setRequestRatePerS(w.getRequestRatePerS());
-  record.setArrival(w.getRequestRatePerS() > 0 ? "poisson" : "closed-loop");
+  const bool replayed = traced && w.getReplayArrivals() && w.getRequestRatePerS() == 0;
+  record.setArrival(replayed ? fmt::format("trace x{}", w.getTraceSpeedup())
+                    : w.getRequestRatePerS() > 0 ? "poisson"
+                                                 : "closed-loop");
   record.setWarm(w.getWarmupRequests() > 0);
   record.setWarmupRequests(w.getWarmupRequests());
 }

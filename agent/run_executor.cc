@@ -206,6 +206,8 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
     loadgen::LoadSettings warmup = settings;
     warmup.num_requests = settings.warmup_requests;
     warmup.warmup_requests = 0;
+    warmup.plan.clear();   // warm-up uses the mean lengths, closed loop
+    if (warmup.concurrency == 0) warmup.concurrency = warmup.num_requests;
     warmup.seed = settings.seed ^ 0x5eed5eed5eed5eedULL;  // prompts unlike the measured ones
     const loadgen::BenchSummary warmup_summary = loadgen::Summarize(loadgen::RunLoad(warmup));
     if (warmup_summary.completed == 0) {

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cctype>
 #include <fstream>
 #include <functional>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "common/ids.h"
+#include "workload/trace_reader.h"
 
 namespace servesweep::coordinator {
 namespace {
@@ -155,8 +157,9 @@ void ApplyLayout(Parser& p, const YAML::Node& node, schema::Layout::Builder layo
 
 // Workload keys may stand in `workload:` or, for sweeping, directly as axes.
 const std::vector<std::string> kWorkloadKeys = {
-    "name",        "api",          "input_len", "output_len", "num_requests", "warmup_requests",
-    "concurrency", "request_rate", "seed",      "ignore_eos", "temperature"};
+    "name",         "api",          "input_len",      "output_len",      "num_requests",
+    "warmup_requests", "concurrency", "request_rate", "seed",           "ignore_eos",
+    "temperature",  "trace",        "trace_format",   "trace_speedup",   "replay_arrivals"};
 
 void ApplyWorkloadKey(Parser& p, const std::string& key, const YAML::Node& value,
                       schema::Workload::Builder w) {
@@ -170,6 +173,16 @@ void ApplyWorkloadKey(Parser& p, const std::string& key, const YAML::Node& value
   if (key == "seed") w.setSeed(p.Uint(value, key, 0));
   if (key == "ignore_eos") w.setIgnoreEos(p.Bool(value, key));
   if (key == "temperature") w.setTemperature(p.Real(value, key));
+  if (key == "trace") w.setTrace(p.Text(value, key));   // expanded into the plan later
+  if (key == "trace_format") w.setTraceFormat(p.Text(value, key));
+  if (key == "replay_arrivals") w.setReplayArrivals(p.Bool(value, key));
+  if (key == "trace_speedup") {
+    const double speedup = p.Real(value, key);
+    if (speedup <= 0) {
+      p.Fail(value, fmt::format("expected 'trace_speedup' > 0, found {}", speedup));
+    }
+    w.setTraceSpeedup(speedup);
+  }
   if (key == "api") {
     const std::string api = p.Text(value, key);
     if (api == "completions") {
@@ -276,6 +289,56 @@ std::string AxisLabel(const std::string& axis, const YAML::Node& value) {
   return axis + "=...";
 }
 
+// Trace requests already read, by path: a matrix sweeping other axes replays one trace often.
+using TraceCache = std::map<std::string, std::vector<workload::TraceRequest>>;
+
+// Expands `workload.trace` into the run's plan: the first num_requests requests of the trace,
+// their arrival offsets divided by trace_speedup. The means become input/output_len (warm-up).
+void ExpandTrace(Parser& p, const YAML::Node& where, const std::string& matrix_path,
+                 TraceCache& cache, schema::Workload::Builder w) {
+  if (w.getTrace().size() == 0 || p.failed()) return;
+  std::filesystem::path path(std::string(w.getTrace().cStr()));
+  if (path.is_relative()) path = std::filesystem::path(matrix_path).parent_path() / path;
+  workload::TraceFormat format;
+  if (Status s = workload::ParseTraceFormat(w.getTraceFormat().cStr(), path.string(), &format);
+      !s.ok()) {
+    p.Fail(where, s.message());
+    return;
+  }
+  if (w.getNumRequests() == 0) {
+    p.Fail(where, "expected 'num_requests' (how many of the trace's requests to replay), found none");
+    return;
+  }
+  const std::string key = fmt::format("{}|{}", path.string(), static_cast<int>(format));
+  auto& requests = cache[key];
+  if (requests.size() < w.getNumRequests()) {
+    if (Status s = workload::ReadTrace(path.string(), format, w.getNumRequests(), &requests);
+        !s.ok()) {
+      p.Fail(where, s.message());
+      return;
+    }
+  }
+  if (requests.size() < w.getNumRequests()) {
+    p.Fail(where, fmt::format("{}: expected at least {} requests (num_requests), found {}",
+                              path.string(), w.getNumRequests(), requests.size()));
+    return;
+  }
+  auto plan = w.initPlan(w.getNumRequests());
+  uint64_t input_sum = 0, output_sum = 0;
+  for (uint32_t i = 0; i < w.getNumRequests(); ++i) {
+    plan[i].setOffsetNs(static_cast<int64_t>(requests[i].offset_ns / w.getTraceSpeedup()));
+    plan[i].setInputLenTok(std::max<uint32_t>(1, requests[i].input_len_tok));
+    plan[i].setOutputLenTok(std::max<uint32_t>(1, requests[i].output_len_tok));
+    input_sum += plan[i].getInputLenTok();
+    output_sum += plan[i].getOutputLenTok();
+  }
+  w.setInputLenTok(static_cast<uint32_t>((input_sum + w.getNumRequests() / 2) / w.getNumRequests()));
+  w.setOutputLenTok(static_cast<uint32_t>((output_sum + w.getNumRequests() / 2) / w.getNumRequests()));
+  w.setTrace(fmt::format("{}:{}", format == workload::TraceFormat::kAzureCsv ? "azure" : "mooncake",
+                         path.filename().string()));
+  if (w.getName().size() == 0) w.setName(fmt::format("trace-{}", path.stem().string()));
+}
+
 void CheckRunIsRunnable(Parser& p, const YAML::Node& where, schema::RunSpec::Reader spec) {
   const auto w = spec.getWorkload();
   if (spec.getEngine().size() == 0)
@@ -287,7 +350,8 @@ void CheckRunIsRunnable(Parser& p, const YAML::Node& where, schema::RunSpec::Rea
   if (w.getOutputLenTok() == 0)
     p.Fail(where, "expected 'output_len' (tokens per response), found none");
   if (w.getNumRequests() == 0) p.Fail(where, "expected 'num_requests', found none");
-  if (w.getConcurrency() == 0 && w.getRequestRatePerS() == 0) {
+  const bool replay = w.getPlan().size() > 0 && w.getReplayArrivals();
+  if (w.getConcurrency() == 0 && w.getRequestRatePerS() == 0 && !replay) {
     p.Fail(where,
            "expected 'concurrency' (closed loop) or 'request_rate' (open loop), found neither");
   }
@@ -393,6 +457,7 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
   matrix.setName(name);
   matrix.setSourcePath(path);
   matrix.setSourceHash(StableHashHex(text));
+  TraceCache trace_cache;
   auto probe_settings = matrix.initProbes();
   probe_settings.setEnabled(probes_enabled);
   probe_settings.setExcludeUnhealthy(exclude_unhealthy);
@@ -429,6 +494,7 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
       }
       if (repeats > 1) label += fmt::format(" repeat={}", repeat);
       spec.setLabel(label.empty() ? "default" : label);
+      ExpandTrace(p, root, path, trace_cache, spec.getWorkload());
       if (spec.getWorkload().getName().size() == 0) {
         auto w = spec.getWorkload();
         w.setName(fmt::format("fixed-in{}-out{}", w.getInputLenTok(), w.getOutputLenTok()));

@@ -21,6 +21,13 @@ enum ApiKind {
   chatCompletions @1;   # /v1/chat/completions
 }
 
+struct PlannedRequest {
+  # One request of a replayed trace: its arrival after the first one, and its lengths.
+  offsetNs @0 :Int64;
+  inputLenTok @1 :UInt32;
+  outputLenTok @2 :UInt32;
+}
+
 struct Workload {
   name @0 :Text;
   api @1 :ApiKind;
@@ -34,6 +41,15 @@ struct Workload {
   seed @8 :UInt64;
   ignoreEos @9 :Bool = true;
   temperature @10 :Float64;
+  # Trace replay: where the requests come from ("azure:<file>" or "mooncake:<file>"), the
+  # speed-up applied to its timestamps, whether its arrival times are replayed (else the
+  # concurrency or rate above), and the planned requests (expanded by the coordinator, so
+  # agents need no trace file). inputLenTok/outputLenTok then hold the means (used by warm-up).
+  trace @11 :Text;
+  traceSpeedup @12 :Float64 = 1;
+  replayArrivals @13 :Bool = true;
+  plan @14 :List(PlannedRequest);
+  traceFormat @15 :Text;   # "azure", "mooncake", or "" (from the file name)
 }
 
 struct Slo {

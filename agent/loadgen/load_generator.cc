@@ -120,17 +120,17 @@ size_t WriteCallback(char* ptr, size_t size, size_t nmemb, void* userdata) {
   return n;
 }
 
-std::string BuildBody(const LoadSettings& s, const std::string& prompt) {
+std::string BuildBody(const LoadSettings& s, const std::string& prompt, uint32_t output_len_tok) {
   nlohmann::json body;
   body["model"] = s.model;
   if (s.api == Api::kChatCompletions) {
     body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", prompt}}});
     // Newer servers read max_completion_tokens, older ones max_tokens: send both.
-    body["max_completion_tokens"] = s.output_len_tok;
+    body["max_completion_tokens"] = output_len_tok;
   } else {
     body["prompt"] = prompt;
   }
-  body["max_tokens"] = s.output_len_tok;
+  body["max_tokens"] = output_len_tok;
   body["stream"] = true;
   body["stream_options"] = {{"include_usage", true}};
   // Sent only when set, as vLLM does: OpenAI's own API rejects unknown fields.
@@ -254,10 +254,19 @@ class Engine {
     return transfers_.back().get();
   }
 
+  // A measured request of a planned workload takes its planned lengths; others the settings'.
+  std::pair<uint32_t, uint32_t> LengthsFor(const RequestRecord& r) const {
+    if (!r.warmup && r.index < s_.plan.size()) {
+      return {s_.plan[r.index].input_len_tok, s_.plan[r.index].output_len_tok};
+    }
+    return {s_.input_len_tok, s_.output_len_tok};
+  }
+
   void Start(RequestRecord& r, uint64_t prompt_index) {
     Transfer* t = Acquire();
     t->ResetForRequest(&r);
-    t->body = BuildBody(s_, BuildPrompt(s_.seed, prompt_index, s_.input_len_tok));
+    const auto [input_len_tok, output_len_tok] = LengthsFor(r);
+    t->body = BuildBody(s_, BuildPrompt(s_.seed, prompt_index, input_len_tok), output_len_tok);
     curl_easy_setopt(t->easy, CURLOPT_POSTFIELDS, t->body.data());
     curl_easy_setopt(t->easy, CURLOPT_POSTFIELDSIZE_LARGE,
                      static_cast<curl_off_t>(t->body.size()));
@@ -286,7 +295,7 @@ class Engine {
     r.output_tokens = t->have_usage && t->usage_completion_tok > 0 ? t->usage_completion_tok
                                                                    : output_chunks;
     r.prompt_tokens = t->have_usage && t->usage_prompt_tok > 0 ? t->usage_prompt_tok
-                                                               : s_.input_len_tok;
+                                                               : LengthsFor(r).first;
     r.success = false;
     if (result != CURLE_OK && !(t->saw_done && result == CURLE_PARTIAL_FILE)) {
       if (result == CURLE_OPERATION_TIMEDOUT) {
@@ -325,10 +334,21 @@ void Validate(const LoadSettings& s) {
   if (std::isnan(s.request_rate_per_s) || s.request_rate_per_s < 0) {
     throw std::invalid_argument("request_rate_per_s must be >= 0 (0 = closed loop)");
   }
-  if (s.request_rate_per_s == 0 && s.concurrency == 0) {
+  const bool replay = !s.plan.empty() && s.replay_arrivals;
+  if (s.request_rate_per_s == 0 && s.concurrency == 0 && !replay) {
     throw std::invalid_argument("closed loop (request_rate_per_s == 0) needs concurrency > 0");
   }
   if (!(s.request_timeout_s > 0)) throw std::invalid_argument("request_timeout_s must be > 0");
+  if (!s.plan.empty()) {
+    if (s.plan.size() != s.num_requests) {
+      throw std::invalid_argument("plan must hold num_requests entries");
+    }
+    for (const auto& p : s.plan) {
+      if (p.input_len_tok == 0 || p.output_len_tok == 0 || p.offset_ns < 0) {
+        throw std::invalid_argument("plan entries need lengths > 0 and offsets >= 0");
+      }
+    }
+  }
 }
 
 void Rebase(int64_t& t_ns, int64_t t0_ns) {
@@ -341,7 +361,9 @@ LoadResult RunLoad(const LoadSettings& settings,
                    const std::function<void(const Progress&)>& on_progress) {
   Validate(settings);
   Engine engine(settings, on_progress);
-  const bool open_loop = settings.request_rate_per_s > 0;
+  const bool replay = !settings.plan.empty() && settings.replay_arrivals &&
+                      settings.request_rate_per_s == 0;
+  const bool open_loop = settings.request_rate_per_s > 0 || replay;
 
   if (settings.warmup_requests > 0) {
     std::vector<RequestRecord> warm(settings.warmup_requests);
@@ -368,7 +390,9 @@ LoadResult RunLoad(const LoadSettings& settings,
   result.requests.resize(settings.num_requests);
   for (uint32_t i = 0; i < settings.num_requests; ++i) result.requests[i].index = i;
   std::vector<int64_t> schedule;
-  if (open_loop) {
+  if (replay) {
+    for (const auto& p : settings.plan) schedule.push_back(p.offset_ns);
+  } else if (open_loop) {
     schedule = PoissonScheduleNs(settings.num_requests, settings.request_rate_per_s,
                                  settings.seed);
   }

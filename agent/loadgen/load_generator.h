@@ -14,6 +14,14 @@ namespace servesweep::loadgen {
 
 enum class Api { kCompletions, kChatCompletions };
 
+// One request of a planned workload (trace replay): when it arrives, relative to the start of
+// the measured phase, and its lengths.
+struct PlannedRequest {
+  int64_t offset_ns = 0;
+  uint32_t input_len_tok = 0;
+  uint32_t output_len_tok = 0;
+};
+
 struct LoadSettings {
   std::string base_url;               // e.g. "http://127.0.0.1:8000" (no trailing /v1)
   Api api = Api::kCompletions;
@@ -31,6 +39,12 @@ struct LoadSettings {
   bool ignore_eos = true;
   double temperature = 0;
   double request_timeout_s = 600;
+  // Planned requests (trace replay): when non-empty, measured request i takes plan[i]'s lengths
+  // (num_requests must equal plan.size()) and, in open loop without a rate
+  // (request_rate_per_s == 0 and replay_arrivals), arrives at plan[i].offset_ns on an absolute
+  // schedule, at most `concurrency` in flight when > 0. Warm-up keeps input/output_len_tok.
+  std::vector<PlannedRequest> plan;
+  bool replay_arrivals = true;
 };
 
 struct RequestRecord {

@@ -357,6 +357,27 @@ axes:
       << text.str();
 }
 
+TEST(SweepEndToEnd, TraceReplaySendsEachRequestAtItsTimeWithItsLengths) {
+  Harness h("trace-replay");
+  const std::string out = h.Path("out");
+  const size_t run = h.Start("run", {"run", SERVESWEEP_SOURCE_DIR "/examples/trace-replay.yaml",
+                                     "--out", out});
+  ASSERT_EQ(ExitCode(h.process(run), seconds(60)), 0) << h.Log("run");
+  // The emulator counts every prompt word and emits exactly max_tokens: the trace's lengths.
+  const std::vector<std::pair<int, int>> trace_head = {{374, 44}, {396, 109}, {879, 55}, {91, 16}};
+  const auto rows = h.Query(out, "SELECT prompt_tokens, output_tokens, scheduled_ns FROM requests "
+                                 "ORDER BY idx LIMIT 4");
+  ASSERT_EQ(rows.rows.size(), 4u);
+  for (size_t i = 0; i < trace_head.size(); ++i) {
+    EXPECT_EQ(std::stoi(rows.rows[i][0]), trace_head[i].first) << i;
+    EXPECT_EQ(std::stoi(rows.rows[i][1]), trace_head[i].second) << i;
+  }
+  // Request 1 arrives 4.314579 s after request 0 in the trace, replayed 20x faster.
+  EXPECT_EQ(std::stoll(rows.rows[1][2]) - std::stoll(rows.rows[0][2]), 4'314'579'000 / 20);
+  EXPECT_EQ(h.QueryInt(out, "SELECT completed FROM results"), 20);
+  EXPECT_EQ(h.Query(out, "SELECT arrival FROM results").rows.at(0).at(0), "trace x20");
+}
+
 TEST(CommandLine, ProbeReportsDevicesOrNoGpuCleanly) {
   Harness h("probe");
   const size_t probe = h.Start("probe", {"probe", "--json"});

@@ -1,0 +1,101 @@
+// Trace readers on samples of the real traces (tests/data: Azure 2023 conversation, CC-BY;
+// Mooncake FAST'25 conversation, Apache-2.0), and trace expansion in the matrix.
+#include <gtest/gtest.h>
+
+#include "coordinator/matrix_loader.h"
+#include "tests/support/harness.h"
+#include "workload/trace_reader.h"
+
+namespace servesweep::workload {
+namespace {
+
+const std::string kData = SERVESWEEP_SOURCE_DIR "/tests/data/";
+
+TEST(TraceReader, ReadsTheAzureConversationTrace) {
+  std::vector<TraceRequest> requests;
+  ASSERT_TRUE(ReadTrace(kData + "azure_conv_sample.csv", TraceFormat::kAzureCsv, 0, &requests).ok());
+  ASSERT_EQ(requests.size(), 20u);
+  EXPECT_EQ(requests[0].offset_ns, 0);
+  EXPECT_EQ(requests[0].input_len_tok, 374u);
+  EXPECT_EQ(requests[0].output_len_tok, 44u);
+  // 18:15:50.9951690 - 18:15:46.6805900
+  EXPECT_EQ(requests[1].offset_ns, 4'314'579'000);
+  EXPECT_EQ(requests[1].input_len_tok, 396u);
+  EXPECT_EQ(requests[19].input_len_tok, 1353u);
+  EXPECT_TRUE(requests[0].hash_ids.empty());
+  ASSERT_TRUE(ReadTrace(kData + "azure_conv_sample.csv", TraceFormat::kAzureCsv, 3, &requests).ok());
+  EXPECT_EQ(requests.size(), 3u);
+}
+
+TEST(TraceReader, ReadsTheMooncakeTraceWithPrefixBlocks) {
+  std::vector<TraceRequest> requests;
+  ASSERT_TRUE(ReadTrace(kData + "mooncake_conversation_sample.jsonl", TraceFormat::kMooncakeJsonl,
+                        0, &requests)
+                  .ok());
+  ASSERT_EQ(requests.size(), 20u);
+  EXPECT_EQ(requests[0].input_len_tok, 6758u);
+  EXPECT_EQ(requests[0].output_len_tok, 500u);
+  EXPECT_EQ(requests[0].hash_ids.size(), 14u);
+  EXPECT_EQ(requests[1].hash_ids[0], 0u);   // shares its first 512-token block with request 0
+  EXPECT_EQ(requests[19].offset_ns, 3'000'000'000);
+}
+
+TEST(TraceReader, ErrorsNameTheFileLineAndWhatWasFound) {
+  testing::Harness h("trace");
+  const std::string bad_csv =
+      h.WriteFile("bad.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                             "2023-11-16 18:15:46.68,374,44\n2023-11-16 18:15:47,many,44\n");
+  std::vector<TraceRequest> requests;
+  Status s = ReadTrace(bad_csv, TraceFormat::kAzureCsv, 0, &requests);
+  EXPECT_NE(s.message().find("bad.csv:3: expected 'YYYY-MM-DD HH:MM:SS.fraction,<context tokens>,"
+                             "<generated tokens>', found '2023-11-16 18:15:47,many,44'"),
+            std::string::npos)
+      << s.message();
+  const std::string bad_jsonl = h.WriteFile("bad.jsonl", "{\"timestamp\": 0}\n");
+  s = ReadTrace(bad_jsonl, TraceFormat::kMooncakeJsonl, 0, &requests);
+  EXPECT_NE(s.message().find("bad.jsonl:1: expected a JSON object with timestamp, input_length"),
+            std::string::npos)
+      << s.message();
+  TraceFormat format;
+  EXPECT_NE(ParseTraceFormat("", "x.parquet", &format).message().find("expected trace_format"),
+            std::string::npos);
+}
+
+TEST(TraceReader, ParsesTimestampsToTheNanosecond) {
+  int64_t a = 0, b = 0;
+  ASSERT_TRUE(ParseTimestampNs("2023-11-16 18:15:46.6805900", &a));
+  ASSERT_TRUE(ParseTimestampNs("2023-11-16 18:15:47", &b));
+  EXPECT_EQ(b - a, 319'410'000);
+  EXPECT_FALSE(ParseTimestampNs("16/11/2023 18:15", &a));
+}
+
+TEST(TraceReader, MatrixExpandsATraceIntoThePlan) {
+  coordinator::LoadedMatrix m;
+  Status s = coordinator::ExpandMatrix(SERVESWEEP_SOURCE_DIR "/examples/m.yaml", R"(name: t
+engine: sim
+model: m
+workload: {trace: ../tests/data/azure_conv_sample.csv, trace_speedup: 2, num_requests: 4}
+)", &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const auto w = m.matrix().getRuns()[0].getWorkload();
+  ASSERT_EQ(w.getPlan().size(), 4u);
+  EXPECT_EQ(w.getPlan()[1].getOffsetNs(), 4'314'579'000 / 2);
+  EXPECT_EQ(w.getPlan()[2].getInputLenTok(), 879u);
+  EXPECT_EQ(w.getInputLenTok(), (374u + 396 + 879 + 91 + 2) / 4);   // rounded mean
+  EXPECT_EQ(w.getTrace(), "azure:azure_conv_sample.csv");
+  EXPECT_EQ(w.getName(), "trace-azure_conv_sample");
+
+  coordinator::LoadedMatrix too_many;
+  s = coordinator::ExpandMatrix(SERVESWEEP_SOURCE_DIR "/examples/m.yaml", R"(name: t
+engine: sim
+model: m
+workload: {trace: ../tests/data/azure_conv_sample.csv, num_requests: 50}
+)", &too_many);
+  EXPECT_NE(s.message().find("azure_conv_sample.csv: expected at least 50 requests (num_requests), "
+                             "found 20"),
+            std::string::npos)
+      << s.message();
+}
+
+}  // namespace
+}  // namespace servesweep::workload

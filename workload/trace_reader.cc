@@ -1,0 +1,158 @@
+#include "workload/trace_reader.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace servesweep::workload {
+namespace {
+
+bool ParseUint(const std::string& text, uint32_t* out) {
+  if (text.empty() || text.size() > 9) return false;
+  uint32_t value = 0;
+  for (char c : text) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    value = value * 10 + static_cast<uint32_t>(c - '0');
+  }
+  *out = value;
+  return true;
+}
+
+std::string Trim(std::string s) {
+  while (!s.empty() && (s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+Status ReadAzure(std::istream& in, const std::string& path, size_t max_requests,
+                 std::vector<TraceRequest>* out) {
+  std::string line;
+  size_t line_number = 1;
+  if (!std::getline(in, line) || Trim(line) != "TIMESTAMP,ContextTokens,GeneratedTokens") {
+    return Status::Error(fmt::format(
+        "{}:1: expected the header TIMESTAMP,ContextTokens,GeneratedTokens, found '{}'", path,
+        Trim(line)));
+  }
+  int64_t first_ns = 0;
+  while (std::getline(in, line) && (max_requests == 0 || out->size() < max_requests)) {
+    ++line_number;
+    line = Trim(line);
+    if (line.empty()) continue;
+    std::stringstream cells(line);
+    std::string timestamp, input, output;
+    std::getline(cells, timestamp, ',');
+    std::getline(cells, input, ',');
+    std::getline(cells, output, ',');
+    TraceRequest request;
+    int64_t at_ns = 0;
+    if (!ParseTimestampNs(timestamp, &at_ns) || !ParseUint(input, &request.input_len_tok) ||
+        !ParseUint(output, &request.output_len_tok)) {
+      return Status::Error(fmt::format(
+          "{}:{}: expected 'YYYY-MM-DD HH:MM:SS.fraction,<context tokens>,<generated tokens>', "
+          "found '{}'",
+          path, line_number, line));
+    }
+    if (out->empty()) first_ns = at_ns;
+    request.offset_ns = at_ns - first_ns;
+    if (request.offset_ns < 0) {
+      return Status::Error(fmt::format("{}:{}: expected timestamps in order, found {} before the "
+                                       "first request",
+                                       path, line_number, timestamp));
+    }
+    out->push_back(std::move(request));
+  }
+  return Status::Ok();
+}
+
+Status ReadMooncake(std::istream& in, const std::string& path, size_t max_requests,
+                    std::vector<TraceRequest>* out) {
+  std::string line;
+  size_t line_number = 0;
+  int64_t first_ms = 0;
+  while (std::getline(in, line) && (max_requests == 0 || out->size() < max_requests)) {
+    ++line_number;
+    if (Trim(line).empty()) continue;
+    TraceRequest request;
+    int64_t at_ms = 0;
+    try {
+      const auto j = nlohmann::json::parse(line);
+      at_ms = j.at("timestamp").get<int64_t>();
+      request.input_len_tok = j.at("input_length").get<uint32_t>();
+      request.output_len_tok = j.at("output_length").get<uint32_t>();
+      if (j.contains("hash_ids")) request.hash_ids = j.at("hash_ids").get<std::vector<uint64_t>>();
+    } catch (const nlohmann::json::exception& e) {
+      return Status::Error(fmt::format(
+          "{}:{}: expected a JSON object with timestamp, input_length and output_length, found "
+          "'{}' ({})",
+          path, line_number, line.substr(0, 120), e.what()));
+    }
+    if (out->empty()) first_ms = at_ms;
+    request.offset_ns = (at_ms - first_ms) * 1'000'000;
+    if (request.offset_ns < 0) {
+      return Status::Error(fmt::format("{}:{}: expected timestamps in order, found {} ms before "
+                                       "the first request",
+                                       path, line_number, first_ms - at_ms));
+    }
+    out->push_back(std::move(request));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool ParseTimestampNs(const std::string& text, int64_t* out_ns) {
+  std::tm tm{};
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  char fraction[16] = {};
+  const int fields = std::sscanf(text.c_str(), "%4d-%2d-%2d %2d:%2d:%2d.%15[0-9]", &year, &month,
+                                 &day, &hour, &minute, &second, fraction);
+  if (fields < 6 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 ||
+      second > 60) {
+    return false;
+  }
+  tm.tm_year = year - 1900;
+  tm.tm_mon = month - 1;
+  tm.tm_mday = day;
+  tm.tm_hour = hour;
+  tm.tm_min = minute;
+  tm.tm_sec = second;
+  int64_t ns = 0, scale = 100'000'000;
+  for (const char* c = fraction; *c != '\0' && scale > 0; ++c, scale /= 10) ns += (*c - '0') * scale;
+  *out_ns = static_cast<int64_t>(timegm(&tm)) * 1'000'000'000 + ns;
+  return true;
+}
+
+Status ParseTraceFormat(const std::string& name, const std::string& path, TraceFormat* out) {
+  const std::string chosen = !name.empty()                ? name
+                             : path.ends_with(".csv")     ? "azure"
+                             : path.ends_with(".jsonl")   ? "mooncake"
+                                                          : "";
+  if (chosen == "azure") {
+    *out = TraceFormat::kAzureCsv;
+  } else if (chosen == "mooncake") {
+    *out = TraceFormat::kMooncakeJsonl;
+  } else {
+    return Status::Error(fmt::format("{}: expected trace_format azure or mooncake (or a .csv / "
+                                     ".jsonl file), found '{}'",
+                                     path, name));
+  }
+  return Status::Ok();
+}
+
+Status ReadTrace(const std::string& path, TraceFormat format, size_t max_requests,
+                 std::vector<TraceRequest>* out) {
+  out->clear();
+  std::ifstream in(path);
+  if (!in) return Status::Error(fmt::format("{}: expected a readable trace file, found none", path));
+  Status status = format == TraceFormat::kAzureCsv ? ReadAzure(in, path, max_requests, out)
+                                                   : ReadMooncake(in, path, max_requests, out);
+  if (status.ok() && out->empty()) {
+    return Status::Error(fmt::format("{}: expected at least one request, found none", path));
+  }
+  return status;
+}
+
+}  // namespace servesweep::workload
