@@ -47,6 +47,7 @@ loadgen::LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::s
   settings.temperature = w.getTemperature();
   settings.request_timeout_s = spec.getTimeoutS();
   settings.replay_arrivals = w.getReplayArrivals();
+  settings.burstiness = w.getBurstiness();
   for (auto planned : w.getPlan()) {
     settings.plan.push_back(
         {planned.getOffsetNs(), planned.getInputLenTok(), planned.getOutputLenTok()});
@@ -86,8 +87,10 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
   record.setRequestRatePerS(w.getRequestRatePerS());
   const bool replayed = traced && w.getReplayArrivals() && w.getRequestRatePerS() == 0;
   record.setArrival(replayed ? fmt::format("trace x{}", w.getTraceSpeedup())
-                    : w.getRequestRatePerS() > 0 ? "poisson"
-                                                 : "closed-loop");
+                    : w.getRequestRatePerS() > 0
+                        ? (w.getBurstiness() == 1 ? std::string("poisson")
+                                                  : fmt::format("gamma(burstiness={})", w.getBurstiness()))
+                        : "closed-loop");
   record.setWarm(w.getWarmupRequests() > 0);
   record.setWarmupRequests(w.getWarmupRequests());
 }

@@ -64,6 +64,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                                "Poisson arrivals per second (open loop)");
   concurrency->check(CLI::PositiveNumber);
   rate->check(CLI::PositiveNumber);
+  cmd->add_option("--burstiness", o->load.burstiness,
+                  "Open loop: gamma arrivals of this shape (1 = Poisson, < 1 burstier)")
+      ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_option("--num-requests", o->load.num_requests, "Measured requests")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
@@ -117,6 +120,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       json["model_id"] = o->load.model;
       json["max_concurrency"] =
           o->load.concurrency > 0 ? nlohmann::json(o->load.concurrency) : nlohmann::json(nullptr);
+      json["burstiness"] = o->load.burstiness;
       json["request_rate"] = o->load.request_rate_per_s > 0
                                  ? nlohmann::json(o->load.request_rate_per_s)
                                  : nlohmann::json("inf");

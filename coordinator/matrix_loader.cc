@@ -159,7 +159,8 @@ void ApplyLayout(Parser& p, const YAML::Node& node, schema::Layout::Builder layo
 const std::vector<std::string> kWorkloadKeys = {
     "name",         "api",          "input_len",      "output_len",      "num_requests",
     "warmup_requests", "concurrency", "request_rate", "seed",           "ignore_eos",
-    "temperature",  "trace",        "trace_format",   "trace_speedup",   "replay_arrivals"};
+    "temperature",  "trace",        "trace_format",   "trace_speedup",   "replay_arrivals",
+    "burstiness"};
 
 void ApplyWorkloadKey(Parser& p, const std::string& key, const YAML::Node& value,
                       schema::Workload::Builder w) {
@@ -176,6 +177,13 @@ void ApplyWorkloadKey(Parser& p, const std::string& key, const YAML::Node& value
   if (key == "trace") w.setTrace(p.Text(value, key));   // expanded into the plan later
   if (key == "trace_format") w.setTraceFormat(p.Text(value, key));
   if (key == "replay_arrivals") w.setReplayArrivals(p.Bool(value, key));
+  if (key == "burstiness") {
+    const double burstiness = p.Real(value, key);
+    if (burstiness <= 0) {
+      p.Fail(value, fmt::format("expected 'burstiness' > 0 (1 = Poisson), found {}", burstiness));
+    }
+    w.setBurstiness(burstiness);
+  }
   if (key == "trace_speedup") {
     const double speedup = p.Real(value, key);
     if (speedup <= 0) {

@@ -50,6 +50,7 @@ struct Workload {
   replayArrivals @13 :Bool = true;
   plan @14 :List(PlannedRequest);
   traceFormat @15 :Text;   # "azure", "mooncake", or "" (from the file name)
+  burstiness @16 :Float64 = 1;   # open loop: gamma arrivals of this shape (1 = Poisson)
 }
 
 struct Slo {

@@ -20,4 +20,12 @@ std::vector<int64_t> PoissonScheduleNs(uint32_t count, double rate_per_s, uint64
 // One exponential gap in seconds from a uniform 64-bit draw; exposed for the tests.
 double ExponentialGapS(uint64_t uniform_bits, double rate_per_s);
 
+// Gamma arrivals, as `vllm bench serve --burstiness`: gaps ~ Gamma(shape = burstiness,
+// scale = 1 / (rate x burstiness)), so the mean rate is unchanged and the gaps' coefficient of
+// variation is 1 / sqrt(burstiness): < 1 burstier than Poisson, > 1 more regular, 1 exactly
+// PoissonScheduleNs. Sampled by hand (Marsaglia-Tsang) from the same seeded generator, so the
+// schedule is the same on every platform. Absolute, like the Poisson schedule.
+std::vector<int64_t> GammaScheduleNs(uint32_t count, double rate_per_s, double burstiness,
+                                     uint64_t seed);
+
 }  // namespace servesweep::loadgen

@@ -339,6 +339,7 @@ void Validate(const LoadSettings& s) {
     throw std::invalid_argument("closed loop (request_rate_per_s == 0) needs concurrency > 0");
   }
   if (!(s.request_timeout_s > 0)) throw std::invalid_argument("request_timeout_s must be > 0");
+  if (!(s.burstiness > 0)) throw std::invalid_argument("burstiness must be > 0");
   if (!s.plan.empty()) {
     if (s.plan.size() != s.num_requests) {
       throw std::invalid_argument("plan must hold num_requests entries");
@@ -393,8 +394,8 @@ LoadResult RunLoad(const LoadSettings& settings,
   if (replay) {
     for (const auto& p : settings.plan) schedule.push_back(p.offset_ns);
   } else if (open_loop) {
-    schedule = PoissonScheduleNs(settings.num_requests, settings.request_rate_per_s,
-                                 settings.seed);
+    schedule = GammaScheduleNs(settings.num_requests, settings.request_rate_per_s,
+                               settings.burstiness, settings.seed);
   }
   const int64_t t0_ns = NowNs();
   const int64_t last_done_ns =

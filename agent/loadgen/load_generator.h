@@ -35,6 +35,7 @@ struct LoadSettings {
   // arrivals on an absolute schedule) when > 0, capped at concurrency when concurrency > 0.
   uint32_t concurrency = 1;
   double request_rate_per_s = 0;
+  double burstiness = 1;              // open loop: gamma gaps (1 = Poisson), as vLLM's --burstiness
   uint64_t seed = 0;
   bool ignore_eos = true;
   double temperature = 0;

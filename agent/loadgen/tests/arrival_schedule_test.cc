@@ -50,3 +50,34 @@ TEST(ExponentialGap, KnownValues) {
 
 }  // namespace
 }  // namespace servesweep::loadgen
+
+namespace servesweep::loadgen {
+namespace {
+
+// Mean and coefficient of variation of the gaps of a schedule.
+std::pair<double, double> GapMeanAndCv(const std::vector<int64_t>& schedule) {
+  double sum = 0, sum_sq = 0;
+  const size_t n = schedule.size() - 1;
+  for (size_t i = 1; i < schedule.size(); ++i) {
+    const double gap = static_cast<double>(schedule[i] - schedule[i - 1]) / 1e9;
+    sum += gap;
+    sum_sq += gap * gap;
+  }
+  const double mean = sum / n;
+  return {mean, std::sqrt(sum_sq / n - mean * mean) / mean};
+}
+
+TEST(GammaSchedule, KeepsTheRateAndSetsTheBurstiness) {
+  for (double burstiness : {0.25, 0.5, 2.0, 4.0}) {
+    const auto schedule = GammaScheduleNs(40001, 10.0, burstiness, 7);
+    const auto [mean_s, cv] = GapMeanAndCv(schedule);
+    EXPECT_NEAR(mean_s, 0.1, 0.1 * 0.03) << burstiness;
+    EXPECT_NEAR(cv, 1.0 / std::sqrt(burstiness), 0.05 / std::sqrt(burstiness)) << burstiness;
+  }
+  // Burstiness 1 is exactly the Poisson schedule; the same seed gives the same schedule.
+  EXPECT_EQ(GammaScheduleNs(100, 5.0, 1.0, 3), PoissonScheduleNs(100, 5.0, 3));
+  EXPECT_EQ(GammaScheduleNs(100, 5.0, 0.3, 3), GammaScheduleNs(100, 5.0, 0.3, 3));
+}
+
+}  // namespace
+}  // namespace servesweep::loadgen

@@ -1,0 +1,51 @@
+// The benchmark record's conditions: never blank, and the arrival process named exactly.
+#include <capnp/message.h>
+#include <gtest/gtest.h>
+
+#include "agent/record_builder.h"
+#include "coordinator/matrix_loader.h"
+
+namespace servesweep::agent {
+namespace {
+
+std::string Arrival(const std::string& workload) {
+  coordinator::LoadedMatrix m;
+  Status s = coordinator::ExpandMatrix("m.yaml", "name: t\nengine: sim\nmodel: m\nworkload: " + workload + "\n", &m);
+  EXPECT_TRUE(s.ok()) << s.message();
+  capnp::MallocMessageBuilder message;
+  auto record = message.initRoot<schema::BenchmarkRecord>();
+  FillConditions(m.matrix().getRuns()[0], {"NVIDIA H200", "nvlink", "0.10.1", ""}, record);
+  EXPECT_EQ(record.getEngineCommit(), "n/a: not reported");
+  EXPECT_EQ(record.getKvCacheDtype(), "n/a: engine default");
+  EXPECT_EQ(record.getGpuModel(), "NVIDIA H200");
+  return record.getArrival().cStr();
+}
+
+TEST(RecordBuilder, NamesTheArrivalProcess) {
+  EXPECT_EQ(Arrival("{input_len: 8, output_len: 4, num_requests: 2, concurrency: 4}"), "closed-loop");
+  EXPECT_EQ(Arrival("{input_len: 8, output_len: 4, num_requests: 2, request_rate: 5}"), "poisson");
+  EXPECT_EQ(Arrival("{input_len: 8, output_len: 4, num_requests: 2, request_rate: 5, burstiness: 0.5}"),
+            "gamma(burstiness=0.5)");
+}
+
+TEST(RecordBuilder, LoadSettingsCarryTheWorkload) {
+  coordinator::LoadedMatrix m;
+  ASSERT_TRUE(coordinator::ExpandMatrix("m.yaml", "name: t\nengine: sim\nmodel: m\nworkload: "
+                                        "{input_len: 8, output_len: 4, num_requests: 2, "
+                                        "request_rate: 5, burstiness: 0.25, concurrency: 3}\n", &m)
+                  .ok());
+  const auto settings = LoadSettingsFor(m.matrix().getRuns()[0], "http://x");
+  EXPECT_EQ(settings.burstiness, 0.25);
+  EXPECT_EQ(settings.request_rate_per_s, 5);
+  EXPECT_EQ(settings.concurrency, 3u);
+  EXPECT_TRUE(settings.plan.empty());
+  coordinator::LoadedMatrix bad;
+  Status s = coordinator::ExpandMatrix("m.yaml", "name: t\nengine: sim\nmodel: m\nworkload: "
+                                       "{input_len: 8, output_len: 4, num_requests: 2, "
+                                       "request_rate: 5, burstiness: 0}\n", &bad);
+  EXPECT_NE(s.message().find("expected 'burstiness' > 0 (1 = Poisson), found 0"), std::string::npos)
+      << s.message();
+}
+
+}  // namespace
+}  // namespace servesweep::agent
