@@ -48,6 +48,7 @@ loadgen::LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::s
   settings.request_timeout_s = spec.getTimeoutS();
   settings.replay_arrivals = w.getReplayArrivals();
   settings.burstiness = w.getBurstiness();
+  settings.token_id_prompts = w.getTokenIdPrompts();
   for (auto planned : w.getPlan()) {
     settings.plan.push_back(
         {planned.getOffsetNs(), planned.getInputLenTok(), planned.getOutputLenTok()});

@@ -67,6 +67,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--burstiness", o->load.burstiness,
                   "Open loop: gamma arrivals of this shape (1 = Poisson, < 1 burstier)")
       ->capture_default_str()->check(CLI::PositiveNumber);
+  cmd->add_flag("--token-id-prompts", o->load.token_id_prompts,
+                "Prompts as token-id arrays (completions API): exact input lengths on any engine");
   cmd->add_option("--num-requests", o->load.num_requests, "Measured requests")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -160,7 +160,7 @@ const std::vector<std::string> kWorkloadKeys = {
     "name",         "api",          "input_len",      "output_len",      "num_requests",
     "warmup_requests", "concurrency", "request_rate", "seed",           "ignore_eos",
     "temperature",  "trace",        "trace_format",   "trace_speedup",   "replay_arrivals",
-    "burstiness"};
+    "burstiness", "prompt"};
 
 void ApplyWorkloadKey(Parser& p, const std::string& key, const YAML::Node& value,
                       schema::Workload::Builder w) {
@@ -177,6 +177,13 @@ void ApplyWorkloadKey(Parser& p, const std::string& key, const YAML::Node& value
   if (key == "trace") w.setTrace(p.Text(value, key));   // expanded into the plan later
   if (key == "trace_format") w.setTraceFormat(p.Text(value, key));
   if (key == "replay_arrivals") w.setReplayArrivals(p.Bool(value, key));
+  if (key == "prompt") {
+    const std::string prompt = p.Text(value, key);
+    if (prompt != "text" && prompt != "token_ids") {
+      p.Fail(value, fmt::format("expected 'prompt' to be text or token_ids, found '{}'", prompt));
+    }
+    w.setTokenIdPrompts(prompt == "token_ids");
+  }
   if (key == "burstiness") {
     const double burstiness = p.Real(value, key);
     if (burstiness <= 0) {
@@ -358,6 +365,10 @@ void CheckRunIsRunnable(Parser& p, const YAML::Node& where, schema::RunSpec::Rea
   if (w.getOutputLenTok() == 0)
     p.Fail(where, "expected 'output_len' (tokens per response), found none");
   if (w.getNumRequests() == 0) p.Fail(where, "expected 'num_requests', found none");
+  if (w.getTokenIdPrompts() && w.getApi() == schema::ApiKind::CHAT_COMPLETIONS) {
+    p.Fail(where, "expected 'prompt: token_ids' with 'api: completions' (chat messages are text), "
+                  "found 'api: chat'");
+  }
   const bool replay = w.getPlan().size() > 0 && w.getReplayArrivals();
   if (w.getConcurrency() == 0 && w.getRequestRatePerS() == 0 && !replay) {
     p.Fail(where,

@@ -51,6 +51,7 @@ struct Workload {
   plan @14 :List(PlannedRequest);
   traceFormat @15 :Text;   # "azure", "mooncake", or "" (from the file name)
   burstiness @16 :Float64 = 1;   # open loop: gamma arrivals of this shape (1 = Poisson)
+  tokenIdPrompts @17 :Bool;      # completions: prompts as token-id arrays (exact lengths)
 }
 
 struct Slo {

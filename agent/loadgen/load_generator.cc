@@ -120,15 +120,19 @@ size_t WriteCallback(char* ptr, size_t size, size_t nmemb, void* userdata) {
   return n;
 }
 
-std::string BuildBody(const LoadSettings& s, const std::string& prompt, uint32_t output_len_tok) {
+std::string BuildBody(const LoadSettings& s, uint64_t prompt_index, uint32_t input_len_tok,
+                      uint32_t output_len_tok) {
   nlohmann::json body;
   body["model"] = s.model;
   if (s.api == Api::kChatCompletions) {
+    const std::string prompt = BuildPrompt(s.seed, prompt_index, input_len_tok);
     body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", prompt}}});
     // Newer servers read max_completion_tokens, older ones max_tokens: send both.
     body["max_completion_tokens"] = output_len_tok;
+  } else if (s.token_id_prompts) {
+    body["prompt"] = BuildPromptTokenIds(s.seed, prompt_index, input_len_tok);
   } else {
-    body["prompt"] = prompt;
+    body["prompt"] = BuildPrompt(s.seed, prompt_index, input_len_tok);
   }
   body["max_tokens"] = output_len_tok;
   body["stream"] = true;
@@ -266,7 +270,7 @@ class Engine {
     Transfer* t = Acquire();
     t->ResetForRequest(&r);
     const auto [input_len_tok, output_len_tok] = LengthsFor(r);
-    t->body = BuildBody(s_, BuildPrompt(s_.seed, prompt_index, input_len_tok), output_len_tok);
+    t->body = BuildBody(s_, prompt_index, input_len_tok, output_len_tok);
     curl_easy_setopt(t->easy, CURLOPT_POSTFIELDS, t->body.data());
     curl_easy_setopt(t->easy, CURLOPT_POSTFIELDSIZE_LARGE,
                      static_cast<curl_off_t>(t->body.size()));
@@ -340,6 +344,9 @@ void Validate(const LoadSettings& s) {
   }
   if (!(s.request_timeout_s > 0)) throw std::invalid_argument("request_timeout_s must be > 0");
   if (!(s.burstiness > 0)) throw std::invalid_argument("burstiness must be > 0");
+  if (s.token_id_prompts && s.api == Api::kChatCompletions) {
+    throw std::invalid_argument("token-id prompts need /v1/completions (chat messages are text)");
+  }
   if (!s.plan.empty()) {
     if (s.plan.size() != s.num_requests) {
       throw std::invalid_argument("plan must hold num_requests entries");

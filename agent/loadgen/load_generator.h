@@ -36,6 +36,9 @@ struct LoadSettings {
   uint32_t concurrency = 1;
   double request_rate_per_s = 0;
   double burstiness = 1;              // open loop: gamma gaps (1 = Poisson), as vLLM's --burstiness
+  // /v1/completions only: send prompts as token-id arrays (exact input lengths on any engine)
+  // instead of text.
+  bool token_id_prompts = false;
   uint64_t seed = 0;
   bool ignore_eos = true;
   double temperature = 0;

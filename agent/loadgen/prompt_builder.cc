@@ -39,4 +39,20 @@ std::string BuildPrompt(uint64_t seed, uint64_t index, uint32_t len_tok) {
   return prompt;
 }
 
+std::vector<uint32_t> BuildPromptTokenIds(uint64_t seed, uint64_t index, uint32_t len_tok) {
+  std::vector<uint32_t> ids;
+  ids.reserve(len_tok);
+  std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + index);
+  uint64_t rest = index;
+  for (uint32_t i = 0; i < len_tok; ++i) {
+    uint64_t id = rng() % kTokenIdRange;   // a power of two: no modulo bias
+    if (i < kIndexWords) {
+      id = (rest + (seed >> (14 * i))) % kTokenIdRange;
+      rest /= kTokenIdRange;
+    }
+    ids.push_back(kFirstTokenId + static_cast<uint32_t>(id));
+  }
+  return ids;
+}
+
 }  // namespace servesweep::loadgen

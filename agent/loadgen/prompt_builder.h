@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace servesweep::loadgen {
 
@@ -19,5 +20,13 @@ inline constexpr uint32_t kIndexWords = 4;
 // Same (seed, index, len_tok) -> same prompt, on every platform (std::mt19937_64 is fully
 // specified; no std:: distribution is used because their output is implementation-defined).
 std::string BuildPrompt(uint64_t seed, uint64_t index, uint32_t len_tok);
+
+// The same prompt as token ids, for /v1/completions `prompt: [ids]`: exactly len_tok input
+// tokens on any engine, no tokenizer needed. Ids are drawn from [kFirstTokenId, kFirstTokenId +
+// kTokenIdRange), clear of the low ids vocabularies keep for special and byte tokens; the first
+// kIndexWords ids encode the index as above, so prompts of one run never share a prefix block.
+inline constexpr uint32_t kFirstTokenId = 1000;
+inline constexpr uint32_t kTokenIdRange = 16384;
+std::vector<uint32_t> BuildPromptTokenIds(uint64_t seed, uint64_t index, uint32_t len_tok);
 
 }  // namespace servesweep::loadgen

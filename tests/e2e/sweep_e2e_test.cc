@@ -448,6 +448,16 @@ TEST(CommandLine, BenchWritesVllmCompatibleJson) {
   }
   EXPECT_NEAR(json.at("median_ttft_ms").get<double>(), 5.0, 2.0);
   EXPECT_NE(h.Log("bench").find("Serving Benchmark Result"), std::string::npos);
+
+  // Token-id prompts: the emulator counts the ids, so the input lengths stay exact.
+  const std::string ids_json = h.Path("ids.json");
+  const size_t ids = h.Start("bench-ids", {"bench", "--url", url, "--model", "m", "--concurrency",
+                                           "4", "--num-requests", "10", "--input-len", "33",
+                                           "--output-len", "3", "--token-id-prompts",
+                                           "--result-json", ids_json});
+  ASSERT_EQ(ExitCode(h.process(ids), seconds(30)), 0) << h.Log("bench-ids");
+  std::ifstream ids_in(ids_json);
+  EXPECT_EQ(nlohmann::json::parse(ids_in).at("total_input_tokens"), 330);
 }
 
 }  // namespace

@@ -39,6 +39,20 @@ TEST(RecordBuilder, LoadSettingsCarryTheWorkload) {
   EXPECT_EQ(settings.request_rate_per_s, 5);
   EXPECT_EQ(settings.concurrency, 3u);
   EXPECT_TRUE(settings.plan.empty());
+  EXPECT_FALSE(settings.token_id_prompts);
+  coordinator::LoadedMatrix ids;
+  ASSERT_TRUE(coordinator::ExpandMatrix("m.yaml", "name: t\nengine: sim\nmodel: m\nworkload: "
+                                        "{input_len: 8, output_len: 4, num_requests: 2, "
+                                        "concurrency: 1, prompt: token_ids}\n", &ids)
+                  .ok());
+  EXPECT_TRUE(LoadSettingsFor(ids.matrix().getRuns()[0], "http://x").token_id_prompts);
+  coordinator::LoadedMatrix chat_ids;
+  Status chat = coordinator::ExpandMatrix("m.yaml", "name: t\nengine: sim\nmodel: m\nworkload: "
+                                          "{input_len: 8, output_len: 4, num_requests: 2, "
+                                          "concurrency: 1, prompt: token_ids, api: chat}\n", &chat_ids);
+  EXPECT_NE(chat.message().find("expected 'prompt: token_ids' with 'api: completions'"),
+            std::string::npos)
+      << chat.message();
   coordinator::LoadedMatrix bad;
   Status s = coordinator::ExpandMatrix("m.yaml", "name: t\nengine: sim\nmodel: m\nworkload: "
                                        "{input_len: 8, output_len: 4, num_requests: 2, "

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/loadgen/arrival_schedule.h"
+#include "agent/loadgen/prompt_builder.h"
 #include "agent/loadgen/tests/test_sse_server.h"
 
 namespace servesweep::loadgen {
@@ -231,6 +232,30 @@ TEST(RunLoad, WarmupIsSentButNotRecorded) {
   EXPECT_FALSE(progress.back().warmup);
   EXPECT_EQ(progress.back().completed, 12u);
   EXPECT_EQ(progress.back().total, 12u);
+}
+
+TEST(RunLoad, TokenIdPromptsHaveExactLengthsAndDifferPerRequest) {
+  TestSseServer server;
+  LoadSettings s = Settings(server, "ok");
+  s.token_id_prompts = true;
+  s.num_requests = 6;
+  s.input_len_tok = 37;
+  const LoadResult res = RunLoad(s);
+  for (const auto& r : res.requests) {
+    EXPECT_TRUE(r.success) << r.error;
+    EXPECT_EQ(r.prompt_tokens, 37u);   // the server counted the ids
+  }
+  const auto body = nlohmann::json::parse(server.last_body());
+  ASSERT_TRUE(body.at("prompt").is_array());
+  EXPECT_EQ(body.at("prompt").size(), 37u);
+  for (const auto& id : body.at("prompt")) {
+    EXPECT_GE(id.get<uint32_t>(), kFirstTokenId);
+    EXPECT_LT(id.get<uint32_t>(), kFirstTokenId + kTokenIdRange);
+  }
+  const auto sent = server.prompts();
+  EXPECT_EQ(std::set<std::string>(sent.begin(), sent.end()).size(), 6u);
+  s.api = Api::kChatCompletions;
+  EXPECT_THROW(RunLoad(s), std::invalid_argument);
 }
 
 TEST(RunLoad, RejectsInconsistentSettings) {

@@ -147,8 +147,12 @@ bool TestSseServer::Respond(int fd, const std::string& head, const std::string& 
                             const std::string& body) {
   nlohmann::json req = nlohmann::json::parse(body, nullptr, false);
   const bool chat = path == "/v1/chat/completions";
-  std::string prompt = chat ? req["messages"][0]["content"].get<std::string>()
-                            : req["prompt"].get<std::string>();
+  // A token-id prompt is kept as its JSON text; its length is the number of ids.
+  const bool ids = !chat && req["prompt"].is_array();
+  std::string prompt = chat  ? req["messages"][0]["content"].get<std::string>()
+                       : ids ? req["prompt"].dump()
+                             : req["prompt"].get<std::string>();
+  const uint32_t prompt_tokens = ids ? static_cast<uint32_t>(req["prompt"].size()) : CountWords(prompt);
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_head_ = head;
@@ -222,9 +226,9 @@ bool TestSseServer::Respond(int fd, const std::string& head, const std::string& 
   if (ok && model != "nousage") {
     nlohmann::json usage = {{"choices", nlohmann::json::array()},
                             {"usage",
-                             {{"prompt_tokens", CountWords(prompt)},
+                             {{"prompt_tokens", prompt_tokens},
                               {"completion_tokens", completion},
-                              {"total_tokens", CountWords(prompt) + completion}}}};
+                              {"total_tokens", prompt_tokens + completion}}}};
     ok = SendAll(fd, event(usage)) && SendAll(fd, Chunk("data: [DONE]" + sep));
   }
   leave();
