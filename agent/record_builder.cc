@@ -7,6 +7,7 @@
 #include <map>
 
 #include "agent/scraper/engine_signals.h"
+#include "workload/length_distribution.h"
 
 namespace servesweep::agent {
 namespace {
@@ -79,14 +80,19 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
       layout.getPrefillInstances() > 0
           ? fmt::format("{}P{}D", layout.getPrefillInstances(), layout.getDecodeInstances())
           : "none");
-  const bool traced = w.getPlan().size() > 0;
-  record.setInputLenDist(traced ? fmt::format("{} mean:{}", w.getTrace().cStr(), w.getInputLenTok())
-                                : fmt::format("fixed:{}", w.getInputLenTok()));
-  record.setOutputLenDist(traced ? fmt::format("{} mean:{}", w.getTrace().cStr(), w.getOutputLenTok())
-                                 : fmt::format("fixed:{}", w.getOutputLenTok()));
+  const bool traced = w.getTrace().size() > 0;
+  auto describe = [&](schema::LengthDistribution::Reader d, uint32_t mean_tok) {
+    if (traced) return fmt::format("{} mean:{}", w.getTrace().cStr(), mean_tok);
+    if (d.getKind().size() == 0 || d.getKind() == "fixed") return fmt::format("fixed:{}", mean_tok);
+    workload::LengthDistribution dist{d.getKind(), d.getA(), d.getB(), d.getMin(), d.getMax()};
+    return fmt::format("{} mean:{}", workload::Describe(dist), mean_tok);
+  };
+  record.setInputLenDist(describe(w.getInputLenDistribution(), w.getInputLenTok()));
+  record.setOutputLenDist(describe(w.getOutputLenDistribution(), w.getOutputLenTok()));
   record.setConcurrency(w.getConcurrency());
   record.setRequestRatePerS(w.getRequestRatePerS());
-  const bool replayed = traced && w.getReplayArrivals() && w.getRequestRatePerS() == 0;
+  const bool replayed =
+      traced && w.getPlan().size() > 0 && w.getReplayArrivals() && w.getRequestRatePerS() == 0;
   record.setArrival(replayed ? fmt::format("trace x{}", w.getTraceSpeedup())
                     : w.getRequestRatePerS() > 0
                         ? (w.getBurstiness() == 1 ? std::string("poisson")

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/ids.h"
+#include "workload/length_distribution.h"
 #include "workload/trace_reader.h"
 
 namespace servesweep::coordinator {
@@ -162,8 +163,52 @@ const std::vector<std::string> kWorkloadKeys = {
     "temperature",  "trace",        "trace_format",   "trace_speedup",   "replay_arrivals",
     "burstiness", "prompt"};
 
+// `{distribution: uniform, low: 64, high: 512, min: 1, max: 4096}` (or normal: mean/std,
+// lognormal: median/sigma) into a length distribution.
+void ApplyLengthDistribution(Parser& p, const std::string& key, const YAML::Node& value,
+                             schema::LengthDistribution::Builder d) {
+  p.CheckKeys(value, "'" + key + "'",
+              {"distribution", "low", "high", "mean", "std", "median", "sigma", "min", "max"});
+  if (!value["distribution"]) {
+    p.Fail(value, fmt::format("expected '{}.distribution' (uniform, normal or lognormal), found none", key));
+    return;
+  }
+  const std::string kind = p.Text(value["distribution"], "distribution");
+  const std::vector<std::pair<std::string, std::string>> params =
+      kind == "uniform"     ? std::vector<std::pair<std::string, std::string>>{{"low", "high"}}
+      : kind == "normal"    ? std::vector<std::pair<std::string, std::string>>{{"mean", "std"}}
+      : kind == "lognormal" ? std::vector<std::pair<std::string, std::string>>{{"median", "sigma"}}
+                            : std::vector<std::pair<std::string, std::string>>{};
+  if (params.empty()) {
+    p.Fail(value["distribution"], fmt::format("expected '{}.distribution' to be uniform, normal or "
+                                              "lognormal, found '{}'", key, kind));
+    return;
+  }
+  const auto& [first, second] = params[0];
+  for (const std::string& name : {first, second}) {
+    if (!value[name]) {
+      p.Fail(value, fmt::format("expected '{}.{}' for a {} distribution, found none", key, name, kind));
+      return;
+    }
+  }
+  d.setKind(kind);
+  d.setA(p.Real(value[first], first));
+  d.setB(p.Real(value[second], second));
+  if (value["min"]) d.setMin(p.Uint(value["min"], "min", 1));
+  if (value["max"]) d.setMax(p.Uint(value["max"], "max", 1));
+  if (kind == "uniform" && d.getB() < d.getA()) {
+    p.Fail(value, fmt::format("expected '{}.high' >= low, found {} < {}", key, d.getB(), d.getA()));
+  }
+}
+
 void ApplyWorkloadKey(Parser& p, const std::string& key, const YAML::Node& value,
                       schema::Workload::Builder w) {
+  if ((key == "input_len" || key == "output_len") && value.IsMap()) {
+    ApplyLengthDistribution(p, key, value,
+                            key == "input_len" ? w.getInputLenDistribution()
+                                               : w.getOutputLenDistribution());
+    return;
+  }
   if (key == "name") w.setName(p.Text(value, key));
   if (key == "input_len") w.setInputLenTok(p.Uint(value, key, 1));
   if (key == "output_len") w.setOutputLenTok(p.Uint(value, key, 1));
@@ -354,6 +399,50 @@ void ExpandTrace(Parser& p, const YAML::Node& where, const std::string& matrix_p
   if (w.getName().size() == 0) w.setName(fmt::format("trace-{}", path.stem().string()));
 }
 
+workload::LengthDistribution FromSchema(schema::LengthDistribution::Reader d, uint32_t fixed) {
+  workload::LengthDistribution out;
+  out.kind = d.getKind().size() ? std::string(d.getKind().cStr()) : "fixed";
+  out.a = out.kind == "fixed" ? fixed : d.getA();
+  out.b = d.getB();
+  out.min = d.getMin();
+  out.max = d.getMax();
+  return out;
+}
+
+// Samples each request's lengths into the plan when a length is not fixed (seeded by the
+// workload's seed: the same matrix gives the same lengths). The means become input/output_len.
+void ExpandLengthDistributions(Parser& p, const YAML::Node& where, schema::Workload::Builder w) {
+  const auto in = FromSchema(w.getInputLenDistribution(), w.getInputLenTok());
+  const auto out = FromSchema(w.getOutputLenDistribution(), w.getOutputLenTok());
+  if ((in.kind == "fixed" && out.kind == "fixed") || p.failed()) return;
+  if (w.getTrace().size() > 0) {
+    p.Fail(where, "expected either 'trace' or length distributions, found both");
+    return;
+  }
+  if ((in.kind == "fixed" && in.a == 0) || (out.kind == "fixed" && out.a == 0)) {
+    p.Fail(where, "expected both 'input_len' and 'output_len' (a number or a distribution), found one");
+    return;
+  }
+  const uint32_t n = w.getNumRequests();
+  if (n == 0) return;   // reported by CheckRunIsRunnable
+  const auto inputs = workload::SampleLengths(in, n, w.getSeed() * 2 + 1);
+  const auto outputs = workload::SampleLengths(out, n, w.getSeed() * 2 + 2);
+  auto plan = w.initPlan(n);
+  uint64_t input_sum = 0, output_sum = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    plan[i].setInputLenTok(inputs[i]);
+    plan[i].setOutputLenTok(outputs[i]);
+    input_sum += inputs[i];
+    output_sum += outputs[i];
+  }
+  w.setReplayArrivals(false);
+  w.setInputLenTok(static_cast<uint32_t>((input_sum + n / 2) / n));
+  w.setOutputLenTok(static_cast<uint32_t>((output_sum + n / 2) / n));
+  if (w.getName().size() == 0) {
+    w.setName(fmt::format("dist-in{}-out{}", w.getInputLenTok(), w.getOutputLenTok()));
+  }
+}
+
 void CheckRunIsRunnable(Parser& p, const YAML::Node& where, schema::RunSpec::Reader spec) {
   const auto w = spec.getWorkload();
   if (spec.getEngine().size() == 0)
@@ -514,6 +603,7 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
       if (repeats > 1) label += fmt::format(" repeat={}", repeat);
       spec.setLabel(label.empty() ? "default" : label);
       ExpandTrace(p, root, path, trace_cache, spec.getWorkload());
+      ExpandLengthDistributions(p, root, spec.getWorkload());
       if (spec.getWorkload().getName().size() == 0) {
         auto w = spec.getWorkload();
         w.setName(fmt::format("fixed-in{}-out{}", w.getInputLenTok(), w.getOutputLenTok()));

@@ -28,6 +28,16 @@ struct PlannedRequest {
   outputLenTok @2 :UInt32;
 }
 
+struct LengthDistribution {
+  # "" or "fixed" (the workload's inputLenTok / outputLenTok), "uniform" (a..b), "normal"
+  # (mean a, std b) or "lognormal" (median a, sigma b of the log), clamped to [min, max].
+  kind @0 :Text;
+  a @1 :Float64;
+  b @2 :Float64;
+  min @3 :UInt32 = 1;
+  max @4 :UInt32 = 1048576;
+}
+
 struct Workload {
   name @0 :Text;
   api @1 :ApiKind;
@@ -52,6 +62,10 @@ struct Workload {
   traceFormat @15 :Text;   # "azure", "mooncake", or "" (from the file name)
   burstiness @16 :Float64 = 1;   # open loop: gamma arrivals of this shape (1 = Poisson)
   tokenIdPrompts @17 :Bool;      # completions: prompts as token-id arrays (exact lengths)
+  # Length distributions; when not fixed, the coordinator samples every request's lengths into
+  # the plan (offsets unused: replayArrivals is false) and inputLenTok/outputLenTok hold means.
+  inputLenDistribution @18 :LengthDistribution;
+  outputLenDistribution @19 :LengthDistribution;
 }
 
 struct Slo {

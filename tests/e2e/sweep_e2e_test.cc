@@ -18,6 +18,7 @@
 
 #include "agent/http_get.h"
 #include "common/envelope_codec.h"
+#include "coordinator/matrix_loader.h"
 #include "tests/support/harness.h"
 
 namespace servesweep::testing {
@@ -376,6 +377,39 @@ TEST(SweepEndToEnd, TraceReplaySendsEachRequestAtItsTimeWithItsLengths) {
   EXPECT_EQ(std::stoll(rows.rows[1][2]) - std::stoll(rows.rows[0][2]), 4'314'579'000 / 20);
   EXPECT_EQ(h.QueryInt(out, "SELECT completed FROM results"), 20);
   EXPECT_EQ(h.Query(out, "SELECT arrival FROM results").rows.at(0).at(0), "trace x20");
+}
+
+TEST(SweepEndToEnd, LengthDistributionsSendTheSampledLengths) {
+  const std::string text = R"(name: dist
+engine: sim
+model: test-model
+sim: {ttft_ms: 2, itl_ms: 1}
+workload:
+  input_len: {distribution: uniform, low: 5, high: 50}
+  output_len: {distribution: normal, mean: 6, std: 2, min: 1}
+  num_requests: 20
+  concurrency: 4
+  seed: 3
+local: {agents: 1, gpus_per_agent: 1}
+)";
+  Harness h("dist");
+  const std::string matrix = h.WriteFile("m.yaml", text);
+  const std::string out = h.Path("out");
+  const size_t run = h.Start("run", {"run", matrix, "--out", out});
+  ASSERT_EQ(ExitCode(h.process(run), seconds(60)), 0) << h.Log("run");
+  coordinator::LoadedMatrix expanded;
+  ASSERT_TRUE(coordinator::ExpandMatrix(matrix, text, &expanded).ok());
+  const auto plan = expanded.matrix().getRuns()[0].getWorkload().getPlan();
+  const auto rows = h.Query(out, "SELECT prompt_tokens, output_tokens FROM requests ORDER BY idx");
+  ASSERT_EQ(rows.rows.size(), plan.size());
+  for (size_t i = 0; i < plan.size(); ++i) {
+    EXPECT_EQ(std::stoul(rows.rows[i][0]), plan[i].getInputLenTok()) << i;
+    EXPECT_EQ(std::stoul(rows.rows[i][1]), plan[i].getOutputLenTok()) << i;
+  }
+  const auto dists = h.Query(out, "SELECT input_len_dist, output_len_dist, arrival FROM results");
+  EXPECT_EQ(dists.rows.at(0).at(0).rfind("uniform:5-50 mean:", 0), 0u) << dists.rows[0][0];
+  EXPECT_EQ(dists.rows.at(0).at(1).rfind("normal:6+-2 mean:", 0), 0u) << dists.rows[0][1];
+  EXPECT_EQ(dists.rows.at(0).at(2), "closed-loop");
 }
 
 TEST(CommandLine, ProbeReportsDevicesOrNoGpuCleanly) {
