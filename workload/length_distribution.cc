@@ -6,19 +6,9 @@
 #include <cmath>
 #include <random>
 
+#include "common/sampling.h"
+
 namespace servesweep::workload {
-namespace {
-
-double Uniform01(std::mt19937_64& rng) {   // in (0, 1]
-  return (static_cast<double>(rng() >> 11) + 1.0) * 0x1.0p-53;
-}
-
-double StandardNormal(std::mt19937_64& rng) {   // Box-Muller, one of the pair
-  const double u1 = Uniform01(rng), u2 = Uniform01(rng);
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * 3.14159265358979323846 * u2);
-}
-
-}  // namespace
 
 std::vector<uint32_t> SampleLengths(const LengthDistribution& d, uint32_t count, uint64_t seed) {
   std::mt19937_64 rng(seed);

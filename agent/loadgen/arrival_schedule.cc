@@ -3,6 +3,8 @@
 #include <cmath>
 #include <random>
 
+#include "common/sampling.h"
+
 namespace servesweep::loadgen {
 
 double ExponentialGapS(uint64_t uniform_bits, double rate_per_s) {
@@ -25,15 +27,6 @@ std::vector<int64_t> PoissonScheduleNs(uint32_t count, double rate_per_s, uint64
 }
 
 namespace {
-
-double Uniform01(std::mt19937_64& rng) {   // in (0, 1]
-  return (static_cast<double>(rng() >> 11) + 1.0) * 0x1.0p-53;
-}
-
-double StandardNormal(std::mt19937_64& rng) {   // Box-Muller, one of the pair
-  const double u1 = Uniform01(rng), u2 = Uniform01(rng);
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * 3.14159265358979323846 * u2);
-}
 
 // Gamma(shape, 1) by Marsaglia and Tsang (2000); shape < 1 through Gamma(shape + 1) x U^(1/shape).
 double StandardGamma(std::mt19937_64& rng, double shape) {
