@@ -82,13 +82,19 @@ bool Agent::Send(capnp::MallocMessageBuilder& message) {
 void Agent::SendHello() {
   capnp::MallocMessageBuilder message;
   auto hello = NewEnvelope(message).initHello();
-  InventorySettings inventory_settings{settings_.agent_id, settings_.address,
-                                       settings_.emulated_gpus, settings_.pool};
-  auto inventory = hello.initInventory();
-  FillInventory(inventory_settings, inventory);
-  gpu_model_ = inventory.getGpus().size() > 0 ? std::string(inventory.getGpus()[0].getName().cStr())
-                                              : "none";
-  interconnect_ = inventory.getInterconnect().cStr();
+  // The inventory is taken once (nvidia-smi is a child process): hellos repeat every heartbeat
+  // while the coordinator is away.
+  if (!inventory_message_) {
+    inventory_message_ = std::make_unique<capnp::MallocMessageBuilder>();
+    auto inventory = inventory_message_->initRoot<schema::Inventory>();
+    FillInventory({settings_.agent_id, settings_.address, settings_.emulated_gpus, settings_.pool},
+                  inventory);
+    gpu_model_ = inventory.getGpus().size() > 0
+                     ? std::string(inventory.getGpus()[0].getName().cStr())
+                     : "none";
+    interconnect_ = inventory.getInterconnect().cStr();
+  }
+  hello.setInventory(inventory_message_->getRoot<schema::Inventory>().asReader());
   auto spooled = hello.initSpooledRunIds(static_cast<unsigned>(outgoing_.size()));
   unsigned i = 0;
   for (const auto& [key, outgoing] : outgoing_) spooled.set(i++, outgoing.run_id);

@@ -82,6 +82,7 @@ class Agent {
   std::thread probe_thread_;
   std::atomic<bool> probe_done_{false};
   std::unique_ptr<capnp::MallocMessageBuilder> probe_message_;
+  std::unique_ptr<capnp::MallocMessageBuilder> inventory_message_;  // taken at the first hello
   std::string gpu_model_;
   std::string interconnect_;
   std::atomic<bool> stop_{false};

@@ -5,8 +5,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <cctype>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -157,11 +157,12 @@ void ApplyLayout(Parser& p, const YAML::Node& node, schema::Layout::Builder layo
 }
 
 // Workload keys may stand in `workload:` or, for sweeping, directly as axes.
-const std::vector<std::string> kWorkloadKeys = {
-    "name",         "api",          "input_len",      "output_len",      "num_requests",
-    "warmup_requests", "concurrency", "request_rate", "seed",           "ignore_eos",
-    "temperature",  "trace",        "trace_format",   "trace_speedup",   "replay_arrivals",
-    "burstiness", "prompt"};
+const std::vector<std::string> kWorkloadKeys = {"name",         "api",           "input_len",
+                                                "output_len",   "num_requests",  "warmup_requests",
+                                                "concurrency",  "request_rate",  "seed",
+                                                "ignore_eos",   "temperature",   "trace",
+                                                "trace_format", "trace_speedup", "replay_arrivals",
+                                                "burstiness",   "prompt"};
 
 // `{distribution: uniform, low: 64, high: 512, min: 1, max: 4096}` (or normal: mean/std,
 // lognormal: median/sigma) into a length distribution.
@@ -170,7 +171,9 @@ void ApplyLengthDistribution(Parser& p, const std::string& key, const YAML::Node
   p.CheckKeys(value, "'" + key + "'",
               {"distribution", "low", "high", "mean", "std", "median", "sigma", "min", "max"});
   if (!value["distribution"]) {
-    p.Fail(value, fmt::format("expected '{}.distribution' (uniform, normal or lognormal), found none", key));
+    p.Fail(
+        value,
+        fmt::format("expected '{}.distribution' (uniform, normal or lognormal), found none", key));
     return;
   }
   const std::string kind = p.Text(value["distribution"], "distribution");
@@ -181,13 +184,15 @@ void ApplyLengthDistribution(Parser& p, const std::string& key, const YAML::Node
                             : std::vector<std::pair<std::string, std::string>>{};
   if (params.empty()) {
     p.Fail(value["distribution"], fmt::format("expected '{}.distribution' to be uniform, normal or "
-                                              "lognormal, found '{}'", key, kind));
+                                              "lognormal, found '{}'",
+                                              key, kind));
     return;
   }
   const auto& [first, second] = params[0];
   for (const std::string& name : {first, second}) {
     if (!value[name]) {
-      p.Fail(value, fmt::format("expected '{}.{}' for a {} distribution, found none", key, name, kind));
+      p.Fail(value,
+             fmt::format("expected '{}.{}' for a {} distribution, found none", key, name, kind));
       return;
     }
   }
@@ -204,9 +209,9 @@ void ApplyLengthDistribution(Parser& p, const std::string& key, const YAML::Node
 void ApplyWorkloadKey(Parser& p, const std::string& key, const YAML::Node& value,
                       schema::Workload::Builder w) {
   if ((key == "input_len" || key == "output_len") && value.IsMap()) {
-    ApplyLengthDistribution(p, key, value,
-                            key == "input_len" ? w.getInputLenDistribution()
-                                               : w.getOutputLenDistribution());
+    ApplyLengthDistribution(
+        p, key, value,
+        key == "input_len" ? w.getInputLenDistribution() : w.getOutputLenDistribution());
     return;
   }
   if (key == "name") w.setName(p.Text(value, key));
@@ -219,7 +224,7 @@ void ApplyWorkloadKey(Parser& p, const std::string& key, const YAML::Node& value
   if (key == "seed") w.setSeed(p.Uint(value, key, 0));
   if (key == "ignore_eos") w.setIgnoreEos(p.Bool(value, key));
   if (key == "temperature") w.setTemperature(p.Real(value, key));
-  if (key == "trace") w.setTrace(p.Text(value, key));   // expanded into the plan later
+  if (key == "trace") w.setTrace(p.Text(value, key));  // expanded into the plan later
   if (key == "trace_format") w.setTraceFormat(p.Text(value, key));
   if (key == "replay_arrivals") w.setReplayArrivals(p.Bool(value, key));
   if (key == "prompt") {
@@ -297,8 +302,11 @@ void ApplyRunKey(Parser& p, const std::string& key, const YAML::Node& value,
     const std::string engine = p.Text(value, key);
     if (!p.failed() && std::find(kSupportedEngines.begin(), kSupportedEngines.end(), engine) ==
                            kSupportedEngines.end()) {
-      p.Fail(value, fmt::format("engine '{}' is not supported by this build; expected one of: sim",
-                                engine));
+      std::string supported;
+      for (const auto& name : kSupportedEngines)
+        supported += (supported.empty() ? "" : ", ") + name;
+      p.Fail(value, fmt::format("engine '{}' is not supported by this build; expected one of: {}",
+                                engine, supported));
     }
     spec.setEngine(engine);
   }
@@ -366,7 +374,8 @@ void ExpandTrace(Parser& p, const YAML::Node& where, const std::string& matrix_p
     return;
   }
   if (w.getNumRequests() == 0) {
-    p.Fail(where, "expected 'num_requests' (how many of the trace's requests to replay), found none");
+    p.Fail(where,
+           "expected 'num_requests' (how many of the trace's requests to replay), found none");
     return;
   }
   const std::string key = fmt::format("{}|{}", path.string(), static_cast<int>(format));
@@ -392,8 +401,10 @@ void ExpandTrace(Parser& p, const YAML::Node& where, const std::string& matrix_p
     input_sum += plan[i].getInputLenTok();
     output_sum += plan[i].getOutputLenTok();
   }
-  w.setInputLenTok(static_cast<uint32_t>((input_sum + w.getNumRequests() / 2) / w.getNumRequests()));
-  w.setOutputLenTok(static_cast<uint32_t>((output_sum + w.getNumRequests() / 2) / w.getNumRequests()));
+  w.setInputLenTok(
+      static_cast<uint32_t>((input_sum + w.getNumRequests() / 2) / w.getNumRequests()));
+  w.setOutputLenTok(
+      static_cast<uint32_t>((output_sum + w.getNumRequests() / 2) / w.getNumRequests()));
   w.setTrace(fmt::format("{}:{}", format == workload::TraceFormat::kAzureCsv ? "azure" : "mooncake",
                          path.filename().string()));
   if (w.getName().size() == 0) w.setName(fmt::format("trace-{}", path.stem().string()));
@@ -420,11 +431,12 @@ void ExpandLengthDistributions(Parser& p, const YAML::Node& where, schema::Workl
     return;
   }
   if ((in.kind == "fixed" && in.a == 0) || (out.kind == "fixed" && out.a == 0)) {
-    p.Fail(where, "expected both 'input_len' and 'output_len' (a number or a distribution), found one");
+    p.Fail(where,
+           "expected both 'input_len' and 'output_len' (a number or a distribution), found one");
     return;
   }
   const uint32_t n = w.getNumRequests();
-  if (n == 0) return;   // reported by CheckRunIsRunnable
+  if (n == 0) return;  // reported by CheckRunIsRunnable
   const auto inputs = workload::SampleLengths(in, n, w.getSeed() * 2 + 1);
   const auto outputs = workload::SampleLengths(out, n, w.getSeed() * 2 + 2);
   auto plan = w.initPlan(n);
@@ -455,8 +467,9 @@ void CheckRunIsRunnable(Parser& p, const YAML::Node& where, schema::RunSpec::Rea
     p.Fail(where, "expected 'output_len' (tokens per response), found none");
   if (w.getNumRequests() == 0) p.Fail(where, "expected 'num_requests', found none");
   if (w.getTokenIdPrompts() && w.getApi() == schema::ApiKind::CHAT_COMPLETIONS) {
-    p.Fail(where, "expected 'prompt: token_ids' with 'api: completions' (chat messages are text), "
-                  "found 'api: chat'");
+    p.Fail(where,
+           "expected 'prompt: token_ids' with 'api: completions' (chat messages are text), "
+           "found 'api: chat'");
   }
   const bool replay = w.getPlan().size() > 0 && w.getReplayArrivals();
   if (w.getConcurrency() == 0 && w.getRequestRatePerS() == 0 && !replay) {

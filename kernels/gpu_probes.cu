@@ -136,37 +136,28 @@ void HbmProbes(int gpu, const GpuProbeSettings& settings, cudaStream_t stream,
                                                   reinterpret_cast<const float4*>(b),
                                                   reinterpret_cast<const float4*>(c), kTriadScalar, n4);
     };
-    if (rc != cudaSuccess) {
-      out.push_back({"hbm.copy", gpu, "failed", 0, "GB/s", size_text + ": " + Describe(rc)});
-    } else {
-      copy();
-      rc = cudaGetLastError();
-      if (rc == cudaSuccess) rc = cudaStreamSynchronize(stream);
-      const bool copy_ok =
-          rc == cudaSuccess && CheckSamples(a, n, [](size_t i) { return Value(i, 1); });
-      if (copy_ok) {
-        const double s = TimeMedianSeconds(stream, settings.warmup, settings.repeats, copy);
-        out.push_back({"hbm.copy", gpu, s > 0 ? "ok" : "failed", s > 0 ? 2.0 * array_bytes / s / 1e9 : 0,
-                       "GB/s", size_text});
-      } else {
-        out.push_back({"hbm.copy", gpu, "failed", 0, "GB/s",
-                       size_text + ": " + (rc == cudaSuccess ? "wrong result" : Describe(rc))});
+    // Runs `launch` once and checks it against expected(i), then times it; bytes_moved counts
+    // bytes read plus written per launch.
+    auto check_then_time = [&](const char* name, auto launch, double bytes_moved, auto expected) {
+      if (rc != cudaSuccess) {
+        out.push_back({name, gpu, "failed", 0, "GB/s", size_text + ": " + Describe(rc)});
+        return;
       }
-      triad();
-      rc = cudaGetLastError();
-      if (rc == cudaSuccess) rc = cudaStreamSynchronize(stream);
-      const bool triad_ok = rc == cudaSuccess && CheckSamples(a, n, [](size_t i) {
-                              return Value(i, 1) + kTriadScalar * Value(i, 2);
-                            });
-      if (triad_ok) {
-        const double s = TimeMedianSeconds(stream, settings.warmup, settings.repeats, triad);
-        out.push_back({"hbm.triad", gpu, s > 0 ? "ok" : "failed", s > 0 ? 3.0 * array_bytes / s / 1e9 : 0,
-                       "GB/s", size_text});
-      } else {
-        out.push_back({"hbm.triad", gpu, "failed", 0, "GB/s",
-                       size_text + ": " + (rc == cudaSuccess ? "wrong result" : Describe(rc))});
+      launch();
+      cudaError_t launched = cudaGetLastError();
+      if (launched == cudaSuccess) launched = cudaStreamSynchronize(stream);
+      if (launched != cudaSuccess || !CheckSamples(a, n, expected)) {
+        out.push_back({name, gpu, "failed", 0, "GB/s",
+                       size_text + ": " + (launched == cudaSuccess ? "wrong result" : Describe(launched))});
+        return;
       }
-    }
+      const double s = TimeMedianSeconds(stream, settings.warmup, settings.repeats, launch);
+      out.push_back({name, gpu, s > 0 ? "ok" : "failed", s > 0 ? bytes_moved / s / 1e9 : 0, "GB/s",
+                     size_text});
+    };
+    check_then_time("hbm.copy", copy, 2.0 * array_bytes, [](size_t i) { return Value(i, 1); });
+    check_then_time("hbm.triad", triad, 3.0 * array_bytes,
+                    [](size_t i) { return Value(i, 1) + kTriadScalar * Value(i, 2); });
     cudaFree(a);
     cudaFree(b);
     cudaFree(c);

@@ -45,6 +45,6 @@ class EngineAdapter {
 // The adapter for `engine`, or nullptr when this build cannot start it.
 std::unique_ptr<EngineAdapter> MakeEngineAdapter(const std::string& engine);
 // Engines an agent can start (announced in its inventory).
-std::vector<std::string> AvailableEngines(bool emulated_gpus);
+std::vector<std::string> AvailableEngines();
 
 }  // namespace servesweep::agent

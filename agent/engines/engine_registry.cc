@@ -8,6 +8,6 @@ std::unique_ptr<EngineAdapter> MakeEngineAdapter(const std::string& engine) {
   return nullptr;
 }
 
-std::vector<std::string> AvailableEngines(bool /*emulated_gpus*/) { return {"sim"}; }
+std::vector<std::string> AvailableEngines() { return {"sim"}; }
 
 }  // namespace servesweep::agent
