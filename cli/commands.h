@@ -15,6 +15,7 @@ void AddSimCommand(CLI::App& app, int* exit_code);
 void AddBenchCommand(CLI::App& app, int* exit_code);
 void AddPlanCommand(CLI::App& app, int* exit_code);
 void AddReportCommand(CLI::App& app, int* exit_code);
+void AddCompareCommand(CLI::App& app, int* exit_code);
 void AddProbeCommand(CLI::App& app, int* exit_code);
 void AddSubmitCommand(CLI::App& app, int* exit_code);
 

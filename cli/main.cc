@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   servesweep::cli::AddBenchCommand(app, &exit_code);
   servesweep::cli::AddSimCommand(app, &exit_code);
   servesweep::cli::AddReportCommand(app, &exit_code);
+  servesweep::cli::AddCompareCommand(app, &exit_code);
   servesweep::cli::AddProbeCommand(app, &exit_code);
   servesweep::cli::AddSubmitCommand(app, &exit_code);
   app.parse_complete_callback([&] {
