@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 
 #include "coordinator/results_store.h"
 
@@ -124,6 +125,45 @@ std::string AxisName(const std::string& difference) {
   return difference.substr(0, difference.find(':'));
 }
 
+// Conditions, varied fields and figures of configuration b against configuration a.
+ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
+  ComparedPair pair;
+  pair.load_point = a.first->load_point;
+  pair.label_a = a.label;
+  pair.label_b = b.label;
+  pair.mismatches = Differences(a.first->conditions, b.first->conditions);
+  pair.varied = Differences(a.first->system, b.first->system);
+  for (const auto& column : kFigures) {
+    ComparedFigure f;
+    f.column = column.column;
+    f.higher_is_better = column.higher_is_better;
+    f.a = SpreadOf(a.ok_runs, f.column);
+    f.b = SpreadOf(b.ok_runs, f.column);
+    f.change_pct = f.a.median != 0 ? (f.b.median - f.a.median) / f.a.median * 100 : NAN;
+    f.verdict = Verdict(f);
+    pair.figures.push_back(std::move(f));
+  }
+  return pair;
+}
+
+// `label` without the space-separated tokens of `group` (a group's shared axis values).
+std::string WithoutTokens(const std::string& label, const std::string& group) {
+  std::set<std::string> shared;
+  std::istringstream group_tokens(group);
+  for (std::string t; group_tokens >> t;) shared.insert(t);
+  std::string out;
+  std::istringstream label_tokens(label);
+  for (std::string t; label_tokens >> t;) {
+    if (!shared.count(t)) out += (out.empty() ? "" : " ") + t;
+  }
+  return out.empty() ? label : out;
+}
+
+std::string SpreadText(const Spread& s) {
+  if (s.runs == 0) return "n/a";
+  return fmt::format("{:.4g} [{:.4g}..{:.4g}] ({})", s.median, s.min, s.max, s.runs);
+}
+
 }  // namespace
 
 bool Comparison::matched() const {
@@ -184,6 +224,8 @@ void DescribeRun(schema::RunSpec::Reader spec, const std::map<std::string, std::
     s.push_back({"sim.ttft_ms", Number(sim.getTtftMs())});
     s.push_back({"sim.itl_ms", Number(sim.getItlMs())});
   }
+  out->baseline = spec.getBaseline();
+  out->compare_group = spec.getCompareGroup();
   out->load_point =
       w.getRequestRatePerS() > 0
           ? fmt::format("rate {}/s{}", w.getRequestRatePerS(),
@@ -198,10 +240,17 @@ Status LoadComparedRuns(const std::string& dir, std::vector<ComparedRun>* out) {
   }
   std::unique_ptr<ResultsStore> store;
   if (Status s = ResultsStore::Open(db, &store); !s.ok()) return s;
+  if (Status s = LoadComparedRuns(*store, out); !s.ok()) {
+    return Status::Error(fmt::format("{}: {}", db, s.message()));
+  }
+  return Status::Ok();
+}
+
+Status LoadComparedRuns(ResultsStore& store, std::vector<ComparedRun>* out) {
   std::vector<StoredRun> runs;
-  if (Status s = store->LoadRuns(&runs); !s.ok()) return s;
+  if (Status s = store.LoadRuns(&runs); !s.ok()) return s;
   Table summary;
-  if (Status s = store->QuerySummary(&summary); !s.ok()) return s;
+  if (Status s = store.QuerySummary(&summary); !s.ok()) return s;
   std::map<std::string, std::map<std::string, std::string>> records;
   std::map<std::string, std::map<std::string, double>> figures;
   for (size_t r = 0; r < summary.rows.size(); ++r) {
@@ -229,8 +278,7 @@ Status LoadComparedRuns(const std::string& dir, std::vector<ComparedRun>* out) {
       DescribeRun(reader.getRoot<schema::RunSpec>(), record, &run);
     });
     if (corrupt != nullptr) {
-      return Status::Error(
-          fmt::format("{}: the stored spec of run {} is unreadable", db, run.run_id));
+      return Status::Error(fmt::format("the stored spec of run {} is unreadable", run.run_id));
     }
     if (run.ok) run.figures = figures[stored.run_id];
     out->push_back(std::move(run));
@@ -273,23 +321,7 @@ Status CompareRuns(const std::vector<ComparedRun>& a, const std::vector<Compared
       continue;
     }
     paired_b.insert(cb->label);
-    ComparedPair pair;
-    pair.load_point = ca.first->load_point;
-    pair.label_a = ca.label;
-    pair.label_b = cb->label;
-    pair.mismatches = Differences(ca.first->conditions, cb->first->conditions);
-    pair.varied = Differences(ca.first->system, cb->first->system);
-    for (const auto& column : kFigures) {
-      ComparedFigure f;
-      f.column = column.column;
-      f.higher_is_better = column.higher_is_better;
-      f.a = SpreadOf(ca.ok_runs, f.column);
-      f.b = SpreadOf(cb->ok_runs, f.column);
-      f.change_pct = f.a.median != 0 ? (f.b.median - f.a.median) / f.a.median * 100 : NAN;
-      f.verdict = Verdict(f);
-      pair.figures.push_back(std::move(f));
-    }
-    out->pairs.push_back(std::move(pair));
+    out->pairs.push_back(ComparePair(ca, *cb));
   }
   for (const auto& cb : configs_b) {
     if (!paired_b.count(cb.label)) {
@@ -301,6 +333,81 @@ Status CompareRuns(const std::vector<ComparedRun>& a, const std::vector<Compared
     return Status::Error("the two sweeps share no load point (concurrency or request rate)");
   }
   return Status::Ok();
+}
+
+std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs) {
+  // Groups in first-seen order; each group's configurations in first-seen order.
+  std::vector<std::pair<std::string, std::vector<ComparedRun>>> groups;
+  for (const auto& run : runs) {
+    if (run.compare_group.empty()) continue;
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == run.compare_group; });
+    if (it == groups.end()) it = groups.insert(groups.end(), {run.compare_group, {}});
+    it->second.push_back(run);
+  }
+  if (groups.empty()) return "";
+  std::string out =
+      "\n## Comparison groups\n\nRuns that differ only in the compared axes (`compare:` in the "
+      "matrix), each against the group's baseline. Medians [min..max] (ok repeats); a change is "
+      "within noise when the ranges overlap (docs/compare.md).\n";
+  const char* shown[] = {"request_throughput", "output_throughput", "ttft_median_ms",
+                         "tpot_median_ms"};
+  for (const auto& [name, members] : groups) {
+    const auto configs = Configurations(members);
+    size_t base = 0;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (configs[i].first->baseline) {
+        base = i;
+        break;
+      }
+    }
+    std::vector<ComparedPair> pairs;
+    std::set<std::string> varied, mismatched;
+    for (const auto& config : configs) {
+      pairs.push_back(ComparePair(configs[base], config));
+      for (const auto& v : pairs.back().varied) varied.insert(AxisName(v));
+      for (const auto& m : pairs.back().mismatches) mismatched.insert(m);
+    }
+    out += fmt::format("\n### {}\n\n", name);
+    if (mismatched.empty()) {
+      out += "Matched: every condition is the same.";
+    } else {
+      out += "**Not matched**; differences are not attributable to the compared axes:";
+      for (const auto& m : mismatched) out += fmt::format(" {};", m);
+    }
+    std::string axes;
+    for (const auto& v : varied) axes += (axes.empty() ? "" : ", ") + v;
+    out += fmt::format(" Varied: {}.", axes.empty() ? "nothing" : axes);
+    if (varied.size() > 1) {
+      out += fmt::format(
+          " **Warning**: {} axes vary at once; a difference cannot be attributed "
+          "to one of them.",
+          varied.size());
+    }
+    out += "\n\n| configuration |";
+    for (const char* column : shown) out += fmt::format(" {} |", column);
+    out += "\n|---|";
+    for (size_t i = 0; i < std::size(shown); ++i) out += "---|";
+    out += "\n";
+    for (size_t i = 0; i < configs.size(); ++i) {
+      out += fmt::format("| {}{} |", WithoutTokens(configs[i].label, name),
+                         i == base ? " (baseline)" : "");
+      for (const char* column : shown) {
+        const auto f = std::find_if(pairs[i].figures.begin(), pairs[i].figures.end(),
+                                    [&](const ComparedFigure& x) { return x.column == column; });
+        out += " " + SpreadText(f->b);
+        if (i != base && !std::isnan(f->change_pct)) {
+          // Against the baseline: "B worse" reads "worse".
+          const bool vs = f->verdict.rfind("B ", 0) == 0;
+          out +=
+              fmt::format(" ({:+.1f}%, {})", f->change_pct, vs ? f->verdict.substr(2) : f->verdict);
+        }
+        out += " |";
+      }
+      out += "\n";
+    }
+  }
+  return out;
 }
 
 std::string RenderComparisonText(const Comparison& comparison, const std::string& name_a,
@@ -338,14 +445,10 @@ std::string RenderComparisonText(const Comparison& comparison, const std::string
     for (const auto& v : pair.varied) out += fmt::format("  varied: {}\n", v);
     out += fmt::format("  {:<26} {:>28} {:>28} {:>8}  {}\n", "figure", "A median [min..max] (n)",
                        "B median [min..max] (n)", "change", "verdict");
-    auto spread = [](const Spread& s) {
-      if (s.runs == 0) return std::string("n/a");
-      return fmt::format("{:.4g} [{:.4g}..{:.4g}] ({})", s.median, s.min, s.max, s.runs);
-    };
     for (const auto& f : pair.figures) {
-      out += fmt::format("  {:<26} {:>28} {:>28} {:>8}  {}\n", f.column, spread(f.a), spread(f.b),
-                         std::isnan(f.change_pct) ? "n/a" : fmt::format("{:+.1f}%", f.change_pct),
-                         f.verdict);
+      out += fmt::format(
+          "  {:<26} {:>28} {:>28} {:>8}  {}\n", f.column, SpreadText(f.a), SpreadText(f.b),
+          std::isnan(f.change_pct) ? "n/a" : fmt::format("{:+.1f}%", f.change_pct), f.verdict);
     }
   }
   return out;

@@ -36,6 +36,8 @@ struct ComparedRun {
   std::vector<Field> system;              // the system under test: may differ
   std::string load_point;                 // pairing key, e.g. "concurrency 4"
   std::map<std::string, double> figures;  // record columns by name (ok runs)
+  bool baseline = false;                  // selected by the matrix's `baseline`
+  std::string compare_group;              // the matrix's comparison group, "" if none
 };
 
 // The conditions and system fields of a run spec; `record` gives measured conditions (GPU model,
@@ -70,13 +72,20 @@ struct Comparison {
   bool matched() const;               // every pair matches in every condition
 };
 
-// Reads DIR/results.db into runs (every run of the sweep, in index order).
+class ResultsStore;
+// Every run of a sweep, in index order: from DIR/results.db, or from an open store.
 Status LoadComparedRuns(const std::string& dir, std::vector<ComparedRun>* out);
+Status LoadComparedRuns(ResultsStore& store, std::vector<ComparedRun>* out);
 
 // Pairs configurations of `a` and `b` by load point and compares their figures. Fails when a
 // side has no ok run, or two configurations at one load point (the pairing would be a guess).
 Status CompareRuns(const std::vector<ComparedRun>& a, const std::vector<ComparedRun>& b,
                    Comparison* out);
+
+// The comparison groups of one sweep (`compare:` in its matrix) as a report.md section: per
+// group, whether its members match in every condition, what they vary, and each member's
+// figures beside the baseline's (the member marked baseline, else the first). "" if no groups.
+std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs);
 
 // Human-readable text and JSON (a string) of a comparison.
 std::string RenderComparisonText(const Comparison& comparison, const std::string& name_a,

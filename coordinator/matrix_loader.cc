@@ -10,10 +10,13 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "common/ids.h"
+#include "coordinator/matrix_expression.h"
 #include "workload/length_distribution.h"
 #include "workload/trace_reader.h"
 
@@ -484,6 +487,176 @@ void CheckRunIsRunnable(Parser& p, const YAML::Node& where, schema::RunSpec::Rea
   }
 }
 
+// Top-level keys of the matrix itself (the rest describe runs).
+const std::vector<std::string> kMatrixKeys = {"name",    "axes",    "zip",     "repeats",
+                                              "local",   "probes",  "cluster", "where",
+                                              "exclude", "compare", "baseline"};
+
+// One axis of the product: the keys it sets, and for each position one value per key.
+struct Axis {
+  std::vector<std::string> keys;
+  std::vector<std::vector<YAML::Node>> positions;
+};
+
+// `zip:` a list of groups; each group maps run keys to lists of one common length, and its
+// i-th position sets every key to its i-th value (e.g. an engine with its own flags).
+void ReadZipGroups(Parser& p, const YAML::Node& zip, std::vector<Axis>* axes) {
+  if (!zip.IsSequence()) {
+    p.Fail(zip, fmt::format("expected 'zip' to be a list of groups (mappings of keys to lists of "
+                            "equal length), found {}",
+                            Parser::Found(zip)));
+    return;
+  }
+  for (const auto& group : zip) {
+    if (!p.ExpectMap(group, "a zip group")) return;
+    p.CheckKeys(group, "a zip group", kRunKeys);
+    Axis axis;
+    for (const auto& entry : group) {
+      const std::string key = entry.first.Scalar();
+      if (!entry.second.IsSequence() || entry.second.size() == 0) {
+        p.Fail(entry.second, fmt::format("expected zip key '{}' to be a non-empty list, found {}",
+                                         key, Parser::Found(entry.second)));
+        return;
+      }
+      if (!axis.keys.empty() && entry.second.size() != axis.positions.size()) {
+        p.Fail(entry.second,
+               fmt::format("expected zip key '{}' to list {} values (as '{}' does), found {}", key,
+                           axis.positions.size(), axis.keys[0], entry.second.size()));
+        return;
+      }
+      if (axis.keys.empty()) axis.positions.resize(entry.second.size());
+      axis.keys.push_back(key);
+      for (size_t i = 0; i < entry.second.size(); ++i) axis.positions[i].push_back(entry.second[i]);
+    }
+    if (axis.keys.empty()) {
+      p.Fail(group, "expected a zip group to name at least one key, found none");
+      return;
+    }
+    axes->push_back(std::move(axis));
+  }
+}
+
+// A parsed condition and where it was written.
+struct Condition {
+  std::shared_ptr<Expression> expression;
+  YAML::Node node;
+  std::string text;
+  std::string key;
+};
+
+// `where`, `exclude` or `baseline`: one expression or a list of them.
+std::vector<Condition> ReadConditions(Parser& p, const YAML::Node& root, const std::string& key) {
+  std::vector<Condition> out;
+  const YAML::Node node = root[key];
+  if (!node) return out;
+  std::vector<YAML::Node> items;
+  if (node.IsSequence()) {
+    for (const auto& item : node) items.push_back(item);
+  } else {
+    items.push_back(node);
+  }
+  for (const auto& item : items) {
+    const std::string text = p.Text(item, key);
+    if (p.failed()) return out;
+    std::unique_ptr<Expression> expression;
+    if (Status s = Expression::Parse(text, &expression); !s.ok()) {
+      p.Fail(item, fmt::format("in '{}' expression '{}': {}", key, text, s.message()));
+      return out;
+    }
+    out.push_back({std::shared_ptr<Expression>(std::move(expression)), item, text, key});
+  }
+  return out;
+}
+
+// `compare: [engine]`: the axes a comparison group varies; runs equal in every other axis form
+// one group in the report.
+std::vector<std::string> ReadCompareAxes(Parser& p, const YAML::Node& node,
+                                         const std::vector<Axis>& axes) {
+  std::vector<std::string> out;
+  std::vector<std::string> known;
+  for (const auto& axis : axes) known.insert(known.end(), axis.keys.begin(), axis.keys.end());
+  const std::vector<YAML::Node> items = node.IsSequence()
+                                            ? std::vector<YAML::Node>(node.begin(), node.end())
+                                            : std::vector<YAML::Node>{node};
+  for (const auto& item : items) {
+    const std::string key = p.Text(item, "compare");
+    if (p.failed()) return out;
+    if (std::find(known.begin(), known.end(), key) == known.end()) {
+      std::string expected;
+      for (const auto& k : known) expected += (expected.empty() ? "" : ", ") + k;
+      p.Fail(item, fmt::format("expected 'compare' to name an axis of this matrix ({}), found '{}'",
+                               expected.empty() ? "it has none" : expected, key));
+      return out;
+    }
+    out.push_back(key);
+  }
+  return out;
+}
+
+// The variables a condition may use, for one run.
+VariableLookup RunVariables(schema::RunSpec::Reader spec, const LocalCluster& cluster) {
+  return [spec, cluster](const std::string& name) -> std::optional<ExpressionValue> {
+    const auto layout = spec.getLayout();
+    const auto w = spec.getWorkload();
+    const std::map<std::string, std::function<ExpressionValue()>> variables = {
+        {"tp", [&] { return double(layout.getTp()); }},
+        {"pp", [&] { return double(layout.getPp()); }},
+        {"dp", [&] { return double(layout.getDp()); }},
+        {"ep", [&] { return layout.getExpertParallel() ? 1.0 : 0.0; }},
+        {"prefill_instances", [&] { return double(layout.getPrefillInstances()); }},
+        {"decode_instances", [&] { return double(layout.getDecodeInstances()); }},
+        {"gpus", [&] { return double(GpusForLayout(layout)); }},
+        {"nodes", [&] { return double(cluster.agents); }},
+        {"gpus_per_node",
+         [&] {
+           return double(layout.getGpusPerNode() > 0 ? layout.getGpusPerNode()
+                                                     : cluster.gpus_per_agent);
+         }},
+        {"concurrency", [&] { return double(w.getConcurrency()); }},
+        {"request_rate", [&] { return w.getRequestRatePerS(); }},
+        {"input_len", [&] { return double(w.getInputLenTok()); }},
+        {"output_len", [&] { return double(w.getOutputLenTok()); }},
+        {"num_requests", [&] { return double(w.getNumRequests()); }},
+        {"engine", [&] { return std::string(spec.getEngine()); }},
+        {"engine_version", [&] { return std::string(spec.getEngineVersion()); }},
+        {"model", [&] { return std::string(spec.getModel()); }},
+        {"precision", [&] { return std::string(spec.getPrecision()); }},
+        {"quantization", [&] { return std::string(spec.getQuantization()); }},
+        {"kv_cache_dtype", [&] { return std::string(spec.getKvCacheDtype()); }},
+        {"workload", [&] { return std::string(w.getName()); }},
+    };
+    auto it = variables.find(name);
+    if (it == variables.end()) return std::nullopt;
+    return it->second();
+  };
+}
+
+const char* kVariableNames =
+    "tp, pp, dp, ep, prefill_instances, decode_instances, gpus, nodes, gpus_per_node, "
+    "concurrency, request_rate, input_len, output_len, num_requests, engine, engine_version, "
+    "model, precision, quantization, kv_cache_dtype, workload";
+
+bool Holds(Parser& p, const Condition& c, const VariableLookup& lookup) {
+  bool holds = false;
+  if (Status s = c.expression->Holds(lookup, &holds); !s.ok()) {
+    p.Fail(c.node, fmt::format("in '{}' expression '{}': {}; variables: {}", c.key, c.text,
+                               s.message(), kVariableNames));
+  }
+  return holds;
+}
+
+bool AllHold(Parser& p, const std::vector<Condition>& conditions, const VariableLookup& lookup,
+             bool if_none) {
+  if (conditions.empty()) return if_none;
+  return std::all_of(conditions.begin(), conditions.end(),
+                     [&](const Condition& c) { return Holds(p, c, lookup); });
+}
+
+bool AnyHolds(Parser& p, const std::vector<Condition>& conditions, const VariableLookup& lookup) {
+  return std::any_of(conditions.begin(), conditions.end(),
+                     [&](const Condition& c) { return Holds(p, c, lookup); });
+}
+
 }  // namespace
 
 uint32_t GpusForLayout(schema::Layout::Reader layout) {
@@ -508,7 +681,7 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
   if (!p.ExpectMap(root, "the matrix")) return p.status();
 
   std::vector<std::string> top_keys = kRunKeys;
-  for (const char* key : {"name", "axes", "repeats", "local", "probes"}) top_keys.push_back(key);
+  top_keys.insert(top_keys.end(), kMatrixKeys.begin(), kMatrixKeys.end());
   p.CheckKeys(root, "the matrix", top_keys);
   if (p.failed()) return p.status();
 
@@ -551,7 +724,8 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
   }
 
   // Axes: each a non-empty list; the runs are their cartesian product, first axis slowest.
-  std::vector<std::pair<std::string, YAML::Node>> axes;
+  // A zip group is one axis whose positions set several keys together.
+  std::vector<Axis> axes;
   if (const YAML::Node axes_node = root["axes"]) {
     if (p.ExpectMap(axes_node, "'axes'")) {
       p.CheckKeys(axes_node, "axes", kRunKeys);
@@ -559,19 +733,90 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
         if (!entry.second.IsSequence() || entry.second.size() == 0) {
           p.Fail(entry.second, fmt::format("expected axis '{}' to be a non-empty list, found {}",
                                            entry.first.Scalar(), Parser::Found(entry.second)));
+          continue;
         }
-        axes.emplace_back(entry.first.Scalar(), entry.second);
+        Axis axis;
+        axis.keys = {entry.first.Scalar()};
+        for (const auto& value : entry.second) axis.positions.push_back({value});
+        axes.push_back(std::move(axis));
       }
     }
+  }
+  if (const YAML::Node zip = root["zip"]) ReadZipGroups(p, zip, &axes);
+  LocalCluster cluster = out->local;
+  if (const YAML::Node c = root["cluster"]) {
+    if (p.ExpectMap(c, "'cluster'")) {
+      p.CheckKeys(c, "cluster", {"nodes", "gpus_per_node"});
+      if (c["nodes"]) cluster.agents = p.Uint(c["nodes"], "nodes", 1);
+      if (c["gpus_per_node"])
+        cluster.gpus_per_agent = p.Uint(c["gpus_per_node"], "gpus_per_node", 1);
+    }
+  }
+  const auto keep_if = ReadConditions(p, root, "where");
+  const auto drop_if = ReadConditions(p, root, "exclude");
+  const auto baseline = ReadConditions(p, root, "baseline");
+  std::vector<std::string> compare_axes;
+  if (const YAML::Node compare = root["compare"]) {
+    compare_axes = ReadCompareAxes(p, compare, axes);
   }
   if (p.failed()) return p.status();
 
   size_t combinations = 1;
-  for (const auto& axis : axes) combinations *= axis.second.size();
-  const size_t total = combinations * repeats;
-  if (total > 100000) {
+  for (const auto& axis : axes) combinations *= axis.positions.size();
+  if (combinations * repeats > 100000) {
+    return Status::Error(fmt::format("{}: expected at most 100000 runs, found {} (axes x repeats)",
+                                     path, combinations * repeats));
+  }
+
+  // Applies the top-level keys and one combination of axis values to `spec`; returns its label.
+  auto apply = [&](size_t combo, schema::RunSpec::Builder spec) {
+    for (const auto& entry : root) {
+      const std::string key = entry.first.Scalar();
+      if (std::find(kMatrixKeys.begin(), kMatrixKeys.end(), key) == kMatrixKeys.end()) {
+        ApplyRunKey(p, key, entry.second, spec);
+      }
+    }
+    // Decompose the combination index, last axis fastest.
+    std::string label;
+    size_t rest = combo;
+    std::vector<size_t> choice(axes.size());
+    for (size_t a = axes.size(); a-- > 0;) {
+      choice[a] = rest % axes[a].positions.size();
+      rest /= axes[a].positions.size();
+    }
+    std::string group;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      const auto& values = axes[a].positions[choice[a]];
+      for (size_t k = 0; k < axes[a].keys.size(); ++k) {
+        ApplyRunKey(p, axes[a].keys[k], values[k], spec);
+        const std::string part = AxisLabel(axes[a].keys[k], values[k]);
+        label += (label.empty() ? "" : " ") + part;
+        if (std::find(compare_axes.begin(), compare_axes.end(), axes[a].keys[k]) ==
+            compare_axes.end()) {
+          group += (group.empty() ? "" : " ") + part;
+        }
+      }
+    }
+    if (!compare_axes.empty()) spec.setCompareGroup(group.empty() ? "all" : group);
+    return label;
+  };
+
+  // The combinations `where` keeps and `exclude` does not drop (judged before traces expand).
+  std::vector<size_t> kept;
+  for (size_t combo = 0; combo < combinations; ++combo) {
+    capnp::MallocMessageBuilder scratch;
+    auto spec = scratch.initRoot<schema::RunSpec>();
+    apply(combo, spec);
+    if (p.failed()) return p.status();
+    const auto lookup = RunVariables(spec.asReader(), cluster);
+    if (AllHold(p, keep_if, lookup, true) && !AnyHolds(p, drop_if, lookup)) kept.push_back(combo);
+    if (p.failed()) return p.status();
+  }
+  if (kept.empty()) {
     return Status::Error(
-        fmt::format("{}: expected at most 100000 runs, found {} (axes x repeats)", path, total));
+        fmt::format("{}: expected at least one run, found none left after 'where'/'exclude' "
+                    "({} combinations)",
+                    path, combinations));
   }
 
   auto matrix = out->message.initRoot<schema::Matrix>();
@@ -583,36 +828,19 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
   probe_settings.setEnabled(probes_enabled);
   probe_settings.setExcludeUnhealthy(exclude_unhealthy);
   probe_settings.setRepeats(probe_repeats);
-  auto runs = matrix.initRuns(static_cast<unsigned>(total));
+  auto compare_list = matrix.initCompareAxes(static_cast<unsigned>(compare_axes.size()));
+  for (size_t i = 0; i < compare_axes.size(); ++i) compare_list.set(i, compare_axes[i]);
+  auto runs = matrix.initRuns(static_cast<unsigned>(kept.size() * repeats));
   out->text = text;
 
-  for (size_t combo = 0; combo < combinations; ++combo) {
+  for (size_t k = 0; k < kept.size(); ++k) {
     for (uint32_t repeat = 0; repeat < repeats; ++repeat) {
-      const size_t index = combo * repeats + repeat;
+      const size_t index = k * repeats + repeat;
       auto spec = runs[index];
       spec.setSweepName(name);
       spec.setIndex(static_cast<uint32_t>(index));
       spec.setRepeat(repeat);
-      for (const auto& entry : root) {
-        const std::string key = entry.first.Scalar();
-        if (key != "name" && key != "axes" && key != "repeats" && key != "local" &&
-            key != "probes") {
-          ApplyRunKey(p, key, entry.second, spec);
-        }
-      }
-      // Decompose the combination index, last axis fastest.
-      std::string label;
-      size_t rest = combo;
-      std::vector<size_t> choice(axes.size());
-      for (size_t a = axes.size(); a-- > 0;) {
-        choice[a] = rest % axes[a].second.size();
-        rest /= axes[a].second.size();
-      }
-      for (size_t a = 0; a < axes.size(); ++a) {
-        const YAML::Node value = axes[a].second[choice[a]];
-        ApplyRunKey(p, axes[a].first, value, spec);
-        label += (label.empty() ? "" : " ") + AxisLabel(axes[a].first, value);
-      }
+      std::string label = apply(kept[k], spec);
       if (repeats > 1) label += fmt::format(" repeat={}", repeat);
       spec.setLabel(label.empty() ? "default" : label);
       ExpandTrace(p, root, path, trace_cache, spec.getWorkload());
@@ -637,7 +865,20 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
       auto bytes = words.asChars();
       const std::string hash = StableHashHex(std::string_view(bytes.begin(), bytes.size()));
       spec.setRunId(fmt::format("{}-{:04}-{}", name, index, hash.substr(0, 8)));
+      // Marked after the id: choosing another baseline re-runs nothing.
+      if (!baseline.empty()) {
+        spec.setBaseline(AllHold(p, baseline, RunVariables(spec.asReader(), cluster), true));
+        if (p.failed()) return p.status();
+      }
     }
+  }
+  bool any_baseline = false;
+  for (auto run : runs) any_baseline = any_baseline || run.getBaseline();
+  if (!baseline.empty() && !any_baseline) {
+    return Status::Error(
+        fmt::format("{}: expected 'baseline' to select at least one run, "
+                    "found none",
+                    path));
   }
   return Status::Ok();
 }

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <map>
 
+#include "coordinator/comparison.h"
+
 namespace servesweep::coordinator {
 namespace {
 
@@ -133,6 +135,8 @@ std::string ReportMarkdown(ResultsStore& store, const Table& summary) {
                             row.Text("last_error"));
   }
   if (!failures.empty()) md += "\n## Runs not done\n\n" + failures;
+  std::vector<ComparedRun> runs;
+  if (LoadComparedRuns(store, &runs).ok()) md += RenderGroupComparisons(runs);
   md += NodeProbesMarkdown(store);
   md += "\nEvery column of every run: summary.csv (docs/results.md). Raw data: results.db.\n";
   return md;

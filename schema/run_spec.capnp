@@ -105,6 +105,10 @@ struct RunSpec {
   timeoutS @19 :Float64 = 600;
   maxAttempts @20 :UInt32 = 3;
   label @21 :Text;         # human-readable summary of the varied axes
+  baseline @22 :Bool;      # selected by the matrix's `baseline` condition
+  # The values of the axes a comparison group does not vary (`compare:`): runs with equal,
+  # non-empty groups differ only in the compared axes. "" when the matrix has no `compare`.
+  compareGroup @23 :Text;
 }
 
 struct ProbeSettings {
@@ -120,4 +124,6 @@ struct Matrix {
   sourceHash @2 :Text;     # hex digest of the matrix file's text
   runs @3 :List(RunSpec);
   probes @4 :ProbeSettings;
+  # Axes a comparison group varies (`compare:`); runs equal in all other axes form one group.
+  compareAxes @5 :List(Text);
 }

@@ -4,12 +4,21 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "tests/support/harness.h"
 
 namespace servesweep::testing {
 namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 // Runs `servesweep args` to completion; returns its exit code, output in *output.
 int Servesweep(const std::string& args, std::string* output) {
@@ -68,6 +77,38 @@ TEST(CompareEndToEnd, MatchedSweepsCompareAndUnmatchedOnesAreRefused) {
   std::string missing;
   EXPECT_EQ(Servesweep(fmt::format("compare {} {}", fast, h.Path("nowhere")), &missing), 1);
   EXPECT_NE(missing.find("expected a sweep's results database, found none"), std::string::npos);
+}
+
+TEST(CompareEndToEnd, ReportShowsComparisonGroupsAgainstTheBaseline) {
+  Harness h("compare-groups");
+  const std::string matrix = h.WriteFile("groups.yaml", R"(name: groups
+engine: sim
+model: test-model
+workload: {input_len: 16, output_len: 4, num_requests: 6, warmup_requests: 1}
+repeats: 2
+axes:
+  sim: [{ttft_ms: 5, itl_ms: 1}, {ttft_ms: 50, itl_ms: 1}]
+  concurrency: [1, 2]
+compare: [sim]
+)");
+  std::string output;
+  ASSERT_EQ(Servesweep(fmt::format("run {} --out {}", matrix, h.Path("out")), &output), 0)
+      << output;
+  const std::string report = ReadFile(h.Path("out") + "/report.md");
+  EXPECT_NE(report.find("## Comparison groups"), std::string::npos) << report;
+  for (const char* group : {"### concurrency=1", "### concurrency=2"}) {
+    const size_t at = report.find(group);
+    ASSERT_NE(at, std::string::npos) << report;
+    const std::string section = report.substr(at, report.find("###", at + 3) - at);
+    EXPECT_NE(section.find("Matched: every condition is the same. Varied: sim.ttft_ms."),
+              std::string::npos)
+        << section;
+    EXPECT_NE(section.find("| ttft_ms=5 itl_ms=1 (baseline) |"), std::string::npos) << section;
+    // The slower emulator's TTFT median is worse beyond noise (two repeats each side).
+    const size_t slow = section.find("| ttft_ms=50 itl_ms=1 |");
+    ASSERT_NE(slow, std::string::npos) << section;
+    EXPECT_NE(section.find("worse", slow), std::string::npos) << section;
+  }
 }
 
 }  // namespace
