@@ -20,6 +20,7 @@ struct Seq {
   std::vector<uint64_t> blocks;  // shared cache blocks held (the prompt's leading blocks)
   bool prompt_counted = false;
   bool remote_kv = false;  // decode instance: the prompt's KV came from a prefill instance
+  bool cancelled = false;
   int64_t spec_steps = 0;
   int replica = -1;
   int64_t known() const { return spec.input_tok + generated; }
@@ -63,7 +64,7 @@ enum class Role { kBoth, kPrefill, kDecode };
 struct Counters {
   int64_t preemptions = 0, prefix_queries_tok = 0, prefix_hits_tok = 0, prompt_tok = 0,
           generation_tok = 0, spec_draft_tok = 0, spec_accepted_tok = 0, steps = 0, finished = 0,
-          rejected = 0;
+          rejected = 0, cancelled = 0;
 };
 
 struct Scheduled {
@@ -99,6 +100,23 @@ class Replica {
     busy_ = false;
     wake_ns_ = EngineModel::kNever;
     StartStep(now, sink);
+  }
+
+  // Takes a cancelled request out now, unless the step in flight computes it (then it leaves
+  // when the step ends, without events). True if it is out.
+  bool Remove(Seq* seq) {
+    if (auto it = std::find(waiting_.begin(), waiting_.end(), seq); it != waiting_.end()) {
+      waiting_.erase(it);
+      Release(seq);
+      return true;
+    }
+    if (busy_ && std::any_of(batch_.begin(), batch_.end(),
+                             [&](const Scheduled& s) { return s.seq == seq; })) {
+      return false;
+    }
+    running_.erase(std::find(running_.begin(), running_.end(), seq));
+    Release(seq);
+    return true;
   }
 
   void Release(Seq* seq) {
@@ -240,6 +258,10 @@ class Replica {
   void FinishStep(int64_t now, const EventSink& sink, std::vector<Seq*>* done) {
     for (const Scheduled& s : batch_) {
       Seq* seq = s.seq;
+      if (seq->cancelled) {
+        Leave(seq, done);
+        continue;
+      }
       const int64_t remaining = seq->spec.output_tok - seq->generated;
       int64_t emitted = 0;
       if (s.spec_decode) {
@@ -335,6 +357,22 @@ class EngineModel::Impl {
     return Status::Ok();
   }
 
+  bool Cancel(uint64_t id) {
+    auto it = seqs_.find(id);
+    if (it == seqs_.end() || it->second.cancelled) return false;
+    Seq* seq = &it->second;
+    seq->cancelled = true;
+    ++counters_.cancelled;
+    if (seq->replica < 0) {  // not yet arrived, or its KV in transfer
+      Drop(&arrivals_, seq);
+      Drop(&transfers_, seq);
+      seqs_.erase(it);
+    } else if (replicas_[seq->replica]->Remove(seq)) {
+      seqs_.erase(it);
+    }  // else it leaves when the step computing it ends
+    return true;
+  }
+
   int64_t NextEventNs() const {
     int64_t next = kNever;
     if (!arrivals_.empty()) next = arrivals_.top().time_ns;
@@ -397,6 +435,7 @@ class EngineModel::Impl {
     s.steps = counters_.steps;
     s.finished = counters_.finished;
     s.rejected = counters_.rejected;
+    s.cancelled = counters_.cancelled;
     return s;
   }
 
@@ -412,6 +451,15 @@ class EngineModel::Impl {
     }
   };
   using TimedQueue = std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>>;
+
+  static void Drop(TimedQueue* queue, const Seq* seq) {
+    std::vector<Timed> kept;
+    while (!queue->empty()) {
+      if (queue->top().seq != seq) kept.push_back(queue->top());
+      queue->pop();
+    }
+    for (const Timed& t : kept) queue->push(t);
+  }
 
   void AddReplica(Role role) {
     replicas_.push_back(std::make_unique<Replica>(role, &cost_, &d_, &counters_));
@@ -443,6 +491,10 @@ class EngineModel::Impl {
 
   // A request left an instance: finished, or prefilled (then its KV cache moves to decode).
   void Left(Seq* seq, int64_t t) {
+    if (seq->cancelled) {
+      seqs_.erase(seq->spec.id);
+      return;
+    }
     if (seq->generated >= seq->spec.output_tok &&
         replicas_[seq->replica]->role() != Role::kPrefill) {
       seqs_.erase(seq->spec.id);
@@ -491,6 +543,7 @@ Status EngineModel::Create(const HardwareProfile& hw, const ModelProfile& model,
 }
 
 Status EngineModel::Submit(RequestSpec request) { return impl_->Submit(std::move(request)); }
+bool EngineModel::Cancel(uint64_t id) { return impl_->Cancel(id); }
 int64_t EngineModel::NextEventNs() const { return impl_->NextEventNs(); }
 void EngineModel::AdvanceTo(int64_t now_ns, const EventSink& sink) {
   impl_->AdvanceTo(now_ns, sink);

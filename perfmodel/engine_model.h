@@ -19,7 +19,8 @@
 // Events come out in time order: kFirstToken (1 token), kTokens (a chunk of one or more tokens:
 // several with speculative decoding), kFinished (after the last chunk, same time), kPreempted
 // (the request lost its KV cache and will recompute; no token is repeated), kRejected (it can
-// never fit in the KV cache). A step's tokens are stamped with the step's end.
+// never fit in the KV cache). A step's tokens are stamped with the step's end. A cancelled
+// request emits nothing more.
 //
 // Thread-safety: none. One thread drives an EngineModel (an emulator's event loop); a separate
 // instance per thread is fine (they share nothing).
@@ -77,6 +78,7 @@ struct EngineSnapshot {
   int64_t steps = 0;               // engine steps, all instances
   int64_t finished = 0;
   int64_t rejected = 0;
+  int64_t cancelled = 0;  // Cancel()ed before they finished
 };
 
 class EngineModel {
@@ -91,6 +93,10 @@ class EngineModel {
 
   // Queues a request for its arrival time. Fails on a duplicate id or empty lengths.
   Status Submit(RequestSpec request);
+
+  // Aborts a request (its client went away): it emits nothing more and its KV cache is freed
+  // now, or when the step computing it ends. False if the id is unknown or already over.
+  bool Cancel(uint64_t id);
 
   // When the next thing happens (an arrival, a step's end, a KV transfer's end); kNever if idle.
   int64_t NextEventNs() const;

@@ -215,6 +215,42 @@ TEST(EngineModelTest, RequestsThatCannotGrowArePreemptedNewestFirstAndRecomputed
   EXPECT_GT(events.back().time_ns, unhindered.back().time_ns);
 }
 
+TEST(EngineModelTest, CancelledRequestsStopAndFreeTheirCache) {
+  for (bool pd : {false, true}) {
+    DeploymentConfig d = SmallKv(4000);
+    d.max_num_seqs = 2;
+    if (pd) d.prefill_instances = d.decode_instances = 1;
+    auto engine = Engine(d);
+    for (uint64_t i = 0; i < 4; ++i) ASSERT_TRUE(engine->Submit(Req(i, 0, 500, 100)).ok());
+    ASSERT_TRUE(engine->Submit(Req(9, 1'000'000'000'000, 500, 100)).ok());  // far future
+    std::vector<Event> events;
+    const EventSink sink = [&](const Event& e) { events.push_back(e); };
+    // Run until request 0 has its first token; then 0 is running and 3 is waiting.
+    while (FirstTokenNs(events, 0) < 0) engine->AdvanceTo(engine->NextEventNs(), sink);
+    const int64_t cancelled_at = engine->Snapshot().time_ns;
+    EXPECT_TRUE(engine->Cancel(0));
+    EXPECT_TRUE(engine->Cancel(3));
+    EXPECT_TRUE(engine->Cancel(9));
+    EXPECT_FALSE(engine->Cancel(3));   // already cancelled
+    EXPECT_FALSE(engine->Cancel(42));  // unknown
+    EXPECT_EQ(engine->Snapshot().cancelled, 3);
+    const std::vector<Event> all = RunAll(*engine);
+    events.insert(events.end(), all.begin(), all.end());
+    for (const Event& e : events) {
+      if (e.id == 0) {
+        EXPECT_LE(e.time_ns, cancelled_at);
+      }
+      EXPECT_NE(e.id, 3u);
+      EXPECT_NE(e.id, 9u);
+    }
+    ExpectWellFormed(events, {Req(1, 0, 500, 100), Req(2, 0, 500, 100)});
+    const EngineSnapshot s = engine->Snapshot();
+    EXPECT_EQ(s.running + s.waiting + s.transferring, 0);
+    EXPECT_EQ(s.kv_usage, 0);
+    EXPECT_LT(s.time_ns, 1'000'000'000'000);  // request 9 never ran
+  }
+}
+
 TEST(EngineModelTest, ARequestThatCanNeverFitIsRejected) {
   auto engine = Engine(SmallKv(4000));
   ASSERT_TRUE(engine->Submit(Req(1, 0, 5000, 10)).ok());
