@@ -205,6 +205,7 @@ class Replica {
   void StartStep(int64_t now, const EventSink& sink) {
     batch_.clear();
     int64_t budget = d_->max_num_batched_tokens;
+    bool preempted = false;
     // Running requests first, oldest first; a request that cannot grow preempts the newest.
     for (size_t i = 0; i < running_.size() && budget > 0;) {
       Seq* seq = running_[i];
@@ -217,6 +218,7 @@ class Replica {
       while (!Allocate(seq, seq->computed + n)) {
         Seq* victim = running_.back();
         Preempt(victim, now, sink);
+        preempted = true;
         if (victim == seq) {
           preempted_self = true;
           break;
@@ -227,8 +229,9 @@ class Replica {
       budget -= n;
       ++i;
     }
-    // Then waiting requests, in order, while there is room; the head blocks the rest.
-    while (!waiting_.empty() && budget > 0 &&
+    // Then waiting requests, in order, while there is room; the head blocks the rest. After a
+    // preemption there is none this step (as vLLM: the victim would be readmitted at once).
+    while (!preempted && !waiting_.empty() && budget > 0 &&
            static_cast<int>(running_.size()) < d_->max_num_seqs) {
       Seq* seq = waiting_.front();
       if (seq->computed == 0) LookupPrefix(seq);
