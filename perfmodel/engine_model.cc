@@ -151,7 +151,6 @@ class Replica {
 
   // Leading prompt blocks found in the cache, capped so at least one token is computed.
   void LookupPrefix(Seq* seq) {
-    if (!d_->prefix_caching) return;
     const int64_t bs = d_->block_size_tok;
     const int64_t max_blocks = std::min<int64_t>(
         static_cast<int64_t>(seq->spec.block_hashes.size()), (seq->known() - 1) / bs);
@@ -162,8 +161,6 @@ class Replica {
       seq->blocks.push_back(seq->spec.block_hashes[i]);
     }
     seq->computed = hits * bs;
-    counters_->prefix_queries_tok += seq->known();
-    counters_->prefix_hits_tok += hits * bs;
   }
 
   // The prompt's full blocks, once computed, become shared cache blocks.
@@ -234,12 +231,17 @@ class Replica {
     while (!preempted && !waiting_.empty() && budget > 0 &&
            static_cast<int>(running_.size()) < d_->max_num_seqs) {
       Seq* seq = waiting_.front();
-      if (seq->computed == 0) LookupPrefix(seq);
+      const bool lookup = seq->computed == 0 && d_->prefix_caching;
+      if (lookup) LookupPrefix(seq);
       const int64_t n = std::min<int64_t>(seq->known() - seq->computed, budget);
       if (!Allocate(seq, seq->computed + n)) {
         Release(seq);  // gives back the prefix hits; they are looked up again next step
         if (!seq->remote_kv) seq->computed = 0;
         break;
+      }
+      if (lookup) {  // counted once per admission, not per blocked attempt
+        counters_->prefix_queries_tok += seq->known();
+        counters_->prefix_hits_tok += seq->computed;
       }
       waiting_.pop_front();
       running_.push_back(seq);

@@ -292,6 +292,16 @@ TEST(EngineModelTest, PrefixCacheHitsCutTimeToFirstToken) {
   }
 }
 
+// A request blocked at the head of the queue for hundreds of steps is looked up once.
+TEST(EngineModelTest, PrefixQueriesAreCountedOncePerAdmission) {
+  auto engine = Engine(SmallKv(4000));
+  ASSERT_TRUE(engine->Submit(Req(1, 0, 3500, 400)).ok());
+  ASSERT_TRUE(engine->Submit(Req(2, 0, 1000, 1, {5, 6})).ok());
+  const std::vector<Event> events = RunAll(*engine);
+  EXPECT_GT(FirstTokenNs(events, 2), FirstTokenNs(events, 1) + 300 * 5'000'000);  // it waited
+  EXPECT_EQ(engine->Snapshot().prefix_queries_tok, 3500 + 1000);
+}
+
 // Cached blocks stay until space is needed; then the least recently used go first.
 TEST(EngineModelTest, PrefixCacheEvictsLeastRecentlyUsedBlocks) {
   auto run = [](bool with_d) {
