@@ -1,0 +1,57 @@
+// How a model is deployed: the parallel layout, the engine's scheduler settings and the costs
+// the profiles do not cover. A plain struct with unit-suffixed names; the defaults are vLLM's
+// where vLLM has one (max_num_seqs 256, max_num_batched_tokens 8192 with chunked prefill,
+// gpu_memory_utilization 0.9, prefix caching on, recompute preemption).
+//
+// Thread-safety: a value.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace servesweep::perfmodel {
+
+struct DeploymentConfig {
+  // Parallel layout. One engine instance (replica) spans tp x pp GPUs.
+  int tp = 1;  // tensor parallel: weights, FLOPs and KV heads split; two all-reduces per layer
+  int pp = 1;  // pipeline parallel: layers split into stages; micro-batches fill the pipeline
+  int dp = 1;  // independent replicas; each request goes to the least-loaded one
+  // Expert parallel (MoE only): routed experts spread over ep GPUs instead of TP-sliced, with an
+  // all-to-all dispatch and combine per MoE layer. 1 = off; otherwise a multiple of tp that
+  // divides tp x dp (the EP group spans ep / tp replicas, as vLLM's --enable-expert-parallel).
+  int ep = 1;
+  // Prefill/decode disaggregation: both > 0 = separate pools of instances of the layout above
+  // (dp is then ignored); the KV cache moves from prefill to decode after the first token.
+  int prefill_instances = 0;
+  int decode_instances = 0;
+  bool pd_transfer_inter_node = true;  // KV moves over the inter-node link (else intra-node)
+
+  std::string precision = "native";  // weights: a key of the model's weight_bytes_per_param
+  std::string kv_dtype = "auto";     // bf16, fp16, fp8, fp4, auto (= the model's)
+
+  // Scheduler (vLLM V1): per step, at most max_num_batched_tokens tokens (decodes first, then
+  // prefill chunks) and at most max_num_seqs running requests.
+  int max_num_seqs = 256;
+  int max_num_batched_tokens = 8192;
+  double gpu_memory_utilization = 0.9;
+  double activation_reserve_bytes = 1e9;  // per GPU, held back from the KV cache
+
+  // Prefix cache: LRU over blocks of block_size_tok tokens keyed by the caller's block hashes.
+  bool prefix_caching = true;
+  int block_size_tok = 512;
+
+  // Speculative decoding: spec_num_tok draft tokens verified per decode step, of which
+  // spec_mean_accepted_tok are accepted on average (each step emits 1 + accepted tokens).
+  int spec_num_tok = 0;
+  double spec_mean_accepted_tok = 0;
+
+  int pp_microbatches = 0;             // micro-batches per step with pp > 1 (0 = pp)
+  int64_t step_overhead_ns = 500'000;  // scheduler, sampling, launch: per step, fixed
+  double activation_bytes = 2;         // bytes per element in collectives (bf16)
+
+  // Cold start: weights loaded at min(weight_load_bytes_per_s, host link) per GPU, then graphs.
+  double weight_load_bytes_per_s = 5e9;
+  int64_t graph_capture_ns = 10'000'000'000;
+};
+
+}  // namespace servesweep::perfmodel

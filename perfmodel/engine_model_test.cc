@@ -1,0 +1,447 @@
+#include "perfmodel/engine_model.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace servesweep::perfmodel {
+namespace {
+
+struct Fixture {
+  HardwareProfile hw;
+  ModelProfile model;
+};
+
+Fixture Load(const std::string& gpu = "h100", const std::string& model = "llama-3.1-8b") {
+  Fixture f;
+  EXPECT_TRUE(LoadHardwareProfile(gpu, &f.hw).ok());
+  EXPECT_TRUE(LoadModelProfile(model, &f.model).ok());
+  return f;
+}
+
+std::unique_ptr<EngineModel> Engine(const DeploymentConfig& d = {}, const Fixture& f = Load()) {
+  std::unique_ptr<EngineModel> engine;
+  Status s = EngineModel::Create(f.hw, f.model, d, &engine);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return engine;
+}
+
+// Llama 3.1 8B on an H100 with room for about `tokens` tokens of KV cache.
+DeploymentConfig SmallKv(int64_t tokens) {
+  DeploymentConfig d;
+  d.gpu_memory_utilization = (1e9 + 8'029'995'008.0 * 2 + (tokens + 0.5) * 131072.0) / 80e9;
+  return d;
+}
+
+RequestSpec Req(uint64_t id, int64_t arrival_ns, int32_t input, int32_t output,
+                std::vector<uint64_t> hashes = {}) {
+  return RequestSpec{id, arrival_ns, input, output, std::move(hashes)};
+}
+
+std::vector<Event> RunAll(EngineModel& engine) {
+  std::vector<Event> events;
+  while (engine.NextEventNs() != EngineModel::kNever) {
+    engine.AdvanceTo(engine.NextEventNs(), [&](const Event& e) { events.push_back(e); });
+  }
+  return events;
+}
+
+std::vector<Event> Of(const std::vector<Event>& events, uint64_t id) {
+  std::vector<Event> out;
+  for (const Event& e : events) {
+    if (e.id == id) out.push_back(e);
+  }
+  return out;
+}
+
+int64_t FirstTokenNs(const std::vector<Event>& events, uint64_t id) {
+  for (const Event& e : events) {
+    if (e.id == id && e.kind == EventKind::kFirstToken) return e.time_ns;
+  }
+  return -1;
+}
+
+// Largest gap between consecutive token chunks of one request.
+int64_t MaxGapNs(const std::vector<Event>& events, uint64_t id) {
+  int64_t last = -1, gap = 0;
+  for (const Event& e : Of(events, id)) {
+    if (e.kind != EventKind::kFirstToken && e.kind != EventKind::kTokens) continue;
+    if (last >= 0) gap = std::max(gap, e.time_ns - last);
+    last = e.time_ns;
+  }
+  return gap;
+}
+
+// Every request: first event kFirstToken, tokens add up to its output, kFinished last; all
+// events in time order.
+void ExpectWellFormed(const std::vector<Event>& events, const std::vector<RequestSpec>& reqs) {
+  for (size_t i = 1; i < events.size(); ++i) {
+    ASSERT_LE(events[i - 1].time_ns, events[i].time_ns) << "event " << i;
+  }
+  for (const RequestSpec& r : reqs) {
+    int64_t tokens = 0;
+    bool first = false, finished = false;
+    for (const Event& e : Of(events, r.id)) {
+      EXPECT_FALSE(finished) << "request " << r.id << " has events after kFinished";
+      if (e.kind == EventKind::kFirstToken) {
+        EXPECT_FALSE(first);
+        EXPECT_EQ(tokens, 0);
+        first = true;
+      }
+      if (e.kind == EventKind::kTokens) {
+        EXPECT_TRUE(first);
+      }
+      tokens += e.tokens;
+      if (e.kind == EventKind::kFinished) finished = true;
+    }
+    EXPECT_TRUE(finished) << "request " << r.id;
+    EXPECT_EQ(tokens, r.output_tok) << "request " << r.id;
+  }
+}
+
+TEST(EngineModelTest, OneRequestFollowsTheStepCosts) {
+  auto engine = Engine();
+  ASSERT_TRUE(engine->Submit(Req(7, 5'000, 1000, 4)).ok());
+  EXPECT_EQ(engine->NextEventNs(), 5'000);
+  const std::vector<Event> events = RunAll(*engine);
+  const CostModel& c = engine->cost();
+  const int64_t t1 = 5'000 + c.Step({{0, 1000, 1}}).total_ns;
+  const int64_t t2 = t1 + c.Step({{1000, 1, 1}}).total_ns;
+  const int64_t t3 = t2 + c.Step({{1001, 1, 1}}).total_ns;
+  const int64_t t4 = t3 + c.Step({{1002, 1, 1}}).total_ns;
+  ASSERT_EQ(events.size(), 5u);
+  EXPECT_EQ(events[0].kind, EventKind::kFirstToken);
+  EXPECT_EQ(events[0].time_ns, t1);
+  EXPECT_EQ(events[0].tokens, 1);
+  EXPECT_EQ(events[1].time_ns, t2);
+  EXPECT_EQ(events[2].time_ns, t3);
+  EXPECT_EQ(events[3].time_ns, t4);
+  EXPECT_EQ(events[3].kind, EventKind::kTokens);
+  EXPECT_EQ(events[4].kind, EventKind::kFinished);
+  EXPECT_EQ(events[4].time_ns, t4);
+  const EngineSnapshot s = engine->Snapshot();
+  EXPECT_EQ(s.steps, 4);
+  EXPECT_EQ(s.prompt_tok, 1000);
+  EXPECT_EQ(s.generation_tok, 4);
+  EXPECT_EQ(s.finished, 1);
+  EXPECT_EQ(s.running, 0);
+  EXPECT_EQ(s.kv_usage, 0);  // its prompt blocks are cached but unreferenced: free for use
+  EXPECT_EQ(engine->ColdStartNs(), c.ColdStartNs());
+}
+
+TEST(EngineModelTest, LongPromptsArePrefilledInChunksUnderTheTokenBudget) {
+  auto engine = Engine();
+  ASSERT_TRUE(engine->Submit(Req(1, 0, 20000, 1)).ok());
+  const std::vector<Event> events = RunAll(*engine);
+  const CostModel& c = engine->cost();
+  EXPECT_EQ(FirstTokenNs(events, 1), c.Step({{0, 8192, 0}}).total_ns +
+                                         c.Step({{8192, 8192, 0}}).total_ns +
+                                         c.Step({{16384, 3616, 1}}).total_ns);
+  EXPECT_EQ(engine->Snapshot().steps, 3);
+}
+
+TEST(EngineModelTest, RealTimeTicksGiveTheSameEventsAsVirtualTime) {
+  std::vector<RequestSpec> reqs;
+  for (uint64_t i = 0; i < 30; ++i) {
+    reqs.push_back(Req(i, static_cast<int64_t>(i) * 7'300'000, 200 + 97 * (i % 7), 5 + i % 11));
+  }
+  auto virtual_engine = Engine();
+  for (const auto& r : reqs) ASSERT_TRUE(virtual_engine->Submit(r).ok());
+  const std::vector<Event> expected = RunAll(*virtual_engine);
+
+  // An emulator's loop: every millisecond, submit what arrived and advance to now.
+  auto realtime = Engine();
+  std::vector<Event> got;
+  size_t next = 0;
+  for (int64_t now = 0; got.size() < expected.size(); now += 1'000'000) {
+    while (next < reqs.size() && reqs[next].arrival_ns <= now) {
+      ASSERT_TRUE(realtime->Submit(reqs[next++]).ok());
+    }
+    realtime->AdvanceTo(now, [&](const Event& e) { got.push_back(e); });
+    ASSERT_LT(now, int64_t{100'000'000'000}) << "never finished";
+  }
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].id, expected[i].id) << i;
+    EXPECT_EQ(got[i].time_ns, expected[i].time_ns) << i;
+    EXPECT_EQ(got[i].kind, expected[i].kind) << i;
+    EXPECT_EQ(got[i].tokens, expected[i].tokens) << i;
+  }
+  ExpectWellFormed(got, reqs);
+}
+
+TEST(EngineModelTest, AFullKvCacheKeepsRequestsWaiting) {
+  auto engine = Engine(SmallKv(4000));
+  const int64_t capacity = engine->Snapshot().kv_capacity_tok;
+  ASSERT_NEAR(capacity, 4000, 1);
+  for (uint64_t i = 0; i < 10; ++i) ASSERT_TRUE(engine->Submit(Req(i, 0, 1000, 2)).ok());
+  engine->AdvanceTo(0, [](const Event&) {});  // the first step has started
+  EngineSnapshot s = engine->Snapshot();
+  EXPECT_EQ(s.running, capacity / 1000);
+  EXPECT_EQ(s.waiting, 10 - capacity / 1000);
+  EXPECT_GT(s.kv_usage, 0.74);
+  EXPECT_LE(s.kv_usage, 1.0);
+}
+
+TEST(EngineModelTest, RequestsThatCannotGrowArePreemptedNewestFirstAndRecomputed) {
+  auto engine = Engine(SmallKv(4000));
+  std::vector<RequestSpec> reqs;
+  for (uint64_t i = 0; i < 6; ++i) reqs.push_back(Req(i, 0, 500, 800));
+  for (const auto& r : reqs) ASSERT_TRUE(engine->Submit(r).ok());
+  std::vector<Event> events;
+  int32_t max_waiting = 0;
+  while (engine->NextEventNs() != EngineModel::kNever) {
+    engine->AdvanceTo(engine->NextEventNs(), [&](const Event& e) { events.push_back(e); });
+    const EngineSnapshot s = engine->Snapshot();
+    max_waiting = std::max(max_waiting, s.waiting);
+    ASSERT_LE(s.kv_usage, 1.0);
+  }
+  ExpectWellFormed(events, reqs);
+  int64_t preempted = 0;
+  uint64_t first_victim = 99;
+  for (const Event& e : events) {
+    if (e.kind != EventKind::kPreempted) continue;
+    if (preempted++ == 0) first_victim = e.id;
+  }
+  EXPECT_GT(preempted, 0);
+  EXPECT_EQ(engine->Snapshot().preemptions, preempted);
+  EXPECT_EQ(first_victim, 5u);  // the newest request goes first
+  EXPECT_GT(max_waiting, 0);
+  // Recompute costs time: the same requests finish later than with room to spare.
+  auto roomy = Engine();
+  for (const auto& r : reqs) ASSERT_TRUE(roomy->Submit(r).ok());
+  const std::vector<Event> unhindered = RunAll(*roomy);
+  EXPECT_EQ(roomy->Snapshot().preemptions, 0);
+  EXPECT_GT(events.back().time_ns, unhindered.back().time_ns);
+}
+
+TEST(EngineModelTest, CancelledRequestsStopAndFreeTheirCache) {
+  for (bool pd : {false, true}) {
+    DeploymentConfig d = SmallKv(4000);
+    d.max_num_seqs = 2;
+    if (pd) d.prefill_instances = d.decode_instances = 1;
+    auto engine = Engine(d);
+    for (uint64_t i = 0; i < 4; ++i) ASSERT_TRUE(engine->Submit(Req(i, 0, 500, 100)).ok());
+    ASSERT_TRUE(engine->Submit(Req(9, 1'000'000'000'000, 500, 100)).ok());  // far future
+    std::vector<Event> events;
+    const EventSink sink = [&](const Event& e) { events.push_back(e); };
+    // Run until request 0 has its first token; then 0 is running and 3 is waiting.
+    while (FirstTokenNs(events, 0) < 0) engine->AdvanceTo(engine->NextEventNs(), sink);
+    const int64_t cancelled_at = engine->Snapshot().time_ns;
+    EXPECT_TRUE(engine->Cancel(0));
+    EXPECT_TRUE(engine->Cancel(3));
+    EXPECT_TRUE(engine->Cancel(9));
+    EXPECT_FALSE(engine->Cancel(3));   // already cancelled
+    EXPECT_FALSE(engine->Cancel(42));  // unknown
+    EXPECT_EQ(engine->Snapshot().cancelled, 3);
+    const std::vector<Event> all = RunAll(*engine);
+    events.insert(events.end(), all.begin(), all.end());
+    for (const Event& e : events) {
+      if (e.id == 0) {
+        EXPECT_LE(e.time_ns, cancelled_at);
+      }
+      EXPECT_NE(e.id, 3u);
+      EXPECT_NE(e.id, 9u);
+    }
+    ExpectWellFormed(events, {Req(1, 0, 500, 100), Req(2, 0, 500, 100)});
+    const EngineSnapshot s = engine->Snapshot();
+    EXPECT_EQ(s.running + s.waiting + s.transferring, 0);
+    EXPECT_EQ(s.kv_usage, 0);
+    EXPECT_LT(s.time_ns, 1'000'000'000'000);  // request 9 never ran
+  }
+}
+
+TEST(EngineModelTest, ARequestThatCanNeverFitIsRejected) {
+  auto engine = Engine(SmallKv(4000));
+  ASSERT_TRUE(engine->Submit(Req(1, 0, 5000, 10)).ok());
+  ASSERT_TRUE(engine->Submit(Req(2, 0, 100, 10)).ok());
+  EXPECT_FALSE(engine->Submit(Req(2, 0, 100, 10)).ok());  // duplicate id
+  EXPECT_FALSE(engine->Submit(Req(3, 0, 0, 10)).ok());
+  const std::vector<Event> events = RunAll(*engine);
+  ASSERT_EQ(Of(events, 1).size(), 1u);
+  EXPECT_EQ(Of(events, 1)[0].kind, EventKind::kRejected);
+  EXPECT_EQ(engine->Snapshot().rejected, 1);
+  ExpectWellFormed(events, {Req(2, 0, 100, 10)});
+}
+
+// Request B shares A's first four 512-token blocks: it prefills only its last 100 tokens.
+TEST(EngineModelTest, PrefixCacheHitsCutTimeToFirstToken) {
+  const std::vector<uint64_t> hashes = {11, 12, 13, 14, 15};
+  for (bool caching : {true, false}) {
+    DeploymentConfig d;
+    d.prefix_caching = caching;
+    auto engine = Engine(d);
+    ASSERT_TRUE(engine->Submit(Req(1, 0, 2148, 2, hashes)).ok());
+    ASSERT_TRUE(engine->Submit(Req(2, 1'000'000'000, 2148, 2, hashes)).ok());
+    ASSERT_TRUE(engine->Submit(Req(3, 2'000'000'000, 2148, 2, {99, 12, 13, 14})).ok());
+    const std::vector<Event> events = RunAll(*engine);
+    const CostModel& c = engine->cost();
+    const int64_t cold = c.Step({{0, 2148, 1}}).total_ns;
+    EXPECT_EQ(FirstTokenNs(events, 1), cold);
+    EXPECT_EQ(FirstTokenNs(events, 3), 2'000'000'000 + cold);  // first block differs: no hit
+    const EngineSnapshot s = engine->Snapshot();
+    if (caching) {
+      EXPECT_EQ(FirstTokenNs(events, 2), 1'000'000'000 + c.Step({{2048, 100, 1}}).total_ns);
+      EXPECT_LT(FirstTokenNs(events, 2) - 1'000'000'000, cold / 2);
+      EXPECT_EQ(s.prefix_queries_tok, 3 * 2148);
+      EXPECT_EQ(s.prefix_hits_tok, 2048);
+    } else {
+      EXPECT_EQ(FirstTokenNs(events, 2), 1'000'000'000 + cold);
+      EXPECT_EQ(s.prefix_hits_tok, 0);
+    }
+  }
+}
+
+// A request blocked at the head of the queue for hundreds of steps is looked up once.
+TEST(EngineModelTest, PrefixQueriesAreCountedOncePerAdmission) {
+  auto engine = Engine(SmallKv(4000));
+  ASSERT_TRUE(engine->Submit(Req(1, 0, 3500, 400)).ok());
+  ASSERT_TRUE(engine->Submit(Req(2, 0, 1000, 1, {5, 6})).ok());
+  const std::vector<Event> events = RunAll(*engine);
+  EXPECT_GT(FirstTokenNs(events, 2), FirstTokenNs(events, 1) + 300 * 5'000'000);  // it waited
+  EXPECT_EQ(engine->Snapshot().prefix_queries_tok, 3500 + 1000);
+}
+
+// Cached blocks stay until space is needed; then the least recently used go first.
+TEST(EngineModelTest, PrefixCacheEvictsLeastRecentlyUsedBlocks) {
+  auto run = [](bool with_d) {
+    auto engine = Engine(SmallKv(4000));
+    int64_t t = 0;
+    std::vector<RequestSpec> reqs = {Req(1, 0, 1100, 1, {1, 2}), Req(2, 0, 1100, 1, {3, 4}),
+                                     Req(3, 0, 1100, 1, {5, 6})};
+    if (with_d) reqs.push_back(Req(4, 0, 1100, 1, {7, 8}));
+    reqs.push_back(Req(5, 0, 1100, 1, {1, 2}));  // A's prefix again
+    for (RequestSpec r : reqs) {                 // one at a time
+      r.arrival_ns = t;
+      EXPECT_TRUE(engine->Submit(r).ok());
+      RunAll(*engine);
+      t = engine->Snapshot().time_ns + 1;
+    }
+    return engine->Snapshot().prefix_hits_tok;
+  };
+  EXPECT_EQ(run(false), 1024);  // 3 x 1024 cached tokens fit: A's blocks are still there
+  EXPECT_EQ(run(true), 0);      // the fourth prompt needed A's (oldest) blocks
+}
+
+TEST(EngineModelTest, SpeculativeDecodingDeliversMultiTokenChunksFaster) {
+  DeploymentConfig spec;
+  spec.spec_num_tok = 3;
+  spec.spec_mean_accepted_tok = 2;
+  auto fast = Engine(spec);
+  auto plain = Engine();
+  ASSERT_TRUE(fast->Submit(Req(1, 0, 1000, 301)).ok());
+  ASSERT_TRUE(plain->Submit(Req(1, 0, 1000, 301)).ok());
+  const std::vector<Event> a = RunAll(*fast);
+  const std::vector<Event> b = RunAll(*plain);
+  ExpectWellFormed(a, {Req(1, 0, 1000, 301)});
+  ASSERT_EQ(a.size(), 1u + 100 + 1);  // first token, 100 chunks of 3, finished
+  for (size_t i = 1; i + 1 < a.size(); ++i) EXPECT_EQ(a[i].tokens, 3) << i;
+  // Each verify step costs a little more than a plain decode, and yields three tokens.
+  const CostModel& c = fast->cost();
+  EXPECT_EQ(a[2].time_ns - a[1].time_ns, c.Step({{1003, 4, 4}}).total_ns);
+  EXPECT_LT(a.back().time_ns * 2, b.back().time_ns);
+  const EngineSnapshot s = fast->Snapshot();
+  EXPECT_EQ(s.spec_draft_tok, 300);
+  EXPECT_EQ(s.spec_accepted_tok, 200);
+
+  spec.spec_mean_accepted_tok = 1.5;  // alternately 1 and 2 accepted
+  auto half = Engine(spec);
+  ASSERT_TRUE(half->Submit(Req(1, 0, 1000, 11)).ok());
+  const std::vector<Event> h = RunAll(*half);
+  std::vector<int32_t> chunks;
+  for (const Event& e : h) chunks.push_back(e.tokens);
+  EXPECT_EQ(chunks, (std::vector<int32_t>{1, 2, 3, 2, 3, 0}));
+}
+
+TEST(EngineModelTest, DisaggregationAddsKvTransferToTimeToFirstToken) {
+  DeploymentConfig pd;
+  pd.prefill_instances = 1;
+  pd.decode_instances = 1;
+  auto engine = Engine(pd);
+  ASSERT_TRUE(engine->Submit(Req(1, 0, 1000, 3)).ok());
+  const std::vector<Event> events = RunAll(*engine);
+  const CostModel& c = engine->cost();
+  const int64_t ttft = c.Step({{0, 1000, 1}}).total_ns + c.KvTransferNs(1000);
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].kind, EventKind::kFirstToken);
+  EXPECT_EQ(events[0].time_ns, ttft);
+  EXPECT_EQ(events[1].time_ns, ttft + c.Step({{1000, 1, 1}}).total_ns);
+  EXPECT_EQ(engine->Snapshot().steps, 3);  // one prefill step, two decode steps
+}
+
+// A long decode shares its steps with new prompts' prefill chunks when aggregated; with
+// disaggregation its inter-token gaps stay at decode-step size.
+TEST(EngineModelTest, DisaggregationRemovesPrefillInterferenceFromDecode) {
+  std::vector<RequestSpec> reqs = {Req(100, 0, 100, 300)};
+  for (uint64_t i = 0; i < 4; ++i) reqs.push_back(Req(i, 50'000'000 + i * 1'000'000, 8000, 2));
+  DeploymentConfig agg;
+  agg.dp = 2;
+  DeploymentConfig pd;
+  pd.prefill_instances = 1;
+  pd.decode_instances = 1;
+  int64_t gap[2];
+  int i = 0;
+  for (const DeploymentConfig& d : {agg, pd}) {
+    auto engine = Engine(d);
+    for (const auto& r : reqs) ASSERT_TRUE(engine->Submit(r).ok());
+    const std::vector<Event> events = RunAll(*engine);
+    ExpectWellFormed(events, reqs);
+    gap[i++] = MaxGapNs(events, 100);
+  }
+  auto probe = Engine();
+  const int64_t decode_step = probe->cost().Step({{400, 1, 1}}).total_ns;
+  EXPECT_GT(gap[0], 5 * decode_step);  // aggregated: a prefill chunk stalled the decode
+  EXPECT_LT(gap[1], 2 * decode_step);  // disaggregated: decode steps only
+}
+
+TEST(EngineModelTest, DataParallelSendsRequestsToTheLeastLoadedReplica) {
+  DeploymentConfig dp2;
+  dp2.dp = 2;
+  auto two = Engine(dp2);
+  auto one = Engine();
+  for (auto* e : {two.get(), one.get()}) {
+    ASSERT_TRUE(e->Submit(Req(1, 0, 4000, 2)).ok());
+    ASSERT_TRUE(e->Submit(Req(2, 0, 4000, 2)).ok());
+  }
+  const std::vector<Event> a = RunAll(*two);
+  const std::vector<Event> b = RunAll(*one);
+  const CostModel& c = two->cost();
+  EXPECT_EQ(FirstTokenNs(a, 1), c.Step({{0, 4000, 1}}).total_ns);
+  EXPECT_EQ(FirstTokenNs(a, 2), c.Step({{0, 4000, 1}}).total_ns);
+  EXPECT_EQ(FirstTokenNs(b, 2), c.Step({{0, 4000, 1}, {0, 4000, 1}}).total_ns);
+}
+
+TEST(EngineModelTest, MixedWorkloadsStayWellFormedInEveryLayout) {
+  std::vector<RequestSpec> reqs;
+  uint64_t x = 12345;
+  auto next = [&] { return (x = x * 6364136223846793005ULL + 1442695040888963407ULL) >> 33; };
+  for (uint64_t i = 0; i < 200; ++i) {
+    const auto input = static_cast<int32_t>(50 + next() % 3000);
+    std::vector<uint64_t> hashes;
+    for (int b = 0; b * 512 < input; ++b) hashes.push_back(b == 0 ? next() % 4 : next());
+    reqs.push_back(Req(i, static_cast<int64_t>(i) * 20'000'000, input,
+                       static_cast<int32_t>(1 + next() % 300), hashes));
+  }
+  DeploymentConfig small = SmallKv(20000);
+  DeploymentConfig pd = small;
+  pd.prefill_instances = 2;
+  pd.decode_instances = 1;
+  DeploymentConfig spec = small;
+  spec.dp = 2;
+  spec.spec_num_tok = 2;
+  spec.spec_mean_accepted_tok = 1.3;
+  spec.max_num_batched_tokens = 2048;
+  for (const DeploymentConfig& d : {small, pd, spec}) {
+    auto engine = Engine(d);
+    for (const auto& r : reqs) ASSERT_TRUE(engine->Submit(r).ok());
+    const std::vector<Event> events = RunAll(*engine);
+    ExpectWellFormed(events, reqs);
+    const EngineSnapshot s = engine->Snapshot();
+    EXPECT_EQ(s.finished, 200);
+    EXPECT_EQ(s.running + s.waiting + s.transferring, 0);
+    EXPECT_GT(s.prefix_hits_tok, 0);
+  }
+}
+
+}  // namespace
+}  // namespace servesweep::perfmodel

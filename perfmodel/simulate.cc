@@ -1,0 +1,127 @@
+#include "perfmodel/simulate.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace servesweep::perfmodel {
+
+Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
+                        const DeploymentConfig& deployment, const Workload& workload,
+                        SimulationResult* out) {
+  std::unique_ptr<EngineModel> engine;
+  if (Status s = EngineModel::Create(hw, model, deployment, &engine); !s.ok()) return s;
+  if (workload.concurrency < 0) {
+    return Status::Error(
+        fmt::format("workload: expected concurrency >= 0, found {}", workload.concurrency));
+  }
+  SimulationResult result;
+  result.requests.resize(workload.requests.size());
+  std::unordered_map<uint64_t, size_t> index;
+  index.reserve(workload.requests.size());
+  for (size_t i = 0; i < workload.requests.size(); ++i) {
+    const RequestSpec& r = workload.requests[i];
+    if (!index.emplace(r.id, i).second) {
+      return Status::Error(fmt::format("workload: request id {} appears twice", r.id));
+    }
+    RequestRecord& rec = result.requests[i];
+    rec.id = r.id;
+    rec.input_tok = r.input_tok;
+    rec.output_tok = r.output_tok;
+  }
+
+  const bool closed = workload.concurrency > 0;
+  size_t next = 0;
+  auto submit = [&](int64_t at_ns) -> Status {
+    RequestSpec r = workload.requests[next];
+    if (closed) r.arrival_ns = at_ns;
+    result.requests[next].arrival_ns = std::max<int64_t>(r.arrival_ns, engine->Snapshot().time_ns);
+    ++next;
+    return engine->Submit(std::move(r));
+  };
+  const size_t initial = closed ? std::min<size_t>(workload.concurrency, workload.requests.size())
+                                : workload.requests.size();
+  for (size_t i = 0; i < initial; ++i) {
+    if (Status s = submit(0); !s.ok()) return s;
+  }
+
+  std::vector<int64_t> ended;  // closed loop: end times that let the next request in
+  const EventSink sink = [&](const Event& e) {
+    RequestRecord& rec = result.requests[index[e.id]];
+    switch (e.kind) {
+      case EventKind::kFirstToken:
+        rec.first_token_ns = e.time_ns;
+        rec.chunks.push_back({e.time_ns, e.tokens});
+        break;
+      case EventKind::kTokens:
+        rec.chunks.push_back({e.time_ns, e.tokens});
+        break;
+      case EventKind::kPreempted:
+        ++rec.preemptions;
+        break;
+      case EventKind::kRejected:
+        rec.rejected = true;
+        ended.push_back(e.time_ns);
+        break;
+      case EventKind::kFinished:
+        rec.finish_ns = e.time_ns;
+        ended.push_back(e.time_ns);
+        break;
+    }
+  };
+  while (true) {
+    const int64_t t = engine->NextEventNs();
+    if (t == EngineModel::kNever) break;
+    ended.clear();
+    engine->AdvanceTo(t, sink);
+    if (closed) {
+      for (int64_t end_ns : ended) {
+        if (next >= workload.requests.size()) break;
+        if (Status s = submit(end_ns); !s.ok()) return s;
+      }
+    }
+  }
+  result.final_snapshot = engine->Snapshot();
+  result.summary = Summarize(result.requests);
+  *out = std::move(result);
+  return Status::Ok();
+}
+
+WorkloadSummary Summarize(const std::vector<RequestRecord>& records) {
+  WorkloadSummary s;
+  int64_t first_arrival = -1, last_finish = 0, output_tok = 0, tpot_n = 0, gaps = 0,
+          later_chunks = 0, later_tok = 0;
+  double ttft = 0, tpot = 0, e2e = 0, itl = 0;
+  for (const RequestRecord& r : records) {
+    if (r.finish_ns < 0) continue;
+    ++s.finished;
+    if (first_arrival < 0 || r.arrival_ns < first_arrival) first_arrival = r.arrival_ns;
+    last_finish = std::max(last_finish, r.finish_ns);
+    ttft += static_cast<double>(r.first_token_ns - r.arrival_ns);
+    e2e += static_cast<double>(r.finish_ns - r.arrival_ns);
+    output_tok += r.output_tok;
+    if (r.output_tok > 1) {
+      tpot += static_cast<double>(r.finish_ns - r.first_token_ns) / (r.output_tok - 1);
+      ++tpot_n;
+    }
+    for (size_t i = 1; i < r.chunks.size(); ++i) {
+      itl += static_cast<double>(r.chunks[i].time_ns - r.chunks[i - 1].time_ns);
+      ++gaps;
+      ++later_chunks;
+      later_tok += r.chunks[i].tokens;
+    }
+  }
+  if (s.finished == 0) return s;
+  s.ttft_mean_ns = ttft / s.finished;
+  s.e2e_mean_ns = e2e / s.finished;
+  s.tpot_mean_ns = tpot_n > 0 ? tpot / tpot_n : 0;
+  s.itl_chunk_mean_ns = gaps > 0 ? itl / gaps : 0;
+  s.chunk_tok_mean = later_chunks > 0 ? static_cast<double>(later_tok) / later_chunks : 0;
+  s.makespan_ns = last_finish - first_arrival;
+  s.output_tok_per_s =
+      s.makespan_ns > 0 ? static_cast<double>(output_tok) / (s.makespan_ns / 1e9) : 0;
+  return s;
+}
+
+}  // namespace servesweep::perfmodel

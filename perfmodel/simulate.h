@@ -1,0 +1,69 @@
+// SimulateWorkload: runs a workload through an EngineModel in virtual time, as fast as the host
+// can (a 1000-request run takes milliseconds), and returns what each request saw: its arrival,
+// each token chunk's time, its end. `servesweep plan --simulate` and the tests use it.
+//
+// Two arrival modes, as a benchmark client has:
+//  - open loop (concurrency == 0): each request arrives at its arrival_ns;
+//  - closed loop (concurrency == N): N requests start at time 0 and each end (finish or
+//    rejection) lets the next one in at that instant; arrival_ns is ignored.
+//
+// Thread-safety: pure function; runs on the calling thread.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "perfmodel/deployment.h"
+#include "perfmodel/engine_model.h"
+#include "perfmodel/profiles.h"
+
+namespace servesweep::perfmodel {
+
+struct Workload {
+  std::vector<RequestSpec> requests;  // issue order (closed loop) or any order (open loop)
+  int concurrency = 0;
+};
+
+struct TokenChunk {
+  int64_t time_ns = 0;
+  int32_t tokens = 0;
+};
+
+struct RequestRecord {
+  uint64_t id = 0;
+  int64_t arrival_ns = 0;
+  int64_t first_token_ns = -1;  // -1: never (rejected)
+  int64_t finish_ns = -1;
+  int32_t input_tok = 0;
+  int32_t output_tok = 0;
+  int32_t preemptions = 0;
+  bool rejected = false;
+  std::vector<TokenChunk> chunks;  // the first token's chunk included
+};
+
+// Means over the requests that finished; times in ns.
+struct WorkloadSummary {
+  int64_t finished = 0;
+  double ttft_mean_ns = 0;
+  double tpot_mean_ns = 0;       // (finish - first token) / (output tokens - 1), per request
+  double itl_chunk_mean_ns = 0;  // gap between consecutive chunks
+  double e2e_mean_ns = 0;
+  double output_tok_per_s = 0;  // all output tokens / (last finish - first arrival)
+  double chunk_tok_mean = 0;    // tokens per chunk after the first
+  int64_t makespan_ns = 0;
+};
+
+struct SimulationResult {
+  std::vector<RequestRecord> requests;  // in the order of Workload::requests
+  EngineSnapshot final_snapshot;
+  WorkloadSummary summary;
+};
+
+Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
+                        const DeploymentConfig& deployment, const Workload& workload,
+                        SimulationResult* out);
+
+WorkloadSummary Summarize(const std::vector<RequestRecord>& records);
+
+}  // namespace servesweep::perfmodel

@@ -1,0 +1,80 @@
+// The analytic cost of one engine step (a roofline per GPU, plus collectives and a fixed
+// overhead), and the sizes derived from a deployment: weights and KV capacity per GPU, KV
+// transfer and cold-start times. docs/perfmodel.md gives the equations.
+//
+//   CostModel cost;
+//   Status s = CostModel::Create(gpu, model, deployment, &cost);
+//   StepCost c = cost.Step({{.context_tok = 1000, .new_tok = 1, .sampled_tok = 1}});
+//
+// Thread-safety: immutable after Create; const methods may be called from any thread.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "perfmodel/deployment.h"
+#include "perfmodel/profiles.h"
+
+namespace servesweep::perfmodel {
+
+// One request's share of a step.
+struct BatchEntry {
+  int64_t context_tok = 0;  // tokens already in its KV cache before this step
+  int32_t new_tok = 0;      // tokens computed this step (prefill chunk, 1 decode, 1 + drafts)
+  int32_t sampled_tok = 0;  // positions whose logits are computed (0 for a mid-prompt chunk)
+};
+
+struct StepCost {
+  int64_t total_ns = 0;     // what the step takes, overhead included
+  double compute_ns = 0;    // per GPU, whole step: FLOPs / achievable FLOP/s
+  double memory_ns = 0;     // per GPU, whole step: bytes / achievable HBM bandwidth
+  double comm_ns = 0;       // collectives (TP all-reduce, EP all-to-all, PP send/recv)
+  double flops = 0;         // whole replica
+  double weight_bytes = 0;  // read per GPU
+  double kv_bytes = 0;      // read per GPU
+  int microbatches = 1;
+};
+
+class CostModel {
+ public:
+  static Status Create(const HardwareProfile& hw, const ModelProfile& model,
+                       const DeploymentConfig& deployment, CostModel* out);
+
+  StepCost Step(const std::vector<BatchEntry>& batch) const;
+
+  // Time to move `tokens` tokens of KV cache from a prefill to a decode instance.
+  int64_t KvTransferNs(int64_t tokens) const;
+  int64_t ColdStartNs() const;
+
+  int64_t kv_capacity_tok() const { return kv_capacity_tok_; }       // per replica
+  double kv_bytes_per_token() const { return kv_bytes_per_token_; }  // whole model
+  double kv_bytes_per_token_per_gpu() const { return kv_bytes_per_gpu_tok_; }
+  double weight_bytes_per_gpu() const { return weight_bytes_per_gpu_; }
+  double bytes_per_param() const { return bytes_per_param_; }
+  const ModelParams& params() const { return params_; }
+  int gpus_per_replica() const { return deployment_.tp * deployment_.pp; }
+
+  // Collective times, as nccl-tests defines bus bandwidth (exposed for tests).
+  double AllReduceNs(double bytes, int ranks, const LinkProfile& link, double efficiency) const;
+  double AllToAllNs(double bytes, int ranks, const LinkProfile& link, double efficiency) const;
+  // Expected distinct experts hit by `tokens` tokens in one layer (uniform routing).
+  double DistinctExperts(double tokens) const;
+
+ private:
+  HardwareProfile hw_;
+  ModelProfile model_;
+  DeploymentConfig deployment_;
+  ModelParams params_;
+  double bytes_per_param_ = 2;
+  double achievable_flops_ = 0;
+  double achievable_hbm_ = 0;
+  double kv_bytes_per_token_ = 0;
+  double kv_bytes_per_gpu_tok_ = 0;
+  double weight_bytes_per_gpu_ = 0;
+  int64_t kv_capacity_tok_ = 0;
+  double attn_flops_per_pair_ = 0;  // per (query, key) pair, all layers
+  double linear_params_ = 0;        // per token, excluding embedding and lm_head
+};
+
+}  // namespace servesweep::perfmodel
