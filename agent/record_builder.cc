@@ -95,8 +95,9 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
       traced && w.getPlan().size() > 0 && w.getReplayArrivals() && w.getRequestRatePerS() == 0;
   record.setArrival(replayed ? fmt::format("trace x{}", w.getTraceSpeedup())
                     : w.getRequestRatePerS() > 0
-                        ? (w.getBurstiness() == 1 ? std::string("poisson")
-                                                  : fmt::format("gamma(burstiness={})", w.getBurstiness()))
+                        ? (w.getBurstiness() == 1
+                               ? std::string("poisson")
+                               : fmt::format("gamma(burstiness={})", w.getBurstiness()))
                         : "closed-loop");
   record.setWarm(w.getWarmupRequests() > 0);
   record.setWarmupRequests(w.getWarmupRequests());
@@ -141,6 +142,23 @@ void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summ
   record.setPrefixCacheHits(reduced("prefix_cache_hits"));
   record.setPrefixCacheQueries(reduced("prefix_cache_queries"));
   record.setSpecDecodeAcceptance(reduced("spec_decode_acceptance"));
+}
+
+void CopyRequestRecord(const loadgen::RequestRecord& in, schema::RequestRecord::Builder out) {
+  out.setIndex(in.index);
+  out.setWarmup(in.warmup);
+  out.setSuccess(in.success);
+  out.setError(in.error);
+  out.setPromptTokens(in.prompt_tokens);
+  out.setOutputTokens(in.output_tokens);
+  out.setScheduledNs(in.scheduled_ns);
+  out.setStartNs(in.start_ns);
+  out.setFirstTokenNs(in.first_token_ns);
+  out.setEndNs(in.end_ns);
+  auto times = out.initChunkTimesNs(static_cast<unsigned>(in.chunk_times_ns.size()));
+  for (size_t i = 0; i < in.chunk_times_ns.size(); ++i) times.set(i, in.chunk_times_ns[i]);
+  auto tokens = out.initChunkTokens(static_cast<unsigned>(in.chunk_tokens.size()));
+  for (size_t i = 0; i < in.chunk_tokens.size(); ++i) tokens.set(i, in.chunk_tokens[i]);
 }
 
 }  // namespace servesweep::agent

@@ -24,23 +24,6 @@ namespace {
 constexpr double kReadyTimeoutCapS = 1800;
 constexpr size_t kLogTailLines = 40;
 
-void CopyRequest(const loadgen::RequestRecord& in, schema::RequestRecord::Builder out) {
-  out.setIndex(in.index);
-  out.setWarmup(in.warmup);
-  out.setSuccess(in.success);
-  out.setError(in.error);
-  out.setPromptTokens(in.prompt_tokens);
-  out.setOutputTokens(in.output_tokens);
-  out.setScheduledNs(in.scheduled_ns);
-  out.setStartNs(in.start_ns);
-  out.setFirstTokenNs(in.first_token_ns);
-  out.setEndNs(in.end_ns);
-  auto times = out.initChunkTimesNs(static_cast<unsigned>(in.chunk_times_ns.size()));
-  for (size_t i = 0; i < in.chunk_times_ns.size(); ++i) times.set(i, in.chunk_times_ns[i]);
-  auto tokens = out.initChunkTokens(static_cast<unsigned>(in.chunk_tokens.size()));
-  for (size_t i = 0; i < in.chunk_tokens.size(); ++i) tokens.set(i, in.chunk_tokens[i]);
-}
-
 }  // namespace
 
 RunExecutor::RunExecutor(schema::Assign::Reader assign, ExecutorContext context)
@@ -206,7 +189,7 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
     loadgen::LoadSettings warmup = settings;
     warmup.num_requests = settings.warmup_requests;
     warmup.warmup_requests = 0;
-    warmup.plan.clear();   // warm-up uses the mean lengths, closed loop
+    warmup.plan.clear();  // warm-up uses the mean lengths, closed loop
     if (warmup.concurrency == 0) warmup.concurrency = warmup.num_requests;
     warmup.seed = settings.seed ^ 0x5eed5eed5eed5eedULL;  // prompts unlike the measured ones
     const loadgen::BenchSummary warmup_summary = loadgen::Summarize(loadgen::RunLoad(warmup));
@@ -239,7 +222,8 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   FillFigures(spec, summary, samples, cold_start_ms, result.getRecord());
 
   auto requests = result.initRequests(static_cast<unsigned>(load.requests.size()));
-  for (size_t i = 0; i < load.requests.size(); ++i) CopyRequest(load.requests[i], requests[i]);
+  for (size_t i = 0; i < load.requests.size(); ++i)
+    CopyRequestRecord(load.requests[i], requests[i]);
   auto engine_samples = result.initEngineSamples(static_cast<unsigned>(samples.size()));
   for (size_t i = 0; i < samples.size(); ++i) {
     engine_samples[i].setAtNs(samples[i].at_ns);

@@ -133,6 +133,14 @@ ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
   pair.label_b = b.label;
   pair.mismatches = Differences(a.first->conditions, b.first->conditions);
   pair.varied = Differences(a.first->system, b.first->system);
+  // A compared layout brings its own GPU count: that difference is the point, not a mismatch.
+  const bool layout_varies =
+      std::any_of(pair.varied.begin(), pair.varied.end(),
+                  [](const std::string& v) { return v.rfind("layout.", 0) == 0; });
+  if (layout_varies) {
+    std::erase_if(pair.mismatches,
+                  [](const std::string& m) { return m.rfind("gpus.count:", 0) == 0; });
+  }
   for (const auto& column : kFigures) {
     ComparedFigure f;
     f.column = column.column;

@@ -17,6 +17,7 @@
 
 #include "common/ids.h"
 #include "coordinator/matrix_expression.h"
+#include "perfmodel/profiles.h"
 #include "workload/length_distribution.h"
 #include "workload/trace_reader.h"
 
@@ -271,12 +272,29 @@ void ApplyWorkload(Parser& p, const YAML::Node& node, schema::Workload::Builder 
 
 void ApplySim(Parser& p, const YAML::Node& node, schema::SimSettings::Builder sim) {
   if (!p.ExpectMap(node, "'sim'")) return;
-  p.CheckKeys(node, "sim", {"ttft_ms", "itl_ms", "startup_ms"});
+  p.CheckKeys(node, "sim", {"ttft_ms", "itl_ms", "startup_ms", "hardware", "model_profile"});
   for (const auto& entry : node) {
     const std::string key = entry.first.Scalar();
     if (key == "ttft_ms") sim.setTtftMs(p.Real(entry.second, key));
     if (key == "itl_ms") sim.setItlMs(p.Real(entry.second, key));
     if (key == "startup_ms") sim.setStartupMs(p.Real(entry.second, key));
+    // Profiles are checked here, so a typo fails before any run starts.
+    if (key == "hardware") {
+      perfmodel::HardwareProfile hardware;
+      const std::string name = p.Text(entry.second, key);
+      if (Status s = perfmodel::LoadHardwareProfile(name, &hardware); !p.failed() && !s.ok()) {
+        p.Fail(entry.second, s.message());
+      }
+      sim.setHardware(name);
+    }
+    if (key == "model_profile") {
+      perfmodel::ModelProfile model;
+      const std::string name = p.Text(entry.second, key);
+      if (Status s = perfmodel::LoadModelProfile(name, &model); !p.failed() && !s.ok()) {
+        p.Fail(entry.second, s.message());
+      }
+      sim.setModelProfile(name);
+    }
   }
 }
 

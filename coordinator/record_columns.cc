@@ -101,6 +101,9 @@ std::vector<RecordColumn> Build() {
   Text(c, "arrival", [](Record r) { return std::string(r.getArrival()); });
   Int(c, "warm", [](Record r) { return int64_t{r.getWarm() ? 1 : 0}; });
   Int(c, "warmup_requests", [](Record r) { return int64_t{r.getWarmupRequests()}; });
+  Text(c, "simulation", [](Record r) {
+    return r.getSimulation().size() > 0 ? std::string(r.getSimulation()) : std::string("none");
+  });
 
   // Figures, computed as `vllm bench serve` does (docs/metrics.md).
   const size_t first_figure = c.size();

@@ -100,6 +100,16 @@ std::string ReportMarkdown(ResultsStore& store, const Table& summary) {
                     info["matrix_hash"], info["servesweep_version"]);
   md += fmt::format("{} runs: {} done, {} failed, {} not finished.\n\n", summary.rows.size(), done,
                     failed, other);
+  for (size_t r = 0; r < summary.rows.size(); ++r) {
+    const std::string simulation = Row(summary, r).Text("simulation");
+    if (simulation != "none" && simulation != "n/a") {
+      md += fmt::format(
+          "**SIMULATED**: these figures come from the performance model ({}; docs/perfmodel.md), "
+          "not from an engine.\n\n",
+          simulation);
+      break;
+    }
+  }
   md +=
       "Figures over the measured requests (warm-up excluded), computed as `vllm bench serve` "
       "does; definitions in docs/metrics.md. Throughput in tokens/s, latencies in ms; rate \"-\" "

@@ -32,21 +32,43 @@ Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
   }
 
   const bool closed = workload.concurrency > 0;
+  const bool capped = !closed && workload.max_in_flight > 0;
+  // A capped open loop sends requests in arrival order, as the load generator does.
+  std::vector<size_t> order(workload.requests.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (capped) {
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return workload.requests[a].arrival_ns < workload.requests[b].arrival_ns;
+    });
+  }
   size_t next = 0;
+  int in_flight = 0;
   auto submit = [&](int64_t at_ns) -> Status {
-    RequestSpec r = workload.requests[next];
-    if (closed) r.arrival_ns = at_ns;
-    result.requests[next].arrival_ns = std::max<int64_t>(r.arrival_ns, engine->Snapshot().time_ns);
+    const size_t i = order[next];
+    RequestSpec r = workload.requests[i];
+    if (closed || capped) r.arrival_ns = at_ns;
+    result.requests[i].arrival_ns = std::max<int64_t>(r.arrival_ns, engine->Snapshot().time_ns);
     ++next;
+    ++in_flight;
     return engine->Submit(std::move(r));
   };
-  const size_t initial = closed ? std::min<size_t>(workload.concurrency, workload.requests.size())
-                                : workload.requests.size();
+  const size_t initial = closed   ? std::min<size_t>(workload.concurrency, workload.requests.size())
+                         : capped ? 0
+                                  : workload.requests.size();
   for (size_t i = 0; i < initial; ++i) {
     if (Status s = submit(0); !s.ok()) return s;
   }
+  int64_t next_sample_ns = 0;
+  auto sample_until = [&](int64_t t_ns) {
+    if (workload.sample_interval_ns <= 0) return;
+    while (next_sample_ns <= t_ns) {
+      result.samples.push_back(engine->Snapshot());
+      result.samples.back().time_ns = next_sample_ns;
+      next_sample_ns += workload.sample_interval_ns;
+    }
+  };
 
-  std::vector<int64_t> ended;  // closed loop: end times that let the next request in
+  std::vector<int64_t> ended;  // end times of the last advance
   const EventSink sink = [&](const Event& e) {
     RequestRecord& rec = result.requests[index[e.id]];
     switch (e.kind) {
@@ -71,10 +93,26 @@ Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
     }
   };
   while (true) {
-    const int64_t t = engine->NextEventNs();
+    int64_t t = engine->NextEventNs();
+    if (capped && next < order.size() && in_flight < workload.max_in_flight) {
+      // The next request is due before the engine's next event: send it first.
+      const int64_t due_ns =
+          std::max(workload.requests[order[next]].arrival_ns, engine->Snapshot().time_ns);
+      if (due_ns <= t) {
+        sample_until(due_ns - 1);
+        ended.clear();
+        engine->AdvanceTo(due_ns, sink);
+        in_flight -= static_cast<int>(ended.size());
+        if (Status s = submit(due_ns); !s.ok()) return s;
+        continue;
+      }
+    }
     if (t == EngineModel::kNever) break;
+    sample_until(t - 1);
     ended.clear();
     engine->AdvanceTo(t, sink);
+    in_flight -= static_cast<int>(ended.size());
+    // Closed loop: each end lets the next request in (a capped open loop sends at the top).
     if (closed) {
       for (int64_t end_ns : ended) {
         if (next >= workload.requests.size()) break;
@@ -83,6 +121,7 @@ Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
     }
   }
   result.final_snapshot = engine->Snapshot();
+  if (workload.sample_interval_ns > 0) result.samples.push_back(result.final_snapshot);
   result.summary = Summarize(result.requests);
   *out = std::move(result);
   return Status::Ok();

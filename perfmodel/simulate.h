@@ -5,7 +5,9 @@
 // Two arrival modes, as a benchmark client has:
 //  - open loop (concurrency == 0): each request arrives at its arrival_ns;
 //  - closed loop (concurrency == N): N requests start at time 0 and each end (finish or
-//    rejection) lets the next one in at that instant; arrival_ns is ignored.
+//    rejection) lets the next one in at that instant; arrival_ns is ignored;
+//  - open loop with a cap (concurrency == 0, max_in_flight == N): each request is sent at its
+//    arrival_ns or, when N are in flight then, at the next end; its arrival is when it is sent.
 //
 // Thread-safety: pure function; runs on the calling thread.
 #pragma once
@@ -23,6 +25,12 @@ namespace servesweep::perfmodel {
 struct Workload {
   std::vector<RequestSpec> requests;  // issue order (closed loop) or any order (open loop)
   int concurrency = 0;
+  // Open loop only: at most this many requests in flight (0 = no cap); a request due while the
+  // cap is reached waits on the client side and is sent when one ends (as the load generator).
+  int max_in_flight = 0;
+  // Every this many ns of virtual time, a snapshot of the engine's gauges and counters goes to
+  // SimulationResult::samples (0 = none), as a /metrics scraper would see them.
+  int64_t sample_interval_ns = 0;
 };
 
 struct TokenChunk {
@@ -56,6 +64,7 @@ struct WorkloadSummary {
 
 struct SimulationResult {
   std::vector<RequestRecord> requests;  // in the order of Workload::requests
+  std::vector<EngineSnapshot> samples;  // every sample_interval_ns, and one at the end
   EngineSnapshot final_snapshot;
   WorkloadSummary summary;
 };

@@ -72,6 +72,50 @@ TEST(SimulateTest, OpenLoopKeepsArrivalTimes) {
   EXPECT_GT(r.summary.ttft_mean_ns, 0);
 }
 
+TEST(SimulateTest, CappedOpenLoopHoldsRequestsOnTheClientUntilOneEnds) {
+  const Profiles s = Load("h100", "llama-3.1-8b");
+  // 30 requests due every 1 ms, each lasting far longer: with a cap of 4, never more than 4 are
+  // in flight, request 4 is sent exactly when the first one ends, and the first 4 keep their
+  // arrival times.
+  Workload w = Uniform(30, 500, 100, 0, 1'000'000);
+  w.max_in_flight = 4;
+  const SimulationResult r = Simulate(s, {}, w);
+  EXPECT_EQ(r.summary.finished, 30);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(r.requests[i].arrival_ns, i * 1'000'000);
+  std::vector<int64_t> finishes;
+  for (const auto& rec : r.requests) finishes.push_back(rec.finish_ns);
+  std::sort(finishes.begin(), finishes.end());
+  EXPECT_EQ(r.requests[4].arrival_ns, finishes[0]);
+  for (const RequestRecord& a : r.requests) {
+    int in_flight = 0;
+    for (const RequestRecord& b : r.requests) {
+      if (b.arrival_ns <= a.arrival_ns && b.finish_ns > a.arrival_ns) ++in_flight;
+    }
+    EXPECT_LE(in_flight, 4);
+  }
+  // Without the cap all 30 arrive on time.
+  w.max_in_flight = 0;
+  const SimulationResult open = Simulate(s, {}, w);
+  EXPECT_EQ(open.requests[29].arrival_ns, 29 * 1'000'000);
+}
+
+TEST(SimulateTest, SamplesEngineStateAtTheInterval) {
+  const Profiles s = Load("h100", "llama-3.1-8b");
+  Workload w = Uniform(16, 500, 50, 8);
+  w.sample_interval_ns = 10'000'000;
+  const SimulationResult r = Simulate(s, {}, w);
+  ASSERT_GE(r.samples.size(), 3u);
+  // One sample per 10 ms up to the end, then the final state.
+  for (size_t i = 0; i + 1 < r.samples.size(); ++i) {
+    EXPECT_EQ(r.samples[i].time_ns, static_cast<int64_t>(i) * 10'000'000);
+  }
+  EXPECT_EQ(r.samples.size() - 1, static_cast<size_t>(r.final_snapshot.time_ns / 10'000'000) + 1);
+  int32_t running_max = 0;
+  for (const auto& sample : r.samples) running_max = std::max(running_max, sample.running);
+  EXPECT_EQ(running_max, 8);
+  EXPECT_EQ(r.samples.back().generation_tok, 16 * 50);
+}
+
 TEST(SimulateTest, RefusesDuplicateIds) {
   const Profiles s = Load("h100", "llama-3.1-8b");
   Workload w = Uniform(3, 10, 10, 1);

@@ -106,6 +106,10 @@ struct BenchmarkRecord {
   prefixCacheHits @45 :Float64;
   prefixCacheQueries @46 :Float64;
   specDecodeAcceptance @47 :Float64;
+
+  # "" for a measured run; for a virtual run (`plan --simulate`), what simulated it, e.g.
+  # "perfmodel: hardware h200, model llama-3.1-8b". Such figures were never measured.
+  simulation @48 :Text;
 }
 
 enum RunStatus {

@@ -76,10 +76,14 @@ struct Slo {
 }
 
 struct SimSettings {
-  # Fixed timing of the first emulator; its performance model is a later addition.
+  # The emulator's fixed timing, used when no performance model is named.
   ttftMs @0 :Float64 = 20;
   itlMs @1 :Float64 = 5;
   startupMs @2 :Float64 = 0;
+  # Performance model (perfmodel/): a hardware profile (a shipped name such as "h200", or a
+  # YAML path) and a model profile ("" = inferred from the run's model name).
+  hardware @3 :Text;
+  modelProfile @4 :Text;
 }
 
 struct RunSpec {

@@ -102,6 +102,25 @@ TEST(Comparison, MoreThanOneVariedAxisIsWarnedAbout) {
   EXPECT_NE(text.find("warning: 2 axes vary at once"), std::string::npos) << text;
 }
 
+TEST(Comparison, AComparedLayoutBringsItsOwnGpuCount) {
+  auto gpus = [](const std::string& count) {
+    auto c = Conditions();
+    c.push_back({"gpus.count", count});
+    return c;
+  };
+  auto b = MakeRun("c=1", "concurrency 1", "vllm", 8, 5, gpus("2"));
+  Comparison c;
+  ASSERT_TRUE(
+      CompareRuns({MakeRun("c=1", "concurrency 1", "vllm", 10, 5, gpus("1"))}, {b}, &c).ok());
+  ASSERT_EQ(c.pairs[0].mismatches.size(), 1u);  // same layout, other GPU count: a mismatch
+  EXPECT_EQ(c.pairs[0].mismatches[0], "gpus.count: '1' vs '2'");
+  b.system[1].value = "2";  // tp 1 -> 2
+  ASSERT_TRUE(
+      CompareRuns({MakeRun("c=1", "concurrency 1", "vllm", 10, 5, gpus("1"))}, {b}, &c).ok());
+  EXPECT_TRUE(c.matched());
+  EXPECT_EQ(c.pairs[0].varied[0], "layout.tp: '1' vs '2'");
+}
+
 TEST(Comparison, PairsByLoadPointAndListsTheUnpaired) {
   std::vector<ComparedRun> a = {MakeRun("c=1", "concurrency 1", "vllm", 10, 5),
                                 MakeRun("c=8", "concurrency 8", "vllm", 30, 20)};

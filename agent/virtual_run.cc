@@ -1,0 +1,210 @@
+#include "agent/virtual_run.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "agent/loadgen/arrival_schedule.h"
+#include "agent/loadgen/bench_metrics.h"
+#include "agent/record_builder.h"
+#include "common/clock.h"
+#include "perfmodel/simulate.h"
+
+namespace servesweep::agent {
+namespace {
+
+constexpr int64_t kSampleIntervalNs = 100'000'000;  // as the scraper's default 100 ms
+
+std::string Lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+// The spec's requests: lengths from its plan (trace or distributions) or fixed; arrivals from
+// the trace, the open-loop schedule (same seed as the load generator), or the closed loop.
+perfmodel::Workload WorkloadFor(schema::Workload::Reader w) {
+  perfmodel::Workload out;
+  const uint32_t n = w.getNumRequests();
+  const auto plan = w.getPlan();
+  const bool has_plan = plan.size() == n && n > 0;
+  std::vector<int64_t> arrivals(n, 0);
+  if (w.getRequestRatePerS() > 0) {
+    arrivals = loadgen::GammaScheduleNs(n, w.getRequestRatePerS(), w.getBurstiness(), w.getSeed());
+    out.max_in_flight = static_cast<int>(w.getConcurrency());
+  } else if (has_plan && w.getReplayArrivals() && w.getTrace().size() > 0) {
+    for (uint32_t i = 0; i < n; ++i) arrivals[i] = plan[i].getOffsetNs();
+    out.max_in_flight = static_cast<int>(w.getConcurrency());
+  } else {
+    out.concurrency = static_cast<int>(w.getConcurrency());
+  }
+  out.sample_interval_ns = kSampleIntervalNs;
+  for (uint32_t i = 0; i < n; ++i) {
+    perfmodel::RequestSpec r;
+    r.id = i;
+    r.arrival_ns = arrivals[i];
+    r.input_tok = static_cast<int32_t>(has_plan ? plan[i].getInputLenTok() : w.getInputLenTok());
+    r.output_tok = static_cast<int32_t>(has_plan ? plan[i].getOutputLenTok() : w.getOutputLenTok());
+    out.requests.push_back(std::move(r));
+  }
+  return out;
+}
+
+// What the load generator would have recorded for each simulated request.
+loadgen::LoadResult LoadResultOf(const perfmodel::SimulationResult& sim) {
+  loadgen::LoadResult load;
+  int64_t first_ns = -1, last_ns = 0;
+  for (const auto& r : sim.requests) {
+    loadgen::RequestRecord out;
+    out.index = static_cast<uint32_t>(r.id);
+    out.prompt_tokens = static_cast<uint32_t>(r.input_tok);
+    out.scheduled_ns = r.arrival_ns;
+    out.start_ns = r.arrival_ns;
+    out.success = !r.rejected && r.finish_ns >= 0;
+    if (r.rejected) out.error = "rejected by the model: the request never fits in the KV cache";
+    for (const auto& chunk : r.chunks) {
+      out.chunk_times_ns.push_back(chunk.time_ns);
+      out.chunk_tokens.push_back(static_cast<uint32_t>(chunk.tokens));
+      out.output_tokens += static_cast<uint32_t>(chunk.tokens);
+    }
+    if (!r.chunks.empty()) {
+      out.first_token_ns = r.first_token_ns;
+      out.end_ns = r.chunks.back().time_ns;
+    }
+    out.done_ns = out.success ? r.finish_ns : r.arrival_ns;
+    first_ns = first_ns < 0 ? out.start_ns : std::min(first_ns, out.start_ns);
+    last_ns = std::max(last_ns, out.done_ns);
+    load.requests.push_back(std::move(out));
+  }
+  load.duration_s = first_ns < 0 ? 0 : static_cast<double>(last_ns - first_ns) / 1e9;
+  return load;
+}
+
+// The model's snapshots as the scraper's samples, under servesweep's signal names.
+std::vector<ScrapedSample> SamplesOf(const perfmodel::SimulationResult& sim) {
+  std::vector<ScrapedSample> out;
+  for (const auto& s : sim.samples) {
+    out.push_back({s.time_ns, "kv_cache_usage", s.kv_usage});
+    out.push_back({s.time_ns, "running", static_cast<double>(s.running)});
+    out.push_back({s.time_ns, "waiting", static_cast<double>(s.waiting)});
+    out.push_back({s.time_ns, "preemptions", static_cast<double>(s.preemptions)});
+    out.push_back({s.time_ns, "prefix_cache_hits", static_cast<double>(s.prefix_hits_tok)});
+    out.push_back({s.time_ns, "prefix_cache_queries", static_cast<double>(s.prefix_queries_tok)});
+    out.push_back({s.time_ns, "generation_tokens", static_cast<double>(s.generation_tok)});
+    out.push_back({s.time_ns, "prompt_tokens", static_cast<double>(s.prompt_tok)});
+  }
+  return out;
+}
+
+}  // namespace
+
+Status ResolveModelProfileName(schema::RunSpec::Reader spec, std::string* name) {
+  if (spec.getSim().getModelProfile().size() > 0) {
+    *name = spec.getSim().getModelProfile();
+    return Status::Ok();
+  }
+  const std::string model = Lower(spec.getModel());
+  std::string best;
+  for (const auto& candidate : perfmodel::ShippedModelProfiles()) {
+    // The longest match wins ("llama-3.1-70b" over a hypothetical "llama-3.1-7").
+    if (model.find(candidate) != std::string::npos && candidate.size() > best.size()) {
+      best = candidate;
+    }
+  }
+  if (best.empty()) {
+    std::string shipped;
+    for (const auto& candidate : perfmodel::ShippedModelProfiles()) {
+      shipped += (shipped.empty() ? "" : ", ") + candidate;
+    }
+    return Status::Error(fmt::format(
+        "expected sim.model_profile (a shipped profile: {}; or a YAML path) for model '{}', "
+        "found none, and no shipped profile's name appears in the model name",
+        shipped, spec.getModel().cStr()));
+  }
+  *name = best;
+  return Status::Ok();
+}
+
+perfmodel::DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec) {
+  perfmodel::DeploymentConfig d;
+  const auto layout = spec.getLayout();
+  d.tp = static_cast<int>(layout.getTp());
+  d.pp = static_cast<int>(layout.getPp());
+  d.dp = static_cast<int>(layout.getDp());
+  // vLLM's --enable-expert-parallel spreads the experts over the TP x DP GPUs.
+  d.ep = layout.getExpertParallel() ? d.tp * d.dp : 1;
+  d.prefill_instances = static_cast<int>(layout.getPrefillInstances());
+  d.decode_instances = static_cast<int>(layout.getDecodeInstances());
+  if (spec.getPrecision().size() > 0) d.precision = spec.getPrecision();
+  if (spec.getKvCacheDtype().size() > 0) d.kv_dtype = spec.getKvCacheDtype();
+  return d;
+}
+
+void ExecuteVirtualRun(schema::RunSpec::Reader spec, const std::string& default_hardware,
+                       schema::RunResult::Builder result) {
+  result.setRunId(spec.getRunId());
+  result.setAttempt(1);
+  result.setAgentId("virtual");
+  result.setSpec(spec);
+  result.setStartedAtUnixMs(UnixNowMs());
+  auto fail = [&](const std::string& why) {
+    result.setStatus(schema::RunStatus::FAILED);
+    result.setError(fmt::format("simulation: {}", why));
+    result.setFinishedAtUnixMs(UnixNowMs());
+  };
+  const std::string hardware_name = spec.getSim().getHardware().size() > 0
+                                        ? std::string(spec.getSim().getHardware())
+                                        : default_hardware;
+  if (hardware_name.empty()) {
+    return fail("expected sim.hardware in the matrix or --hardware (e.g. h200), found neither");
+  }
+  perfmodel::HardwareProfile hardware;
+  perfmodel::ModelProfile model;
+  std::string model_name;
+  if (Status s = perfmodel::LoadHardwareProfile(hardware_name, &hardware); !s.ok()) {
+    return fail(s.message());
+  }
+  if (Status s = ResolveModelProfileName(spec, &model_name); !s.ok()) return fail(s.message());
+  if (Status s = perfmodel::LoadModelProfile(model_name, &model); !s.ok()) {
+    return fail(s.message());
+  }
+  const perfmodel::DeploymentConfig deployment = DeploymentFor(spec);
+  perfmodel::SimulationResult sim;
+  if (Status s = perfmodel::SimulateWorkload(hardware, model, deployment,
+                                             WorkloadFor(spec.getWorkload()), &sim);
+      !s.ok()) {
+    return fail(s.message());
+  }
+  perfmodel::CostModel cost;
+  double cold_start_ms = 0;
+  if (perfmodel::CostModel::Create(hardware, model, deployment, &cost).ok()) {
+    cold_start_ms = static_cast<double>(cost.ColdStartNs()) / 1e6;
+  }
+
+  NodeFacts node;
+  node.gpu_model = fmt::format("{} (simulated)", hardware.name);
+  node.interconnect = "simulated";
+  node.engine_version = "perfmodel";
+  auto record = result.initRecord();
+  FillConditions(spec, node, record);
+  const loadgen::LoadResult load = LoadResultOf(sim);
+  loadgen::SloLimits slo;
+  slo.ttft_ms = spec.getSlo().getTtftMs();
+  slo.tpot_ms = spec.getSlo().getTpotMs();
+  slo.e2el_ms = spec.getSlo().getE2elMs();
+  const loadgen::BenchSummary summary = loadgen::Summarize(load, slo);
+  FillFigures(spec, summary, SamplesOf(sim), cold_start_ms, record);
+  auto requests = result.initRequests(static_cast<unsigned>(load.requests.size()));
+  for (size_t i = 0; i < load.requests.size(); ++i)
+    CopyRequestRecord(load.requests[i], requests[i]);
+  record.setSimulation(fmt::format("perfmodel: hardware {}, model {}", hardware.name, model.name));
+  if (summary.completed == 0) {
+    return fail(fmt::format("no request completed ({} rejected: they never fit in the KV cache)",
+                            summary.failed));
+  }
+  result.setStatus(schema::RunStatus::OK);
+  result.setFinishedAtUnixMs(UnixNowMs());
+}
+
+}  // namespace servesweep::agent

@@ -1,0 +1,34 @@
+// A run executed in virtual time: instead of starting an engine and sending HTTP load, the run
+// spec's workload goes through the performance model (perfmodel/), and the requests it
+// simulates are measured with the same metric code as real runs (loadgen::Summarize,
+// FillFigures). The result is a RunResult like the executor's, marked simulated in its record,
+// so `servesweep plan --simulate` writes the same results database and reports as a sweep.
+//
+// What a virtual run does not model: warm-up (the model has no JIT or cache state to warm;
+// warm-up requests are skipped), prompt text (lengths only), and client overheads.
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <string>
+
+#include "common/status.h"
+#include "perfmodel/deployment.h"
+#include "schema/result.capnp.h"
+#include "schema/run_spec.capnp.h"
+
+namespace servesweep::agent {
+
+// The hardware profile for a run: the spec's sim.hardware, else `default_hardware`.
+// The model profile: the spec's sim.model_profile, else the shipped profile whose name appears
+// in the run's model name (case-insensitive, e.g. "meta-llama/Llama-3.1-8B-Instruct").
+Status ResolveModelProfileName(schema::RunSpec::Reader spec, std::string* name);
+
+// The perfmodel deployment of a run spec's layout and precision.
+perfmodel::DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec);
+
+// Simulates `spec` and fills `result` (status ok, or failed with the reason).
+void ExecuteVirtualRun(schema::RunSpec::Reader spec, const std::string& default_hardware,
+                       schema::RunResult::Builder result);
+
+}  // namespace servesweep::agent

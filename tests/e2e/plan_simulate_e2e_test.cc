@@ -1,0 +1,100 @@
+// End-to-end: `servesweep plan --simulate` runs a topology sweep through the performance model
+// in virtual time and writes the results database and reports a sweep would, marked simulated.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tests/support/harness.h"
+
+namespace servesweep::testing {
+namespace {
+
+int Servesweep(const std::string& args, std::string* output) {
+  const int status = RunShell(fmt::format("{} {} 2>&1", ServesweepBinary(), args), output);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+const char* kTopology = R"(name: topo
+engine: sim
+model: meta-llama/Llama-3.1-70B-Instruct
+precision: fp8
+sim: {hardware: h200}
+workload: {input_len: 1024, output_len: 128, num_requests: 100, seed: 3}
+cluster: {nodes: 1, gpus_per_node: 4}
+axes:
+  layout: [{tp: 1}, {tp: 2}, {tp: 4}, {tp: 8}]
+  concurrency: [1, 32]
+where: "gpus <= gpus_per_node * nodes"
+compare: [layout]
+)";
+
+TEST(PlanSimulate, TopologySweepGoesThroughTheModelIntoTheResultsDatabase) {
+  Harness h("plan-simulate");
+  const std::string matrix = h.WriteFile("topo.yaml", kTopology);
+  const std::string out = h.Path("out");
+  std::string output;
+  ASSERT_EQ(Servesweep(fmt::format("plan {} --simulate --out {}", matrix, out), &output), 0)
+      << output;
+  EXPECT_EQ(output.rfind("SIMULATED", 0), 0u) << output;
+  // tp=8 is left out by `where`: 3 layouts x 2 concurrencies, all committed once, all simulated.
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status = 'done'"), 6);
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(*) FROM results WHERE simulation LIKE "
+                       "'perfmodel: hardware % model llama-3.1-70b'"),
+            6);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM requests"), 600);
+  EXPECT_EQ(h.QueryInt(out, "SELECT SUM(completed) FROM results"), 600);
+  // The model's trade-offs: at concurrency 1 more TP lowers TPOT; at 32 a run moves more tokens
+  // per second than at 1, on every layout.
+  const auto tpot = h.Query(out,
+                            "SELECT tp, tpot_median_ms FROM results WHERE concurrency = 1 "
+                            "ORDER BY tp");
+  ASSERT_EQ(tpot.rows.size(), 3u);
+  EXPECT_GT(std::stod(tpot.rows[0][1]), std::stod(tpot.rows[1][1]));
+  EXPECT_GT(std::stod(tpot.rows[1][1]), std::stod(tpot.rows[2][1]));
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(*) FROM results a JOIN results b ON a.tp = b.tp "
+                       "WHERE a.concurrency = 32 AND b.concurrency = 1 AND "
+                       "a.output_throughput > b.output_throughput"),
+            3);
+  std::ifstream md(out + "/report.md");
+  std::stringstream report;
+  report << md.rdbuf();
+  EXPECT_NE(report.str().find("**SIMULATED**"), std::string::npos);
+  EXPECT_NE(report.str().find("### concurrency=32"), std::string::npos);
+  EXPECT_NE(report.str().find("Matched: every condition is the same. Varied: layout.tp."),
+            std::string::npos)
+      << report.str();
+
+  // A second simulation into the same folder is refused: nothing already there is lost.
+  EXPECT_EQ(Servesweep(fmt::format("plan {} --simulate --out {}", matrix, out), &output), 1);
+  EXPECT_NE(output.find("expected a new output folder"), std::string::npos) << output;
+}
+
+TEST(PlanSimulate, UnknownProfilesAreNamedBeforeOrWhileSimulating) {
+  Harness h("plan-simulate-errors");
+  std::string text = kTopology;
+  text.replace(text.find("h200"), 4, "h2000");
+  std::string output;
+  EXPECT_EQ(Servesweep(fmt::format("plan {} --simulate --out {}", h.WriteFile("bad.yaml", text),
+                                   h.Path("bad")),
+                       &output),
+            1);
+  EXPECT_NE(output.find("bad.yaml:5:17:"), std::string::npos) << output;
+  EXPECT_NE(output.find("h2000"), std::string::npos) << output;
+
+  text = kTopology;
+  text.replace(text.find("meta-llama/Llama-3.1-70B-Instruct"), 33, "acme/unknown-model");
+  EXPECT_EQ(Servesweep(fmt::format("plan {} --simulate --out {}", h.WriteFile("unknown.yaml", text),
+                                   h.Path("unknown")),
+                       &output),
+            2);
+  EXPECT_NE(output.find("expected sim.model_profile"), std::string::npos) << output;
+  EXPECT_EQ(h.QueryInt(h.Path("unknown"), "SELECT COUNT(*) FROM runs WHERE status = 'failed'"), 6);
+}
+
+}  // namespace
+}  // namespace servesweep::testing
