@@ -141,6 +141,61 @@ perfmodel::DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec) {
   return d;
 }
 
+namespace {
+
+// Profiles, deployment and the simulation of one run; the load generator's view of it.
+struct Simulation {
+  perfmodel::HardwareProfile hardware;
+  perfmodel::ModelProfile model;
+  perfmodel::SimulationResult result;
+  loadgen::LoadResult load;
+  double cold_start_ms = 0;
+};
+
+Status Simulate(schema::RunSpec::Reader spec, const std::string& default_hardware,
+                Simulation* out) {
+  const std::string hardware_name = spec.getSim().getHardware().size() > 0
+                                        ? std::string(spec.getSim().getHardware())
+                                        : default_hardware;
+  if (hardware_name.empty()) {
+    return Status::Error(
+        "expected sim.hardware in the matrix or --hardware (e.g. h200), found neither");
+  }
+  std::string model_name;
+  if (Status s = perfmodel::LoadHardwareProfile(hardware_name, &out->hardware); !s.ok()) return s;
+  if (Status s = ResolveModelProfileName(spec, &model_name); !s.ok()) return s;
+  if (Status s = perfmodel::LoadModelProfile(model_name, &out->model); !s.ok()) return s;
+  const perfmodel::DeploymentConfig deployment = DeploymentFor(spec);
+  perfmodel::CostModel cost;
+  if (Status s = perfmodel::CostModel::Create(out->hardware, out->model, deployment, &cost);
+      !s.ok()) {
+    return s;
+  }
+  out->cold_start_ms = static_cast<double>(cost.ColdStartNs()) / 1e6;
+  if (Status s = perfmodel::SimulateWorkload(out->hardware, out->model, deployment,
+                                             WorkloadFor(spec.getWorkload()), &out->result);
+      !s.ok()) {
+    return s;
+  }
+  out->load = LoadResultOf(out->result);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status SimulateRun(schema::RunSpec::Reader spec, const std::string& default_hardware,
+                   SimulatedRun* out) {
+  Simulation sim;
+  if (Status s = Simulate(spec, default_hardware, &sim); !s.ok()) return s;
+  out->hardware = sim.hardware.name;
+  out->model = sim.model.name;
+  out->cold_start_s = sim.cold_start_ms / 1e3;
+  out->duration_s = sim.load.duration_s;
+  out->completed = static_cast<uint32_t>(sim.result.final_snapshot.finished);
+  out->rejected = static_cast<uint32_t>(sim.result.final_snapshot.rejected);
+  return Status::Ok();
+}
+
 void ExecuteVirtualRun(schema::RunSpec::Reader spec, const std::string& default_hardware,
                        schema::RunResult::Builder result) {
   result.setRunId(spec.getRunId());
@@ -153,52 +208,27 @@ void ExecuteVirtualRun(schema::RunSpec::Reader spec, const std::string& default_
     result.setError(fmt::format("simulation: {}", why));
     result.setFinishedAtUnixMs(UnixNowMs());
   };
-  const std::string hardware_name = spec.getSim().getHardware().size() > 0
-                                        ? std::string(spec.getSim().getHardware())
-                                        : default_hardware;
-  if (hardware_name.empty()) {
-    return fail("expected sim.hardware in the matrix or --hardware (e.g. h200), found neither");
-  }
-  perfmodel::HardwareProfile hardware;
-  perfmodel::ModelProfile model;
-  std::string model_name;
-  if (Status s = perfmodel::LoadHardwareProfile(hardware_name, &hardware); !s.ok()) {
-    return fail(s.message());
-  }
-  if (Status s = ResolveModelProfileName(spec, &model_name); !s.ok()) return fail(s.message());
-  if (Status s = perfmodel::LoadModelProfile(model_name, &model); !s.ok()) {
-    return fail(s.message());
-  }
-  const perfmodel::DeploymentConfig deployment = DeploymentFor(spec);
-  perfmodel::SimulationResult sim;
-  if (Status s = perfmodel::SimulateWorkload(hardware, model, deployment,
-                                             WorkloadFor(spec.getWorkload()), &sim);
-      !s.ok()) {
-    return fail(s.message());
-  }
-  perfmodel::CostModel cost;
-  double cold_start_ms = 0;
-  if (perfmodel::CostModel::Create(hardware, model, deployment, &cost).ok()) {
-    cold_start_ms = static_cast<double>(cost.ColdStartNs()) / 1e6;
-  }
+  Simulation sim;
+  if (Status s = Simulate(spec, default_hardware, &sim); !s.ok()) return fail(s.message());
 
   NodeFacts node;
-  node.gpu_model = fmt::format("{} (simulated)", hardware.name);
+  node.gpu_model = fmt::format("{} (simulated)", sim.hardware.name);
   node.interconnect = "simulated";
   node.engine_version = "perfmodel";
   auto record = result.initRecord();
   FillConditions(spec, node, record);
-  const loadgen::LoadResult load = LoadResultOf(sim);
   loadgen::SloLimits slo;
   slo.ttft_ms = spec.getSlo().getTtftMs();
   slo.tpot_ms = spec.getSlo().getTpotMs();
   slo.e2el_ms = spec.getSlo().getE2elMs();
-  const loadgen::BenchSummary summary = loadgen::Summarize(load, slo);
-  FillFigures(spec, summary, SamplesOf(sim), cold_start_ms, record);
-  auto requests = result.initRequests(static_cast<unsigned>(load.requests.size()));
-  for (size_t i = 0; i < load.requests.size(); ++i)
-    CopyRequestRecord(load.requests[i], requests[i]);
-  record.setSimulation(fmt::format("perfmodel: hardware {}, model {}", hardware.name, model.name));
+  const loadgen::BenchSummary summary = loadgen::Summarize(sim.load, slo);
+  FillFigures(spec, summary, SamplesOf(sim.result), sim.cold_start_ms, record);
+  auto requests = result.initRequests(static_cast<unsigned>(sim.load.requests.size()));
+  for (size_t i = 0; i < sim.load.requests.size(); ++i) {
+    CopyRequestRecord(sim.load.requests[i], requests[i]);
+  }
+  record.setSimulation(
+      fmt::format("perfmodel: hardware {}, model {}", sim.hardware.name, sim.model.name));
   if (summary.completed == 0) {
     return fail(fmt::format("no request completed ({} rejected: they never fit in the KV cache)",
                             summary.failed));

@@ -27,6 +27,21 @@ Status ResolveModelProfileName(schema::RunSpec::Reader spec, std::string* name);
 // The perfmodel deployment of a run spec's layout and precision.
 perfmodel::DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec);
 
+// What one simulated run gave.
+struct SimulatedRun {
+  std::string hardware;  // profile names used
+  std::string model;
+  double cold_start_s = 0;  // process start -> ready (weights, graphs)
+  double duration_s = 0;    // measured phase: first request sent -> last one done
+  uint32_t completed = 0;
+  uint32_t rejected = 0;  // never fit in the KV cache
+};
+
+// Runs `spec`'s workload through the model (no record); fails on unknown profiles or a layout
+// whose weights do not fit.
+Status SimulateRun(schema::RunSpec::Reader spec, const std::string& default_hardware,
+                   SimulatedRun* out);
+
 // Simulates `spec` and fills `result` (status ok, or failed with the reason).
 void ExecuteVirtualRun(schema::RunSpec::Reader spec, const std::string& default_hardware,
                        schema::RunResult::Builder result);

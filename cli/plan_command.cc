@@ -1,12 +1,14 @@
-// `servesweep plan MATRIX`: the expanded run list, with the GPUs each run needs, before anything
-// starts. `--simulate --out DIR` runs every run through the performance model in virtual time
-// and writes the results database and reports a sweep would (every figure marked simulated).
+// `servesweep plan MATRIX`: the expanded run list, with the GPUs each run needs, GPU-hour
+// estimates from the performance model and every problem found, before anything starts. `--simulate
+// --out DIR` runs every run through the performance model in virtual time and writes the results
+// database and reports a sweep would (every figure marked simulated).
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "agent/virtual_run.h"
 #include "cli/commands.h"
@@ -22,24 +24,106 @@ struct PlanOptions {
   bool simulate = false;
   std::string out_dir;
   std::string hardware;
+  bool json = false;
 };
 
-void PrintRuns(schema::Matrix::Reader matrix) {
-  const auto runs = matrix.getRuns();
-  fmt::print("{:<28} {:<8} {:>5} {:>9} {:>8} {:>7}  {}\n", "run", "engine", "GPUs", "requests",
-             "in/out", "conc.", "label");
+// A run's GPU-hour estimate from the model, or the problem that prevents one.
+struct Estimate {
+  bool known = false;
+  double duration_s = 0;  // cold start + warm-up + measured phase
+  double gpu_hours = 0;
+  std::vector<std::string> problems;
+};
+
+Estimate EstimateRun(schema::RunSpec::Reader spec, const std::string& hardware,
+                     const coordinator::LoadedMatrix& loaded) {
+  Estimate e;
+  const auto& cluster = loaded.cluster;
+  const uint64_t cluster_gpus = uint64_t{cluster.agents} * cluster.gpus_per_agent;
+  if (loaded.cluster_declared && spec.getGpusNeeded() > cluster_gpus) {
+    e.problems.push_back(fmt::format("needs {} GPUs, the cluster has {} ({} x {})",
+                                     spec.getGpusNeeded(), cluster_gpus, cluster.agents,
+                                     cluster.gpus_per_agent));
+  }
+  if (spec.getSim().getHardware().size() == 0 && hardware.empty()) return e;
+  agent::SimulatedRun sim;
+  if (Status s = agent::SimulateRun(spec, hardware, &sim); !s.ok()) {
+    e.problems.push_back(s.message());
+    return e;
+  }
+  if (sim.rejected > 0) {
+    e.problems.push_back(fmt::format("{} request(s) never fit in the KV cache", sim.rejected));
+  }
+  const auto w = spec.getWorkload();
+  const double warmup_share =
+      w.getNumRequests() > 0 ? double(w.getWarmupRequests()) / w.getNumRequests() : 0;
+  e.known = true;
+  e.duration_s = sim.cold_start_s + sim.duration_s * (1 + warmup_share);
+  e.gpu_hours = spec.getGpusNeeded() * e.duration_s / 3600;
+  return e;
+}
+
+int PrintPlan(coordinator::LoadedMatrix& loaded, const std::string& hardware, bool json) {
+  const auto runs = loaded.matrix().getRuns();
+  nlohmann::json out{{"runs", nlohmann::json::array()}};
+  double total_hours = 0;
+  size_t problems = 0, estimated = 0;
   uint64_t gpus = 0;
+  if (!json) {
+    fmt::print("{:<28} {:<8} {:>5} {:>9} {:>9} {:>7} {:>9} {:>8}  {}\n", "run", "engine", "GPUs",
+               "requests", "in/out", "conc.", "est. s", "GPU-h", "label");
+  }
   for (auto spec : runs) {
     const auto w = spec.getWorkload();
-    fmt::print("{:<28} {:<8} {:>5} {:>9} {:>8} {:>7}  {}\n", spec.getRunId().cStr(),
-               spec.getEngine().cStr(), spec.getGpusNeeded(), w.getNumRequests(),
-               fmt::format("{}/{}", w.getInputLenTok(), w.getOutputLenTok()),
-               w.getRequestRatePerS() > 0 ? fmt::format("{}/s", w.getRequestRatePerS())
-                                          : std::to_string(w.getConcurrency()),
-               spec.getLabel().cStr());
+    const Estimate e = EstimateRun(spec, hardware, loaded);
+    total_hours += e.gpu_hours;
+    estimated += e.known;
+    problems += e.problems.size();
     gpus = std::max<uint64_t>(gpus, spec.getGpusNeeded());
+    const std::string load = w.getRequestRatePerS() > 0
+                                 ? fmt::format("{}/s", w.getRequestRatePerS())
+                                 : std::to_string(w.getConcurrency());
+    if (json) {
+      out["runs"].push_back(
+          {{"run_id", spec.getRunId().cStr()},
+           {"label", spec.getLabel().cStr()},
+           {"engine", spec.getEngine().cStr()},
+           {"gpus", spec.getGpusNeeded()},
+           {"num_requests", w.getNumRequests()},
+           {"input_len", w.getInputLenTok()},
+           {"output_len", w.getOutputLenTok()},
+           {"concurrency", w.getConcurrency()},
+           {"request_rate_per_s", w.getRequestRatePerS()},
+           {"estimated_s", e.known ? nlohmann::json(e.duration_s) : nlohmann::json(nullptr)},
+           {"gpu_hours", e.known ? nlohmann::json(e.gpu_hours) : nlohmann::json(nullptr)},
+           {"problems", e.problems}});
+      continue;
+    }
+    fmt::print("{:<28} {:<8} {:>5} {:>9} {:>9} {:>7} {:>9} {:>8}  {}\n", spec.getRunId().cStr(),
+               spec.getEngine().cStr(), spec.getGpusNeeded(), w.getNumRequests(),
+               fmt::format("{}/{}", w.getInputLenTok(), w.getOutputLenTok()), load,
+               e.known ? fmt::format("{:.0f}", e.duration_s) : "n/a",
+               e.known ? fmt::format("{:.3f}", e.gpu_hours) : "n/a", spec.getLabel().cStr());
+    for (const auto& problem : e.problems) fmt::print("  problem: {}\n", problem);
   }
-  fmt::print("{} runs; the largest needs {} GPU(s)\n", runs.size(), gpus);
+  if (json) {
+    out["total_gpu_hours"] = total_hours;
+    out["estimated_runs"] = estimated;
+    out["problems"] = problems;
+    fmt::print("{}\n", out.dump(2));
+  } else {
+    fmt::print("{} runs; the largest needs {} GPU(s); {} problem(s)\n", runs.size(), gpus,
+               problems);
+    if (estimated > 0) {
+      fmt::print(
+          "estimated {:.2f} GPU-hours for {} of {} runs (performance model: cold start, "
+          "warm-up and measured phase; docs/perfmodel.md)\n",
+          total_hours, estimated, runs.size());
+    } else {
+      fmt::print("no GPU-hour estimates: name a hardware profile (sim.hardware or --hardware)\n");
+    }
+  }
+  return problems > 0 ? kExitError : kExitOk;
 }
 
 // Every run through the model, committed to DIR/results.db as a sweep would; then the reports.
@@ -112,8 +196,8 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
                     "Run every run through the performance model in virtual time (needs --out)");
   cmd->add_option("--out", options->out_dir, "Output folder of the simulation")->needs(simulate);
   cmd->add_option("--hardware", options->hardware,
-                  "Hardware profile for runs whose matrix names none (e.g. h200, or a YAML path)")
-      ->needs(simulate);
+                  "Hardware profile for runs whose matrix names none (e.g. h200, or a YAML path)");
+  cmd->add_flag("--json", options->json, "Print the plan as JSON");
   cmd->callback([options, exit_code] {
     coordinator::LoadedMatrix matrix;
     if (Status s = coordinator::LoadMatrixFile(options->matrix_path, &matrix); !s.ok()) {
@@ -122,8 +206,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       return;
     }
     if (!options->simulate) {
-      PrintRuns(matrix.matrix());
-      *exit_code = kExitOk;
+      *exit_code = PrintPlan(matrix, options->hardware, options->json);
       return;
     }
     if (options->out_dir.empty()) {

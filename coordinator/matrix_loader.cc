@@ -770,6 +770,8 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
         cluster.gpus_per_agent = p.Uint(c["gpus_per_node"], "gpus_per_node", 1);
     }
   }
+  out->cluster = cluster;
+  out->cluster_declared = root["cluster"] || root["local"];
   const auto keep_if = ReadConditions(p, root, "where");
   const auto drop_if = ReadConditions(p, root, "exclude");
   const auto baseline = ReadConditions(p, root, "baseline");

@@ -23,7 +23,9 @@ struct LocalCluster {
 struct LoadedMatrix {
   capnp::MallocMessageBuilder message;  // root: schema::Matrix
   LocalCluster local;
-  std::string text;  // the file's text, stored with the sweep
+  LocalCluster cluster;           // the target cluster (`cluster:`; default: `local`), for checks
+  bool cluster_declared = false;  // the matrix has `cluster:` or `local:`
+  std::string text;               // the file's text, stored with the sweep
   schema::Matrix::Reader matrix() { return message.getRoot<schema::Matrix>().asReader(); }
 };
 

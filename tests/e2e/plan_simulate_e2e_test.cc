@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "tests/support/harness.h"
@@ -94,6 +95,47 @@ TEST(PlanSimulate, UnknownProfilesAreNamedBeforeOrWhileSimulating) {
             2);
   EXPECT_NE(output.find("expected sim.model_profile"), std::string::npos) << output;
   EXPECT_EQ(h.QueryInt(h.Path("unknown"), "SELECT COUNT(*) FROM runs WHERE status = 'failed'"), 6);
+}
+
+TEST(Plan, EstimatesGpuHoursAndListsProblemsBeforeAnythingRuns) {
+  Harness h("plan-estimates");
+  const std::string matrix = h.WriteFile("topo.yaml", kTopology);
+  std::string json_text;
+  ASSERT_EQ(Servesweep(fmt::format("plan {} --json", matrix), &json_text), 0) << json_text;
+  const auto plan = nlohmann::json::parse(json_text);
+  ASSERT_EQ(plan["runs"].size(), 6u);
+  double sum = 0;
+  for (const auto& run : plan["runs"]) {
+    ASSERT_TRUE(run["gpu_hours"].is_number()) << run.dump();
+    // GPU-hours = GPUs x estimated seconds / 3600.
+    EXPECT_NEAR(run["gpu_hours"].get<double>(),
+                run["gpus"].get<double>() * run["estimated_s"].get<double>() / 3600, 1e-12);
+    EXPECT_GT(run["estimated_s"].get<double>(), 10);  // at least the cold start
+    sum += run["gpu_hours"].get<double>();
+  }
+  EXPECT_NEAR(plan["total_gpu_hours"].get<double>(), sum, 1e-9);
+  EXPECT_EQ(plan["problems"], 0);
+
+  // Without `where`, tp=8 needs more GPUs than the cluster; Llama-70B in bf16 does not fit one
+  // H100. Both are problems found before any GPU is spent, and plan fails.
+  std::string text = kTopology;
+  text.replace(text.find("where:"), text.find("compare:") - text.find("where:"), "");
+  text.replace(text.find("precision: fp8"), 14, "precision: bf16");
+  text.replace(text.find("h200"), 4, "h100");
+  std::string output;
+  EXPECT_EQ(Servesweep(fmt::format("plan {}", h.WriteFile("bad.yaml", text)), &output), 1);
+  EXPECT_NE(output.find("problem: needs 8 GPUs, the cluster has 4 (1 x 4)"), std::string::npos)
+      << output;
+  EXPECT_NE(output.find("needs 141.1 GB of weights per GPU over tp=1"), std::string::npos)
+      << output;
+
+  // No hardware named: the run list without estimates, and says why.
+  text = kTopology;
+  text.replace(text.find("sim: {hardware: h200}"), 21, "");
+  ASSERT_EQ(Servesweep(fmt::format("plan {}", h.WriteFile("nohw.yaml", text)), &output), 0)
+      << output;
+  EXPECT_NE(output.find("no GPU-hour estimates: name a hardware profile"), std::string::npos)
+      << output;
 }
 
 }  // namespace
