@@ -97,6 +97,43 @@ TEST(PlanSimulate, UnknownProfilesAreNamedBeforeOrWhileSimulating) {
   EXPECT_EQ(h.QueryInt(h.Path("unknown"), "SELECT COUNT(*) FROM runs WHERE status = 'failed'"), 6);
 }
 
+TEST(PlanSimulate, MeasuredProbeFiguresBecomeTheHardwareProfile) {
+  Harness h("plan-simulate-measured");
+  const std::string profile = h.Path("h200-here.yaml");
+  std::string output;
+  ASSERT_EQ(Servesweep(fmt::format("probe --hardware-profile {} --from {}", profile,
+                                   SERVESWEEP_SOURCE_DIR "/tests/data/h200-probe-report.json"),
+                       &output),
+            0)
+      << output;
+  std::string text = kTopology;
+  text.replace(text.find("sim: {hardware: h200}"), 21, "sim: {hardware: " + profile + "}");
+  const std::string out = h.Path("out");
+  ASSERT_EQ(Servesweep(fmt::format("plan {} --simulate --out {}", h.WriteFile("m.yaml", text), out),
+                       &output),
+            0)
+      << output;
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(*) FROM results WHERE simulation = "
+                       "'perfmodel: hardware h200-measured, model llama-3.1-70b'"),
+            6);
+  // Measured HBM (3.96 TB/s at efficiency 1) is below the spec sheet's achievable figure
+  // (4.8 TB/s x 0.85): a memory-bound decode at concurrency 1 is slower on the measured profile.
+  ASSERT_EQ(Servesweep(fmt::format("plan {} --simulate --out {}",
+                                   h.WriteFile("spec.yaml", kTopology), h.Path("spec")),
+                       &output),
+            0);
+  const double measured =
+      std::stod(h.Query(out, "SELECT tpot_median_ms FROM results WHERE tp = 1 AND concurrency = 1")
+                    .rows.at(0)
+                    .at(0));
+  const double spec = std::stod(
+      h.Query(h.Path("spec"), "SELECT tpot_median_ms FROM results WHERE tp = 1 AND concurrency = 1")
+          .rows.at(0)
+          .at(0));
+  EXPECT_GT(measured, spec);
+}
+
 TEST(Plan, EstimatesGpuHoursAndListsProblemsBeforeAnythingRuns) {
   Harness h("plan-estimates");
   const std::string matrix = h.WriteFile("topo.yaml", kTopology);
