@@ -21,8 +21,6 @@ using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kBodyLimitBytes = 64ull << 20;  // a 131k-token id array is ~1 MB
-// An idle keep-alive connection keeps at most this much read buffer.
-constexpr size_t kIdleBufferBytes = 64 << 10;
 constexpr const char* kJson = "application/json";
 
 // The streaming response head, rendered once (as Beast rendered it before).
@@ -98,8 +96,6 @@ void HttpSession::OnRequestRead(ErrorCode ec) {
   const auto request = parser_->release();
   parser_.reset();
   keep_alive_ = request.keep_alive();
-  // Idle keep-alive connections should not pin a large request's memory.
-  if (buffer_.capacity() > kIdleBufferBytes && buffer_.size() == 0) buffer_.shrink_to_fit();
   Route(request);
 }
 
@@ -206,6 +202,9 @@ void HttpSession::StartGeneration(const CompletionRequest& request, std::string_
                       shared_from_this(), socket_.get_executor());
   if (!Active(seq)) return;  // a non-streaming request answered already
   if (!gen_->last_received) {
+    // A stream that lives on should not pin the read buffer (Beast reads up to 64 KB at a
+    // time): 10,000 streams would hold 640 MB. One answered at once keeps it for the next read.
+    if (buffer_.size() == 0) buffer_.shrink_to_fit();
     gen_->watching = true;
     WatchForHangup(seq);
   }
