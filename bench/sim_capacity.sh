@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # Capacity of the emulator on ONE core, beside nginx serving a static body of the same size.
 #
-# The server (sim, then nginx with one worker) is pinned to SERVER_CPU with taskset, wrk (one
-# thread, CONNECTIONS keep-alive connections) to CLIENT_CPU. Every request is the same streaming
-# completion (OUTPUT_TOK tokens, ttft = itl = 0, include_usage); nginx answers the same POST with
-# the sim's response body captured beforehand (same bytes, Content-Length instead of chunked).
+# The server (sim, then nginx with one worker) is pinned to SERVER_CPU with taskset, wrk
+# (WRK_THREADS threads, CONNECTIONS keep-alive connections) to CLIENT_CPU. Every request is the
+# same streaming completion (OUTPUT_TOK tokens, ttft = itl = 0, include_usage); nginx answers the
+# same POST with the sim's response body captured beforehand (same bytes, Content-Length instead
+# of chunked).
 # Prints requests/s, server CPU per request and the sim/nginx ratio. Both run in one invocation
 # so the ratio is measured under the same noise; compare ratios, not absolute figures.
 #
 # Usage: bench/sim_capacity.sh [build_dir=build] [duration_s=10] [connections=64] [output_tok=4]
-# Env: SERVER_CPU (0), CLIENT_CPU (1), SIM_ARGS (extra `servesweep sim` flags), SERVESWEEP
-# (the binary; default BUILD/servesweep).
+# Env: SERVER_CPU (0), CLIENT_CPU (1; a taskset list such as 2-5), WRK_THREADS (1), SIM_ARGS
+# (extra `servesweep sim` flags), SERVESWEEP (the binary; default BUILD/servesweep).
 set -euo pipefail
 
 BUILD=${1:-build}
@@ -19,6 +20,7 @@ CONNECTIONS=${3:-64}
 OUTPUT_TOK=${4:-4}
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
+WRK_THREADS=${WRK_THREADS:-1}
 SERVESWEEP=${SERVESWEEP:-$BUILD/servesweep}
 
 for tool in wrk nginx taskset curl python3; do
@@ -60,10 +62,10 @@ EOF
 # run_wrk NAME PID URL: drives the server, prints one result line.
 run_wrk() {
   local name=$1 pid=$2 url=$3
-  taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNECTIONS" -d1s -s "$tmp/post.lua" "$url" >/dev/null  # warm-up
+  taskset -c "$CLIENT_CPU" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d1s -s "$tmp/post.lua" "$url" >/dev/null  # warm-up
   local before after
   before=$(cpu_ticks "$pid")
-  taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNECTIONS" -d"${DURATION_S}s" -s "$tmp/post.lua" "$url" \
+  taskset -c "$CLIENT_CPU" wrk -t"$WRK_THREADS" -c"$CONNECTIONS" -d"${DURATION_S}s" -s "$tmp/post.lua" "$url" \
     >"$tmp/$name.out"
   after=$(cpu_ticks "$pid")
   if grep -q "Non-2xx" "$tmp/$name.out"; then
@@ -136,8 +138,8 @@ wait_ready "http://127.0.0.1:$nginx_port/"
 # The master only forks; the worker serves.
 nginx_worker=$(pgrep -P "$nginx_pid" | head -1)
 
-echo "one server core (cpu $SERVER_CPU), wrk -t1 -c$CONNECTIONS on cpu $CLIENT_CPU, ${DURATION_S}s;" \
-  "$OUTPUT_TOK-token streamed completions, $body_bytes-byte body"
+echo "one server core (cpu $SERVER_CPU), wrk -t$WRK_THREADS -c$CONNECTIONS on cpu $CLIENT_CPU," \
+  "${DURATION_S}s; $OUTPUT_TOK-token streamed completions, $body_bytes-byte body"
 printf "%6s %12s %10s %14s\n" server "requests/s" "cores" "CPU us/request"
 run_wrk sim "$sim_pid" "http://127.0.0.1:$sim_port/v1/completions"
 run_wrk nginx "$nginx_worker" "http://127.0.0.1:$nginx_port/v1/completions"
