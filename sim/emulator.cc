@@ -117,9 +117,9 @@ void Emulator::Start() {
   }
   const FaultSettings& f = s.faults;
   auto fraction = [](double p) { return p >= 0 && p <= 1; };
-  if (!fraction(f.error_rate) || !fraction(f.stall_probability) ||
-      !fraction(f.broken_event_rate) || !fraction(f.truncate_rate) || f.stall_ms < 0 ||
-      f.stall_after_tok < 0 || f.crash_after_requests < 0) {
+  if (!fraction(f.error_rate) || !fraction(f.stall_probability) || !fraction(f.broken_event_rate) ||
+      !fraction(f.truncate_rate) || f.stall_ms < 0 || f.stall_after_tok < 0 ||
+      f.crash_after_requests < 0) {
     throw std::invalid_argument(
         "sim: fault rates and probabilities must lie in [0, 1]; stall_ms, stall_after_tok and "
         "crash_after_requests must not be negative");

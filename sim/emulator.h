@@ -18,24 +18,24 @@ class EngineCore;
 // from 0) is hit is a function of (seed, n) alone.
 struct FaultSettings {
   uint64_t seed = 1;
-  double error_rate = 0;          // fraction of completion requests answered 500 (OpenAI body)
-  double stall_probability = 0;   // fraction of streams that pause...
-  int64_t stall_after_tok = 0;    // ...once this many tokens have been sent...
-  double stall_ms = 0;            // ...for this long (later tokens shift by stall_ms)
+  double error_rate = 0;             // fraction of completion requests answered 500 (OpenAI body)
+  double stall_probability = 0;      // fraction of streams that pause...
+  int64_t stall_after_tok = 0;       // ...once this many tokens have been sent...
+  double stall_ms = 0;               // ...for this long (later tokens shift by stall_ms)
   int64_t crash_after_requests = 0;  // > 0: the process dies (SIGKILL) when request N+1 arrives
-  double broken_event_rate = 0;   // fraction of streams with one event whose JSON is cut short
-  double truncate_rate = 0;       // fraction of streams cut mid-chunk (connection closed)
+  double broken_event_rate = 0;      // fraction of streams with one event whose JSON is cut short
+  double truncate_rate = 0;          // fraction of streams cut mid-chunk (connection closed)
 };
 
 struct EmulatorSettings {
   std::string host = "127.0.0.1";
-  uint16_t port = 0;               // 0 = let the kernel pick; see Emulator::port()
+  uint16_t port = 0;  // 0 = let the kernel pick; see Emulator::port()
   std::string model_name = "sim-model";
   // The fixed schedule (used when no core is given): chunk j at arrival + ttft + j * itl.
-  double ttft_ms = 20;             // request arrival -> first token chunk
-  double itl_ms = 5;               // between successive token chunks
-  int32_t tokens_per_chunk = 1;    // tokens per chunk (> 1: speculative decoding's steps)
-  double startup_ms = 0;           // /health answers 503 until this much time has passed
+  double ttft_ms = 20;           // request arrival -> first token chunk
+  double itl_ms = 5;             // between successive token chunks
+  int32_t tokens_per_chunk = 1;  // tokens per chunk (> 1: speculative decoding's steps)
+  double startup_ms = 0;         // /health answers 503 until this much time has passed
   int io_threads = 1;
   std::string request_log_path;    // JSONL ground truth: one line per finished request ("" = off)
   std::string persona = "vllm";    // metric names on /metrics: "vllm" or "sglang"

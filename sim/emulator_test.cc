@@ -4,22 +4,21 @@
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <sstream>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
-
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "sim/engine_core.h"
 #include "sim/fault_plan.h"
@@ -162,8 +161,8 @@ TEST_F(EmulatorTest, StreamedCompletionEventSequence) {
   EXPECT_EQ(events[6], "[DONE]");
 
   // Without include_usage there is no usage chunk.
-  HttpResponse plain = Post("/v1/completions",
-                            {{"model", "m/x"}, {"prompt", "a"}, {"max_tokens", 3}, {"stream", true}});
+  HttpResponse plain = Post(
+      "/v1/completions", {{"model", "m/x"}, {"prompt", "a"}, {"max_tokens", 3}, {"stream", true}});
   const std::vector<std::string> plain_events = SseData(plain.body);
   ASSERT_EQ(plain_events.size(), 4u);
   EXPECT_EQ(json::parse(plain_events[2])["choices"][0]["finish_reason"], "length");
@@ -172,12 +171,12 @@ TEST_F(EmulatorTest, StreamedCompletionEventSequence) {
 
 TEST_F(EmulatorTest, ChatStreamSendsRoleChunkFirst) {
   StartEmulator(FastSettings());
-  HttpResponse r = Post("/v1/chat/completions",
-                        {{"model", "m/x"},
-                         {"messages", {{{"role", "user"}, {"content", "hi there"}}}},
-                         {"max_completion_tokens", 3},
-                         {"stream", true},
-                         {"stream_options", {{"include_usage", true}}}});
+  HttpResponse r =
+      Post("/v1/chat/completions", {{"model", "m/x"},
+                                    {"messages", {{{"role", "user"}, {"content", "hi there"}}}},
+                                    {"max_completion_tokens", 3},
+                                    {"stream", true},
+                                    {"stream_options", {{"include_usage", true}}}});
   ASSERT_EQ(r.status, 200);
   const std::vector<std::string> events = SseData(r.body);
   ASSERT_EQ(events.size(), 6u);  // role, 3 tokens, usage, [DONE]
@@ -198,7 +197,8 @@ TEST_F(EmulatorTest, ChatStreamSendsRoleChunkFirst) {
 TEST_F(EmulatorTest, PromptTokenAccounting) {
   StartEmulator(FastSettings());
   auto prompt_tokens = [&](const json& prompt) {
-    HttpResponse r = Post("/v1/completions", {{"model", "m/x"}, {"prompt", prompt}, {"max_tokens", 3}});
+    HttpResponse r =
+        Post("/v1/completions", {{"model", "m/x"}, {"prompt", prompt}, {"max_tokens", 3}});
     EXPECT_EQ(r.status, 200) << r.body;
     const json body = json::parse(r.body);
     EXPECT_EQ(body["choices"][0]["text"], " t0 t1 t2");
@@ -211,13 +211,13 @@ TEST_F(EmulatorTest, PromptTokenAccounting) {
   EXPECT_EQ(prompt_tokens(json::array({"five words in one prompt"})), 5);
   EXPECT_EQ(prompt_tokens(""), 0);
 
-  HttpResponse chat = Post("/v1/chat/completions",
-                           {{"model", "m/x"},
-                            {"messages",
-                             {{{"role", "system"}, {"content", "be brief"}},
-                              {{"role", "user"}, {"content", "three more words"}},
-                              {{"role", "user"}, {"content", json::array()}}}},
-                            {"max_tokens", 2}});
+  HttpResponse chat =
+      Post("/v1/chat/completions", {{"model", "m/x"},
+                                    {"messages",
+                                     {{{"role", "system"}, {"content", "be brief"}},
+                                      {{"role", "user"}, {"content", "three more words"}},
+                                      {{"role", "user"}, {"content", json::array()}}}},
+                                    {"max_tokens", 2}});
   ASSERT_EQ(chat.status, 200);
   const json body = json::parse(chat.body);
   EXPECT_EQ(body["object"], "chat.completion");
@@ -238,7 +238,8 @@ TEST_F(EmulatorTest, UnknownModelIs404) {
   StartEmulator(FastSettings());
   HttpResponse r = Post("/v1/completions", {{"model", "other"}, {"prompt", "x"}});
   EXPECT_EQ(r.status, 404);
-  EXPECT_EQ(json::parse(r.body), json::parse(R"({"error":{"message":"The model `other` does not exist.",
+  EXPECT_EQ(json::parse(r.body),
+            json::parse(R"({"error":{"message":"The model `other` does not exist.",
                                                   "type":"NotFoundError","param":null,"code":404}})"));
 }
 
@@ -294,9 +295,9 @@ TEST_F(EmulatorTest, TokensFollowTheAbsoluteSchedule) {
   s.request_log_path = LogPath();
   StartEmulator(s);
   for (int i = 0; i < 5; ++i) {
-    ASSERT_EQ(Post("/v1/completions", {{"prompt", "a b c"}, {"max_tokens", 20}, {"stream", true}})
-                  .status,
-              200);
+    ASSERT_EQ(
+        Post("/v1/completions", {{"prompt", "a b c"}, {"max_tokens", 20}, {"stream", true}}).status,
+        200);
   }
   ASSERT_EQ(Post("/v1/chat/completions",
                  {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"max_tokens", 4}})
@@ -337,8 +338,9 @@ TEST_F(EmulatorTest, ClientDisconnectMidStreamIsAbortedAndServerKeepsServing) {
   StartEmulator(s);
   {
     TestConnection quitter(emulator_->port());
-    quitter.Send(PostRequest("/v1/completions",
-                             json({{"prompt", "a b c d"}, {"max_tokens", 1000}, {"stream", true}}).dump()));
+    quitter.Send(
+        PostRequest("/v1/completions",
+                    json({{"prompt", "a b c d"}, {"max_tokens", 1000}, {"stream", true}}).dump()));
     quitter.WaitFor("\"text\":\" t2\"");
     const std::string metrics = Exchange(GetRequest("/metrics")).body;
     EXPECT_EQ(Sample(metrics, "vllm:num_requests_running{model_name=\"m/x\"}"), 1);
@@ -349,7 +351,9 @@ TEST_F(EmulatorTest, ClientDisconnectMidStreamIsAbortedAndServerKeepsServing) {
   const std::string metrics = Exchange(GetRequest("/metrics")).body;
   EXPECT_EQ(Sample(metrics, "vllm:num_requests_running{model_name=\"m/x\"}"), 0);
   EXPECT_EQ(Sample(metrics, "vllm:kv_cache_usage_perc{model_name=\"m/x\"}"), 0);
-  EXPECT_EQ(Sample(metrics, "vllm:request_success_total{model_name=\"m/x\",finished_reason=\"abort\"}"), 1);
+  EXPECT_EQ(
+      Sample(metrics, "vllm:request_success_total{model_name=\"m/x\",finished_reason=\"abort\"}"),
+      1);
   EXPECT_EQ(Post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}}).status, 200);
   StopEmulator();
 
@@ -364,7 +368,9 @@ TEST_F(EmulatorTest, ClientDisconnectMidStreamIsAbortedAndServerKeepsServing) {
 
 TEST_F(EmulatorTest, MetricsUseVllmNamesAndCount) {
   StartEmulator(FastSettings());
-  ASSERT_EQ(Post("/v1/completions", {{"prompt", "a b c"}, {"max_tokens", 4}, {"stream", true}}).status, 200);
+  ASSERT_EQ(
+      Post("/v1/completions", {{"prompt", "a b c"}, {"max_tokens", 4}, {"stream", true}}).status,
+      200);
   ASSERT_EQ(Post("/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 6}}).status, 200);
   HttpResponse r = Exchange(GetRequest("/metrics"));
   ASSERT_EQ(r.status, 200);
@@ -376,13 +382,16 @@ TEST_F(EmulatorTest, MetricsUseVllmNamesAndCount) {
   EXPECT_EQ(Sample(text, "vllm:kv_cache_usage_perc" + label), 0);
   EXPECT_EQ(Sample(text, "vllm:prompt_tokens_total" + label), 5);
   EXPECT_EQ(Sample(text, "vllm:generation_tokens_total" + label), 10);
-  EXPECT_EQ(Sample(text, "vllm:request_success_total{model_name=\"m/x\",finished_reason=\"length\"}"), 2);
+  EXPECT_EQ(
+      Sample(text, "vllm:request_success_total{model_name=\"m/x\",finished_reason=\"length\"}"), 2);
   EXPECT_EQ(Sample(text, "vllm:num_preemptions_total" + label), 0);
   EXPECT_EQ(Sample(text, "vllm:prefix_cache_queries_total" + label), 5);
   EXPECT_EQ(Sample(text, "vllm:prefix_cache_hits_total" + label), 0);
   EXPECT_EQ(Sample(text, "vllm:time_to_first_token_seconds_count" + label), 2);
-  EXPECT_EQ(Sample(text, "vllm:time_to_first_token_seconds_bucket{model_name=\"m/x\",le=\"+Inf\"}"), 2);
-  EXPECT_EQ(Sample(text, "vllm:time_to_first_token_seconds_bucket{model_name=\"m/x\",le=\"0.001\"}"), 0);
+  EXPECT_EQ(Sample(text, "vllm:time_to_first_token_seconds_bucket{model_name=\"m/x\",le=\"+Inf\"}"),
+            2);
+  EXPECT_EQ(
+      Sample(text, "vllm:time_to_first_token_seconds_bucket{model_name=\"m/x\",le=\"0.001\"}"), 0);
   EXPECT_NE(text.find("# TYPE vllm:prompt_tokens_total counter\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE vllm:kv_cache_usage_perc gauge\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE vllm:time_to_first_token_seconds histogram\n"), std::string::npos);
@@ -393,9 +402,10 @@ TEST_F(EmulatorTest, MetricsUseVllmNamesAndCount) {
 void ExpectThousandConcurrentStreamsComplete(uint16_t port) {
   constexpr int kStreams = 1000;
   constexpr int kTokens = 20;
-  const std::string request = PostRequest(
-      "/v1/completions", json({{"prompt", "a b"}, {"max_tokens", kTokens}, {"stream", true}}).dump(),
-      /*keep_alive=*/false);
+  const std::string request =
+      PostRequest("/v1/completions",
+                  json({{"prompt", "a b"}, {"max_tokens", kTokens}, {"stream", true}}).dump(),
+                  /*keep_alive=*/false);
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<TestConnection>> connections;
   for (int i = 0; i < kStreams; ++i) {
@@ -454,7 +464,6 @@ TEST_F(EmulatorTest, ThousandConcurrentStreamsCompleteOnFourIoThreads) {
   ExpectThousandConcurrentStreamsComplete(emulator_->port());
 }
 
-
 // ---- Multi-token chunks (speculative decoding) ----
 
 TEST_F(EmulatorTest, MultiTokenChunksAreOneEventEachAndCountEveryToken) {
@@ -475,10 +484,9 @@ TEST_F(EmulatorTest, MultiTokenChunksAreOneEventEachAndCountEveryToken) {
   EXPECT_EQ(json::parse(events[2])["choices"][0]["finish_reason"], "length");
   EXPECT_EQ(json::parse(events[1])["choices"][0]["finish_reason"], json(nullptr));
   EXPECT_EQ(json::parse(events[3])["usage"]["completion_tokens"], 7);
-  HttpResponse chat = Post("/v1/chat/completions",
-                           {{"messages", {{{"role", "user"}, {"content", "x"}}}},
-                            {"max_tokens", 4},
-                            {"stream", true}});
+  HttpResponse chat = Post(
+      "/v1/chat/completions",
+      {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"max_tokens", 4}, {"stream", true}});
   const std::vector<std::string> chat_events = SseData(chat.body);
   ASSERT_EQ(chat_events.size(), 4u);  // role, 2 chunks, [DONE]
   EXPECT_EQ(json::parse(chat_events[1])["choices"][0]["delta"]["content"], " t0 t1 t2");
@@ -655,9 +663,9 @@ TEST_F(EmulatorTest, StalledStreamPausesAfterKTokens) {
   EXPECT_EQ(log[0]["fault"], "stall");
   const auto t = log[0]["token_ns"].get<std::vector<int64_t>>();
   ASSERT_EQ(t.size(), 5u);
-  EXPECT_LT(t[1] - t[0], 100'000'000);      // before the stall: itl 1 ms
-  EXPECT_GE(t[2] - t[1], 140'000'000);      // the pause
-  EXPECT_LT(t[4] - t[2], 100'000'000);      // later tokens shifted, not stalled again
+  EXPECT_LT(t[1] - t[0], 100'000'000);  // before the stall: itl 1 ms
+  EXPECT_GE(t[2] - t[1], 140'000'000);  // the pause
+  EXPECT_LT(t[4] - t[2], 100'000'000);  // later tokens shifted, not stalled again
 }
 
 TEST_F(EmulatorTest, BrokenEventCutsOneEventsJsonAndTheStreamGoesOn) {
@@ -715,8 +723,8 @@ TEST_F(EmulatorTest, CrashAfterNRequestsKillsTheProcess) {
   ASSERT_EQ(::read(port_pipe[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
   ::close(port_pipe[0]);
   TestConnection streaming(port);  // a stream in flight when the engine dies
-  streaming.Send(PostRequest(
-      "/v1/completions", json({{"prompt", "a"}, {"max_tokens", 2}, {"stream", true}}).dump()));
+  streaming.Send(PostRequest("/v1/completions",
+                             json({{"prompt", "a"}, {"max_tokens", 2}, {"stream", true}}).dump()));
   EXPECT_EQ(streaming.ReadResponse().status, 200);
   TestConnection connection(port);
   connection.Send(PostRequest("/v1/completions", R"({"prompt":"a","max_tokens":2})"));
@@ -737,9 +745,9 @@ TEST_F(EmulatorTest, SglangPersonaServesSglangNamesInValidPrometheusText) {
   EmulatorSettings s = FastSettings();
   s.persona = "sglang";
   StartEmulator(s);
-  ASSERT_EQ(Post("/v1/completions", {{"prompt", "a b c"}, {"max_tokens", 4}, {"stream", true}})
-                .status,
-            200);
+  ASSERT_EQ(
+      Post("/v1/completions", {{"prompt", "a b c"}, {"max_tokens", 4}, {"stream", true}}).status,
+      200);
   ASSERT_EQ(Post("/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 6}}).status, 200);
   HttpResponse r = Exchange(GetRequest("/metrics"));
   ASSERT_EQ(r.status, 200);
@@ -771,11 +779,11 @@ TEST_F(EmulatorTest, SglangPersonaServesSglangNamesInValidPrometheusText) {
   for (const char* name :
        {"sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage",
         "sglang:num_used_tokens", "sglang:cache_hit_rate", "sglang:gen_throughput",
-        "sglang:num_retracted_reqs", "sglang:prompt_tokens_total",
-        "sglang:generation_tokens_total", "sglang:cached_tokens_total",
-        "sglang:num_requests_total", "sglang:num_aborted_requests_total",
-        "sglang:time_to_first_token_seconds_bucket", "sglang:time_to_first_token_seconds_count",
-        "sglang:inter_token_latency_seconds_sum", "sglang:e2e_request_latency_seconds_count"}) {
+        "sglang:num_retracted_reqs", "sglang:prompt_tokens_total", "sglang:generation_tokens_total",
+        "sglang:cached_tokens_total", "sglang:num_requests_total",
+        "sglang:num_aborted_requests_total", "sglang:time_to_first_token_seconds_bucket",
+        "sglang:time_to_first_token_seconds_count", "sglang:inter_token_latency_seconds_sum",
+        "sglang:e2e_request_latency_seconds_count"}) {
     EXPECT_TRUE(names.contains(name)) << name;
   }
   EXPECT_EQ(text.find("vllm:"), std::string::npos);
@@ -788,7 +796,8 @@ TEST_F(EmulatorTest, SglangPersonaServesSglangNamesInValidPrometheusText) {
   EXPECT_EQ(Sample(text, "sglang:generation_tokens_total" + tok), 10);
   EXPECT_EQ(Sample(text, "sglang:num_requests_total" + tok), 2);
   EXPECT_EQ(Sample(text, "sglang:time_to_first_token_seconds_count" + tok), 2);
-  EXPECT_EQ(Sample(text, "sglang:time_to_first_token_seconds_bucket{model_name=\"m/x\",le=\"0.1\"}"), 2);
+  EXPECT_EQ(
+      Sample(text, "sglang:time_to_first_token_seconds_bucket{model_name=\"m/x\",le=\"0.1\"}"), 2);
   // Tokens after each request's first chunk: 5 of the non-streamed one, up to 3 of the stream
   // (fewer when a late timer coalesced two tokens into its first write).
   const double itl_count = Sample(text, "sglang:inter_token_latency_seconds_count" + tok);

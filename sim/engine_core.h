@@ -28,10 +28,10 @@ namespace servesweep::sim {
 inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 struct EngineRequest {
-  uint64_t id = 0;          // unique per emulator (the request's sequence number)
-  int64_t arrival_ns = 0;   // when the whole request was read
+  uint64_t id = 0;         // unique per emulator (the request's sequence number)
+  int64_t arrival_ns = 0;  // when the whole request was read
   int64_t prompt_tok = 0;
-  int64_t max_tok = 1;      // the output is exactly this many tokens (no early stop)
+  int64_t max_tok = 1;  // the output is exactly this many tokens (no early stop)
   // Hashes of the prompt's full KV blocks, chained (hash k covers blocks 0..k); empty when the
   // front end has none to give (the emulator has no tokenizer). For prefix-cache models.
   std::vector<uint64_t> prefix_block_hashes;
@@ -41,9 +41,9 @@ struct EngineRequest {
 // decoding), rendered by the front end as ONE SSE event carrying all of them.
 struct TokenEvent {
   uint64_t id = 0;
-  int64_t time_ns = 0;   // the model's instant for this chunk
-  int32_t tokens = 1;    // >= 1
-  bool finished = false; // the request's last chunk
+  int64_t time_ns = 0;    // the model's instant for this chunk
+  int32_t tokens = 1;     // >= 1
+  bool finished = false;  // the request's last chunk
 };
 
 class TokenSink {
@@ -54,11 +54,11 @@ class TokenSink {
 
 // Engine-side state for /metrics (both personas map these to their own names).
 struct EngineSnapshot {
-  int64_t running = 0;                 // requests in the running batch
-  int64_t waiting = 0;                 // requests queued, not yet scheduled
-  int64_t kv_used_tok = 0;             // KV-cache tokens held
-  int64_t kv_capacity_tok = 1;         // KV-cache size in tokens (> 0)
-  int64_t preemptions_total = 0;       // cumulative
+  int64_t running = 0;                   // requests in the running batch
+  int64_t waiting = 0;                   // requests queued, not yet scheduled
+  int64_t kv_used_tok = 0;               // KV-cache tokens held
+  int64_t kv_capacity_tok = 1;           // KV-cache size in tokens (> 0)
+  int64_t preemptions_total = 0;         // cumulative
   int64_t prefix_cache_queries_tok = 0;  // cumulative prompt tokens looked up
   int64_t prefix_cache_hits_tok = 0;     // cumulative prompt tokens found cached
 };

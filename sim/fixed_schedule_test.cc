@@ -24,8 +24,8 @@ EngineRequest Request(uint64_t id, int64_t arrival_ns, int64_t prompt_tok, int64
 }
 
 TEST(FixedScheduleCoreTest, TokensFollowArrivalPlusTtftPlusKItl) {
-  FixedScheduleCore core({.ttft_ns = 100, .itl_ns = 10, .tokens_per_chunk = 1,
-                          .kv_capacity_tok = 1000});
+  FixedScheduleCore core(
+      {.ttft_ns = 100, .itl_ns = 10, .tokens_per_chunk = 1, .kv_capacity_tok = 1000});
   EXPECT_EQ(core.NextEventNs(), kNever);
   core.Submit(Request(7, 1000, 5, 3));
   EXPECT_EQ(core.NextEventNs(), 1100);
@@ -49,8 +49,8 @@ TEST(FixedScheduleCoreTest, TokensFollowArrivalPlusTtftPlusKItl) {
 }
 
 TEST(FixedScheduleCoreTest, MultiTokenChunksCarryTheRemainderLast) {
-  FixedScheduleCore core({.ttft_ns = 0, .itl_ns = 10, .tokens_per_chunk = 3,
-                          .kv_capacity_tok = 1000});
+  FixedScheduleCore core(
+      {.ttft_ns = 0, .itl_ns = 10, .tokens_per_chunk = 3, .kv_capacity_tok = 1000});
   core.Submit(Request(1, 0, 2, 7));
   Recorder sink;
   core.AdvanceTo(1000, sink);
@@ -63,8 +63,8 @@ TEST(FixedScheduleCoreTest, MultiTokenChunksCarryTheRemainderLast) {
 }
 
 TEST(FixedScheduleCoreTest, SnapshotCountsRunningAndKvAndCancelReleases) {
-  FixedScheduleCore core({.ttft_ns = 0, .itl_ns = 10, .tokens_per_chunk = 1,
-                          .kv_capacity_tok = 1000});
+  FixedScheduleCore core(
+      {.ttft_ns = 0, .itl_ns = 10, .tokens_per_chunk = 1, .kv_capacity_tok = 1000});
   core.Submit(Request(1, 0, 4, 100));
   core.Submit(Request(2, 5, 6, 100));
   Recorder sink;

@@ -58,6 +58,7 @@ struct HttpSession::Generation {
   bool done = false;
   bool last_received = false;  // the core sent the finished event (or the stream was cut)
   bool watching = false;       // a hang-up watch is pending
+  bool recorded = false;       // counted in the metrics and the request log
   bool stalled = false;        // the stall has begun: every later event is held
   int64_t emitted_tok = 0;     // tokens received from the core
   int64_t counted_tok = 0;     // tokens handed to the socket (non-streaming: produced)
@@ -115,9 +116,9 @@ void HttpSession::Route(const http::request<http::string_body>& request) {
     return SendReply(Clock::now() < ctx_.ready_at ? 503 : 200, kJson, "");
   }
   if (target == "/v1/models" && get) {
-    return SendReply(200, kJson,
-                     RenderModelList(ctx_.settings.model_name, ctx_.created_s,
-                                     ctx_.settings.max_model_len));
+    return SendReply(
+        200, kJson,
+        RenderModelList(ctx_.settings.model_name, ctx_.created_s, ctx_.settings.max_model_len));
   }
   if (target == "/metrics" && get) {
     return ctx_.driver->Snapshot(
@@ -143,7 +144,8 @@ void HttpSession::RouteCompletion(Api api, std::string_view path, std::string_vi
   const CompletionRequest& request = std::get<CompletionRequest>(parsed);
   const uint64_t seq = ctx_.next_seq.fetch_add(1, std::memory_order_relaxed);
   const FaultSettings& faults = ctx_.settings.faults;
-  if (faults.crash_after_requests > 0 && seq >= static_cast<uint64_t>(faults.crash_after_requests)) {
+  if (faults.crash_after_requests > 0 &&
+      seq >= static_cast<uint64_t>(faults.crash_after_requests)) {
     // An engine dying: no reply, no clean-up, every open stream cut. The ground truth is kept.
     spdlog::error("sim: injected crash on request {} (crash_after_requests = {})", seq + 1,
                   faults.crash_after_requests);
@@ -359,10 +361,14 @@ void HttpSession::Flush() {
     if (ctx_.request_log) gen.token_ns.insert(gen.token_ns.end(), pending_tok_, now_ns);
     pending_tok_ = 0;
   }
+  // The request is complete once its last bytes are handed over: record it now, so that the
+  // log holds it before the client can have read it (a client may stop the emulator then).
+  if (writing_last_) Record(/*aborted=*/false);
   write_in_flight_ = true;
-  net::async_write(socket_, buffers, [self = shared_from_this(), seq = gen.seq](ErrorCode ec, size_t) {
-    self->OnFlushed(ec, seq);
-  });
+  net::async_write(socket_, buffers,
+                   [self = shared_from_this(), seq = gen.seq](ErrorCode ec, size_t) {
+                     self->OnFlushed(ec, seq);
+                   });
 }
 
 void HttpSession::OnFlushed(ErrorCode ec, uint64_t seq) {
@@ -377,10 +383,25 @@ void HttpSession::OnFlushed(ErrorCode ec, uint64_t seq) {
 void HttpSession::FinishGeneration(bool aborted) {
   Generation& gen = *gen_;
   gen.done = true;
+  if (!gen.recorded) Record(aborted);
+  if (aborted) {
+    if (!gen.last_received) ctx_.driver->Cancel(gen.seq);
+    timer_.cancel();
+    return Close();
+  }
+  if (gen.watching) {
+    ErrorCode ignored;
+    socket_.cancel(ignored);  // ends the hang-up watch; nothing else is pending now
+  }
+  gen_.reset();
+}
+
+void HttpSession::Record(bool aborted) {
+  Generation& gen = *gen_;
+  gen.recorded = true;
   const Clock::time_point now = Clock::now();
   ctx_.metrics.OnRequestEnd(
       !aborted, std::chrono::duration_cast<std::chrono::nanoseconds>(now - arrival_).count());
-  if (aborted && !gen.last_received) ctx_.driver->Cancel(gen.seq);
   if (ctx_.request_log) {
     ctx_.request_log->Append({.id = gen.renderer.id(),
                               .path = gen.path,
@@ -391,15 +412,6 @@ void HttpSession::FinishGeneration(bool aborted) {
                               .status = aborted ? "aborted" : "ok",
                               .fault = gen.fault});
   }
-  if (aborted) {
-    timer_.cancel();
-    return Close();
-  }
-  if (gen.watching) {
-    ErrorCode ignored;
-    socket_.cancel(ignored);  // ends the hang-up watch; nothing else is pending now
-  }
-  gen_.reset();
 }
 
 bool HttpSession::Active(uint64_t seq) const { return gen_ && !gen_->done && gen_->seq == seq; }

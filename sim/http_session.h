@@ -27,8 +27,7 @@
 
 namespace servesweep::sim {
 
-class HttpSession final : public StreamListener,
-                          public std::enable_shared_from_this<HttpSession> {
+class HttpSession final : public StreamListener, public std::enable_shared_from_this<HttpSession> {
  public:
   HttpSession(boost::asio::ip::tcp::socket socket, ServerContext& ctx);
   ~HttpSession() override;
@@ -58,7 +57,10 @@ class HttpSession final : public StreamListener,
   // Starts a write of everything pending, unless one is in flight.
   void Flush();
   void OnFlushed(ErrorCode ec, uint64_t seq);
+  // Ends the generation (records it unless recorded), then closes (aborted) or goes on.
   void FinishGeneration(bool aborted);
+  // Counts the request's end in the metrics and appends its request-log line.
+  void Record(bool aborted);
   // Whether generation seq is still running (handlers of an ended one must do nothing).
   bool Active(uint64_t seq) const;
   void Close();
@@ -72,14 +74,14 @@ class HttpSession final : public StreamListener,
   // After an abort it lives on (done) until the session dies: pending operations refer to it.
   std::unique_ptr<Generation> gen_;
   std::chrono::steady_clock::time_point arrival_;  // when the current request was fully read
-  bool keep_alive_ = false;                         // of the current request
+  bool keep_alive_ = false;                        // of the current request
 
   // The stream's output: pending_ collects SSE bytes until the write in flight completes.
   std::string_view pending_head_;  // the response head, before the first chunk
   std::string pending_;
-  bool pending_last_ = false;      // pending_ ends the body (add the chunked terminator)
-  bool pending_cut_ = false;       // pending_ is cut mid-chunk (truncation fault)
-  int64_t pending_tok_ = 0;        // tokens in pending_ (stamped when handed to the socket)
+  bool pending_last_ = false;  // pending_ ends the body (add the chunked terminator)
+  bool pending_cut_ = false;   // pending_ is cut mid-chunk (truncation fault)
+  int64_t pending_tok_ = 0;    // tokens in pending_ (stamped when handed to the socket)
   std::string writing_;
   char chunk_line_[20];
   bool write_in_flight_ = false;

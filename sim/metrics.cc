@@ -162,9 +162,9 @@ void Metrics::RenderVllm(std::string& out, const std::string& model_name,
 
 // Names, types, help texts and label sets from SGLang's python/sglang/srt/metrics/collector.py
 // (sgl-project/sglang@93d04878cfb9b08645fae7b11bd340ee33b34acf) and the scheduler's labels in
-// python/sglang/srt/managers/scheduler_metrics_mixin.py (@01bb3c807f7e62c19a31de7548837505488c2b64):
-// scheduler gauges carry model_name, engine_type, tp_rank, pp_rank; tokenizer counters and
-// histograms carry model_name.
+// python/sglang/srt/managers/scheduler_metrics_mixin.py
+// (@01bb3c807f7e62c19a31de7548837505488c2b64): scheduler gauges carry model_name, engine_type,
+// tp_rank, pp_rank; tokenizer counters and histograms carry model_name.
 void Metrics::RenderSglang(std::string& out, const std::string& model_name,
                            const EngineSnapshot& engine) const {
   const std::string name = EscapeLabel(model_name);
@@ -217,8 +217,7 @@ void Metrics::RenderSglang(std::string& out, const std::string& model_name,
           engine.prefix_cache_hits_tok);
   counter("sglang:num_requests_total", "Number of requests processed.",
           Load(length_finished_total_) + Load(aborted_total_));
-  counter("sglang:num_aborted_requests_total", "Number of requests aborted.",
-          Load(aborted_total_));
+  counter("sglang:num_aborted_requests_total", "Number of requests aborted.", Load(aborted_total_));
 
   AppendFamily(out, "sglang:time_to_first_token_seconds", "histogram",
                "Histogram of time to first token in seconds.");

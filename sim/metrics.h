@@ -58,7 +58,7 @@ class Metrics {
   static constexpr std::array<double, 18> kSglangTtftBoundsS = {
       0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400};
   static constexpr std::array<double, 22> kSglangE2eBoundsS = {
-      0.1, 0.2, 0.4, 0.6, 0.8, 1,  2,   4,   6,   8,    10,
+      0.1, 0.2, 0.4, 0.6, 0.8, 1,   2,   4,   6,    8,    10,
       20,  40,  60,  80,  100, 200, 400, 600, 1200, 1800, 2400};
   static constexpr std::array<double, 23> kSglangItlBoundsS = {
       0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
@@ -81,9 +81,9 @@ class Metrics {
   // SGLang's gen_throughput and num_retracted_reqs are rates/deltas between its log points; the
   // emulator takes them between scrapes.
   mutable std::mutex scrape_mu_;
-  mutable int64_t last_scrape_ns_ = 0;             // guarded by scrape_mu_
-  mutable int64_t last_scrape_gen_tok_ = 0;        // guarded by scrape_mu_
-  mutable int64_t last_scrape_preemptions_ = 0;    // guarded by scrape_mu_
+  mutable int64_t last_scrape_ns_ = 0;           // guarded by scrape_mu_
+  mutable int64_t last_scrape_gen_tok_ = 0;      // guarded by scrape_mu_
+  mutable int64_t last_scrape_preemptions_ = 0;  // guarded by scrape_mu_
 };
 
 }  // namespace servesweep::sim

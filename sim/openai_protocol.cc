@@ -165,7 +165,8 @@ class Scanner {
     *integer = plain && digits <= 18;
     if (*integer) {
       int64_t v = 0;
-      for (const char* d = begin + (negative ? 1 : 0); d < begin + (negative ? 1 : 0) + digits; ++d) {
+      for (const char* d = begin + (negative ? 1 : 0); d < begin + (negative ? 1 : 0) + digits;
+           ++d) {
         v = v * 10 + (*d - '0');
       }
       *value = negative ? -v : v;
@@ -398,8 +399,8 @@ std::optional<CompletionRequest> FastParseCompletionRequest(Api api, std::string
 }
 
 ErrorReply MakeError(unsigned status, std::string_view type, std::string_view message) {
-  OrderedJson body = {{"error",
-                       {{"message", message}, {"type", type}, {"param", nullptr}, {"code", status}}}};
+  OrderedJson body = {
+      {"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", status}}}};
   return {status, body.dump()};
 }
 
@@ -467,9 +468,12 @@ std::variant<CompletionRequest, ErrorReply> ParseCompletionRequest(Api api, std:
 
 std::string RenderModelList(const std::string& model_name, int64_t created_s,
                             int64_t max_model_len) {
-  OrderedJson model = {{"id", model_name},         {"object", "model"},
-                       {"created", created_s},     {"owned_by", "servesweep-sim"},
-                       {"root", model_name},       {"parent", nullptr},
+  OrderedJson model = {{"id", model_name},
+                       {"object", "model"},
+                       {"created", created_s},
+                       {"owned_by", "servesweep-sim"},
+                       {"root", model_name},
+                       {"parent", nullptr},
                        {"max_model_len", max_model_len}};
   OrderedJson list = {{"object", "list"}, {"data", OrderedJson::array({model})}};
   return list.dump();
@@ -482,8 +486,8 @@ ResponseRenderer::ResponseRenderer(Api api, uint64_t seq, int64_t created_s,
       model_json_(model_json),
       id_(fmt::format("{}-{}", api == Api::kChat ? "chatcmpl" : "cmpl", seq)),
       head_(fmt::format("data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":{},", id_,
-                        api == Api::kChat ? "chat.completion.chunk" : "text_completion",
-                        created_s, model_json)) {}
+                        api == Api::kChat ? "chat.completion.chunk" : "text_completion", created_s,
+                        model_json)) {}
 
 void ResponseRenderer::AppendRoleEvent(std::string& out) const {
   out += head_;
@@ -495,8 +499,9 @@ void ResponseRenderer::AppendRoleEvent(std::string& out) const {
 void ResponseRenderer::AppendTokenEvent(std::string& out, int64_t first_tok, int64_t count,
                                         bool last) const {
   out += head_;
-  out += api_ == Api::kChat ? std::string_view("\"choices\":[{\"index\":0,\"delta\":{\"content\":\"")
-                            : std::string_view("\"choices\":[{\"index\":0,\"text\":\"");
+  out += api_ == Api::kChat
+             ? std::string_view("\"choices\":[{\"index\":0,\"delta\":{\"content\":\"")
+             : std::string_view("\"choices\":[{\"index\":0,\"text\":\"");
   for (int64_t k = first_tok; k < first_tok + count; ++k) {
     out += " t";
     AppendInt(out, k);
@@ -533,16 +538,15 @@ std::string ResponseRenderer::RenderResponse(int64_t prompt_tok, int64_t complet
   choice["logprobs"] = nullptr;
   choice["finish_reason"] = "length";
   choice["stop_reason"] = nullptr;
-  OrderedJson response = {
-      {"id", id()},
-      {"object", api_ == Api::kChat ? "chat.completion" : "text_completion"},
-      {"created", created_s_},
-      {"model", Json::parse(model_json_)},
-      {"choices", OrderedJson::array({choice})},
-      {"usage",
-       {{"prompt_tokens", prompt_tok},
-        {"total_tokens", prompt_tok + completion_tok},
-        {"completion_tokens", completion_tok}}}};
+  OrderedJson response = {{"id", id()},
+                          {"object", api_ == Api::kChat ? "chat.completion" : "text_completion"},
+                          {"created", created_s_},
+                          {"model", Json::parse(model_json_)},
+                          {"choices", OrderedJson::array({choice})},
+                          {"usage",
+                           {{"prompt_tokens", prompt_tok},
+                            {"total_tokens", prompt_tok + completion_tok},
+                            {"completion_tokens", completion_tok}}}};
   return response.dump();
 }
 

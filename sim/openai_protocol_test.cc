@@ -40,11 +40,13 @@ const std::vector<std::pair<Api, std::string>>& Corpus() {
       {Api::kCompletions, R"({"prompt":[1,2,3,-4],"max_tokens":null,"stream":false})"},
       {Api::kCompletions, R"({"prompt":["a b\nc\td"],"model":null})"},
       {Api::kCompletions, R"( { "prompt" : [[5, 6]] , "max_tokens" : 2 } )"},
-      {Api::kCompletions, R"({"prompt":"x\\y \"q\" \/ \b z","ignore_eos":true,"logit_bias":{"1":[1.5e3,{"a":null}]}})"},
+      {Api::kCompletions,
+       R"({"prompt":"x\\y \"q\" \/ \b z","ignore_eos":true,"logit_bias":{"1":[1.5e3,{"a":null}]}})"},
       {Api::kCompletions, R"({"prompt":[],"max_completion_tokens":3})"},
       {Api::kChat,
        R"({"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"three more words"},{"role":"user","content":[]}],"max_completion_tokens":5,"max_tokens":9})"},
-      {Api::kChat, R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":7,"stream_options":null})"},
+      {Api::kChat,
+       R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":7,"stream_options":null})"},
       {Api::kChat, R"({"messages":[{}],"stream":true})"},
   };
   return corpus;
@@ -60,23 +62,23 @@ TEST(FastParseTest, AnswersTheUsualShapesAsTheDomDoes) {
 
 TEST(FastParseTest, RefusesWhatOnlyTheDomDecides) {
   const std::vector<std::string> refused = {
-      R"({"prompt":"a","model":"other"})",    // 404
-      R"({"prompt":"a","max_tokens":0})",     // 400
-      R"({"prompt":"a","max_tokens":1.0})",   // not an integer
-      R"({"prompt":"\u0041 b"})",             // \u escape
-      R"({"prompt":"a","prompt":"b c"})",     // duplicate
-      R"({"prompt":"a"} x)",                  // trailing bytes
-      R"({"prompt":"a",})",                   // malformed
-      R"({"prompt":["a","b"]})",              // batch
-      "{\"prompt\":\"caf\xc3\xa9\"}",         // non-ASCII
+      R"({"prompt":"a","model":"other"})",   // 404
+      R"({"prompt":"a","max_tokens":0})",    // 400
+      R"({"prompt":"a","max_tokens":1.0})",  // not an integer
+      R"({"prompt":"\u0041 b"})",            // \u escape
+      R"({"prompt":"a","prompt":"b c"})",    // duplicate
+      R"({"prompt":"a"} x)",                 // trailing bytes
+      R"({"prompt":"a",})",                  // malformed
+      R"({"prompt":["a","b"]})",             // batch
+      "{\"prompt\":\"caf\xc3\xa9\"}",        // non-ASCII
   };
   for (const std::string& body : refused) {
     EXPECT_FALSE(FastParseCompletionRequest(Api::kCompletions, body, "m", 131072).has_value())
         << body;
   }
-  EXPECT_FALSE(FastParseCompletionRequest(Api::kCompletions, R"({"prompt":"a b","max_tokens":9})",
-                                          "m", 10)
-                   .has_value());  // over max_model_len: the DOM path words the error
+  EXPECT_FALSE(
+      FastParseCompletionRequest(Api::kCompletions, R"({"prompt":"a b","max_tokens":9})", "m", 10)
+          .has_value());  // over max_model_len: the DOM path words the error
 }
 
 TEST(FastParseTest, RandomMutationsNeverDisagreeWithTheDom) {
@@ -90,9 +92,15 @@ TEST(FastParseTest, RandomMutationsNeverDisagreeWithTheDom) {
     for (int e = 0; e < edits && !body.empty(); ++e) {
       const size_t at = rng() % body.size();
       switch (rng() % 3) {
-        case 0: body.erase(at, 1); break;
-        case 1: body.insert(at, 1, alphabet[rng() % alphabet.size()]); break;
-        default: body[at] = alphabet[rng() % alphabet.size()]; break;
+        case 0:
+          body.erase(at, 1);
+          break;
+        case 1:
+          body.insert(at, 1, alphabet[rng() % alphabet.size()]);
+          break;
+        default:
+          body[at] = alphabet[rng() % alphabet.size()];
+          break;
       }
     }
     const auto fast = FastParseCompletionRequest(api, body, "m", 131072);

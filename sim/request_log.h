@@ -39,8 +39,8 @@ class RequestLog {
 
  private:
   std::mutex buffer_mu_;
-  std::string buffer_;      // guarded by buffer_mu_
-  std::mutex file_mu_;      // serialises writers so lines stay in order
+  std::string buffer_;  // guarded by buffer_mu_
+  std::mutex file_mu_;  // serialises writers so lines stay in order
   std::FILE* file_;
 };
 
