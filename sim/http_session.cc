@@ -232,7 +232,7 @@ void HttpSession::OnTokenEvents(const TokenEvent* events, size_t count) {
   const uint64_t seq = events[0].id;
   for (size_t i = 0; i < count; ++i) {
     Generation& gen = *gen_;
-    if (gen.last_received) return;  // the stream was cut (truncation fault)
+    if (gen.last_received) break;  // the stream was cut (truncation fault): flush the cut
     const FaultSettings& faults = ctx_.settings.faults;
     if (gen.faults.stall && (gen.stalled || gen.emitted_tok >= faults.stall_after_tok)) {
       // The stream pauses: this event and every later one leave stall_ms after they came.
