@@ -6,7 +6,6 @@
 #include <boost/asio/write.hpp>
 #include <charconv>
 #include <csignal>
-#include <deque>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -64,7 +63,10 @@ struct HttpSession::Generation {
   int64_t counted_tok = 0;     // tokens handed to the socket (non-streaming: produced)
   int64_t last_chunk_ns = 0;   // when the previous chunk was handed over (ITL)
   std::string_view fault;      // the injected fault that struck, for the request log
-  std::deque<std::pair<Clock::time_point, TokenEvent>> held;  // stalled events, release time
+  // Stalled events and their release times, in order; those before held_next are released.
+  // (A vector: a std::deque allocates on construction, and most requests never stall.)
+  std::vector<std::pair<Clock::time_point, TokenEvent>> held;
+  size_t held_next = 0;
   std::vector<int64_t> token_ns;  // filled only when the request log is on
 };
 
@@ -239,7 +241,7 @@ void HttpSession::OnTokenEvents(const TokenEvent* events, size_t count) {
       gen.stalled = true;
       gen.fault = "stall";
       gen.held.emplace_back(Clock::now() + ctx_.stall, events[i]);
-      if (gen.held.size() == 1) {
+      if (gen.held.size() - gen.held_next == 1) {
         timer_.expires_at(gen.held.front().first);
         timer_.async_wait([self = shared_from_this(), seq](ErrorCode ec) {
           if (!ec) self->ReleaseHeld(seq);
@@ -256,15 +258,14 @@ void HttpSession::OnTokenEvents(const TokenEvent* events, size_t count) {
 void HttpSession::ReleaseHeld(uint64_t seq) {
   if (!Active(seq)) return;
   const Clock::time_point now = Clock::now();
-  while (!gen_->held.empty() && gen_->held.front().first <= now) {
-    const TokenEvent event = gen_->held.front().second;
-    gen_->held.pop_front();
+  while (gen_->held_next < gen_->held.size() && gen_->held[gen_->held_next].first <= now) {
+    const TokenEvent event = gen_->held[gen_->held_next++].second;
     Consume(event);
     if (!Active(seq)) return;
   }
   Flush();
-  if (gen_->held.empty()) return;
-  timer_.expires_at(gen_->held.front().first);
+  if (gen_->held_next == gen_->held.size()) return;
+  timer_.expires_at(gen_->held[gen_->held_next].first);
   timer_.async_wait([self = shared_from_this(), seq](ErrorCode ec) {
     if (!ec) self->ReleaseHeld(seq);
   });
