@@ -28,8 +28,54 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--threads", settings->io_threads, "I/O threads")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--tokens-per-chunk", settings->tokens_per_chunk,
+                  "Tokens per SSE chunk (> 1 emulates speculative decoding)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--request-log", settings->request_log_path,
                   "JSONL file with every request's exact timestamps (ground truth)");
+  cmd->add_option("--persona", settings->persona, "Metric names on /metrics")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"vllm", "sglang"}));
+  cmd->add_option("--max-model-len", settings->max_model_len, "Prompt + max_tokens limit")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--kv-capacity-tok", settings->kv_capacity_tok, "KV-cache size in tokens")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  // Fault injection: deterministic given --fault-seed (request n's faults depend on seed and n).
+  sim::FaultSettings& faults = settings->faults;
+  const std::string group = "Fault injection";
+  cmd->add_option("--fault-seed", faults.seed, "Seed of every injected fault")
+      ->capture_default_str()
+      ->group(group);
+  cmd->add_option("--fault-error-rate", faults.error_rate,
+                  "Fraction of completion requests answered 500 (OpenAI error body)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->group(group);
+  cmd->add_option("--fault-stall-prob", faults.stall_probability,
+                  "Fraction of streams that stall (see --fault-stall-after-tok, --fault-stall-ms)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->group(group);
+  cmd->add_option("--fault-stall-after-tok", faults.stall_after_tok,
+                  "A stalled stream pauses once this many tokens are out")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+  cmd->add_option("--fault-stall-ms", faults.stall_ms, "How long a stalled stream pauses, ms")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+  cmd->add_option("--fault-crash-after", faults.crash_after_requests,
+                  "Die (SIGKILL) when completion request N+1 arrives (0 = never)")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
+  cmd->add_option("--fault-broken-event-rate", faults.broken_event_rate,
+                  "Fraction of streams with one SSE event whose JSON is cut short")
+      ->check(CLI::Range(0.0, 1.0))
+      ->group(group);
+  cmd->add_option("--fault-truncate-rate", faults.truncate_rate,
+                  "Fraction of streams whose chunked body stops mid-chunk (connection closed)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->group(group);
   cmd->callback([settings, exit_code] {
     // One descriptor per stream: lift the soft limit to the hard one so 10k+ streams fit.
     rlimit limit{};

@@ -16,6 +16,7 @@ packages=(
   libboost-dev libboost-system-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   procps iproute2
+  wrk nginx-light                   # bench/sim_capacity.sh: load and the static-body baseline
   slurm-wlm munge libpmix-dev       # the real Slurm cluster of the tests (and `submit slurm`)
   python3-venv                      # kubernetes-validate's environment (below)
   libopenmpi-dev openmpi-bin        # the MPI network probe (servesweep-mpi-probe)
@@ -29,6 +30,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # Where systemd runs, the package starts a system nginx on port 80; the benchmark starts its
+  # own with a temporary config, so stop the one this script just installed.
+  if [[ " ${missing[*]} " == *" nginx-light "* ]] && command -v systemctl >/dev/null 2>&1; then
+    $SUDO systemctl disable --now nginx >/dev/null 2>&1 || true
+  fi
 fi
 
 # kubectl renders and applies `servesweep submit k8s` kustomizations; Debian's when there is none.

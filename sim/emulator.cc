@@ -15,6 +15,9 @@
 #include <thread>
 #include <vector>
 
+#include "sim/engine_core.h"
+#include "sim/engine_driver.h"
+#include "sim/fixed_schedule.h"
 #include "sim/http_session.h"
 #include "sim/server_context.h"
 
@@ -35,8 +38,12 @@ std::chrono::nanoseconds FromMs(double ms) {
 }  // namespace
 
 struct Emulator::Impl {
-  explicit Impl(EmulatorSettings settings)
-      : ioc(std::max(settings.io_threads, 1)), acceptor(ioc), retry_timer(ioc), flush_timer(ioc) {
+  Impl(EmulatorSettings settings, std::unique_ptr<EngineCore> core_in)
+      : ioc(std::max(settings.io_threads, 1)),
+        acceptor(ioc),
+        retry_timer(ioc),
+        flush_timer(ioc),
+        core(std::move(core_in)) {
     ctx.settings = std::move(settings);
   }
 
@@ -49,7 +56,11 @@ struct Emulator::Impl {
   tcp::acceptor acceptor;
   net::steady_timer retry_timer;
   net::steady_timer flush_timer;
+  std::unique_ptr<EngineCore> core;  // handed to the driver by Start()
   uint16_t port = 0;
+  // Declared last: destroyed first, it releases the sessions it holds while the io_context
+  // (which their sockets and its timer use) still exists.
+  std::unique_ptr<EngineDriver> driver;
 };
 
 void Emulator::Impl::Accept() {
@@ -83,21 +94,48 @@ void Emulator::Impl::FlushLogPeriodically() {
   });
 }
 
-Emulator::Emulator(EmulatorSettings settings) : impl_(std::make_unique<Impl>(std::move(settings))) {}
+Emulator::Emulator(EmulatorSettings settings)
+    : impl_(std::make_unique<Impl>(std::move(settings), nullptr)) {}
+
+Emulator::Emulator(EmulatorSettings settings, std::unique_ptr<EngineCore> core)
+    : impl_(std::make_unique<Impl>(std::move(settings), std::move(core))) {
+  if (!impl_->core) throw std::invalid_argument("sim: Emulator given a null EngineCore");
+}
 
 Emulator::~Emulator() = default;
 
 void Emulator::Start() {
   ServerContext& ctx = impl_->ctx;
   const EmulatorSettings& s = ctx.settings;
-  if (s.persona != "vllm") throw std::invalid_argument("sim: unknown persona " + s.persona);
-  if (s.kv_capacity_tok <= 0 || s.max_model_len <= 0 || s.ttft_ms < 0 || s.itl_ms < 0) {
-    throw std::invalid_argument("sim: kv_capacity_tok and max_model_len must be positive, "
-                                "ttft_ms and itl_ms not negative");
+  ctx.persona = ParsePersona(s.persona);
+  if (s.kv_capacity_tok <= 0 || s.max_model_len <= 0 || s.ttft_ms < 0 || s.itl_ms < 0 ||
+      s.tokens_per_chunk < 1) {
+    throw std::invalid_argument(fmt::format(
+        "sim: kv_capacity_tok ({}), max_model_len ({}) and tokens_per_chunk ({}) must be "
+        "positive, ttft_ms ({}) and itl_ms ({}) not negative",
+        s.kv_capacity_tok, s.max_model_len, s.tokens_per_chunk, s.ttft_ms, s.itl_ms));
+  }
+  const FaultSettings& f = s.faults;
+  auto fraction = [](double p) { return p >= 0 && p <= 1; };
+  if (!fraction(f.error_rate) || !fraction(f.stall_probability) || !fraction(f.broken_event_rate) ||
+      !fraction(f.truncate_rate) || f.stall_ms < 0 || f.stall_after_tok < 0 ||
+      f.crash_after_requests < 0) {
+    throw std::invalid_argument(
+        "sim: fault rates and probabilities must lie in [0, 1]; stall_ms, stall_after_tok and "
+        "crash_after_requests must not be negative");
   }
   ctx.model_json = nlohmann::json(s.model_name).dump();
-  ctx.ttft = FromMs(s.ttft_ms);
-  ctx.itl = FromMs(s.itl_ms);
+  ctx.stall = FromMs(f.stall_ms);
+  if (!impl_->core) {
+    impl_->core = std::make_unique<FixedScheduleCore>(
+        FixedScheduleSettings{.ttft_ns = FromMs(s.ttft_ms).count(),
+                              .itl_ns = FromMs(s.itl_ms).count(),
+                              .tokens_per_chunk = s.tokens_per_chunk,
+                              .kv_capacity_tok = s.kv_capacity_tok});
+  }
+  impl_->driver =
+      std::make_unique<EngineDriver>(impl_->ioc, s.io_threads <= 1, std::move(impl_->core));
+  ctx.driver = impl_->driver.get();
   ctx.created_s = std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();

@@ -1,5 +1,7 @@
 // servesweep sim: an OpenAI-compatible engine emulator (the ground truth the load generator is
 // tested against). It shares no measuring code with the load generator; they meet over HTTP only.
+// When tokens appear is decided by a timing core (engine_core.h): the fixed schedule below by
+// default, or any EngineCore passed to the constructor (e.g. a performance model).
 //
 // Thread-safety: an Emulator is driven by its own io threads; Stop() may be called from any thread.
 #pragma once
@@ -10,23 +12,45 @@
 
 namespace servesweep::sim {
 
+class EngineCore;
+
+// Injected faults. Deterministic given seed: whether request n (the n-th completion request,
+// from 0) is hit is a function of (seed, n) alone.
+struct FaultSettings {
+  uint64_t seed = 1;
+  double error_rate = 0;             // fraction of completion requests answered 500 (OpenAI body)
+  double stall_probability = 0;      // fraction of streams that pause...
+  int64_t stall_after_tok = 0;       // ...once this many tokens have been sent...
+  double stall_ms = 0;               // ...for this long (later tokens shift by stall_ms)
+  int64_t crash_after_requests = 0;  // > 0: the process dies (SIGKILL) when request N+1 arrives
+  double broken_event_rate = 0;      // fraction of streams with one event whose JSON is cut short
+  double truncate_rate = 0;          // fraction of streams cut mid-chunk (connection closed)
+};
+
 struct EmulatorSettings {
   std::string host = "127.0.0.1";
-  uint16_t port = 0;               // 0 = let the kernel pick; see Emulator::port()
+  uint16_t port = 0;  // 0 = let the kernel pick; see Emulator::port()
   std::string model_name = "sim-model";
-  double ttft_ms = 20;             // request arrival -> first token chunk
-  double itl_ms = 5;               // between successive token chunks
-  double startup_ms = 0;           // /health answers 503 until this much time has passed
+  // The fixed schedule (used when no core is given): chunk j at arrival + ttft + j * itl.
+  double ttft_ms = 20;           // request arrival -> first token chunk
+  double itl_ms = 5;             // between successive token chunks
+  int32_t tokens_per_chunk = 1;  // tokens per chunk (> 1: speculative decoding's steps)
+  double startup_ms = 0;         // /health answers 503 until this much time has passed
   int io_threads = 1;
   std::string request_log_path;    // JSONL ground truth: one line per finished request ("" = off)
-  std::string persona = "vllm";    // metric names on /metrics: "vllm" (SGLang persona comes later)
+  std::string persona = "vllm";    // metric names on /metrics: "vllm" or "sglang"
   int64_t max_model_len = 131072;  // prompt + max_tokens above this is a 400, as in vLLM
-  int64_t kv_capacity_tok = 1000000;  // denominator of vllm:kv_cache_usage_perc
+  int64_t kv_capacity_tok = 1000000;  // the fixed schedule's KV-cache size (usage denominator)
+  FaultSettings faults;
 };
 
 class Emulator {
  public:
+  // Uses the fixed schedule from settings.
   explicit Emulator(EmulatorSettings settings);
+  // Uses core for all timing (and engine-side metrics); ttft_ms, itl_ms, tokens_per_chunk and
+  // kv_capacity_tok are then unused.
+  Emulator(EmulatorSettings settings, std::unique_ptr<EngineCore> core);
   ~Emulator();
   Emulator(const Emulator&) = delete;
   Emulator& operator=(const Emulator&) = delete;

@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,8 +15,13 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
 #include <thread>
 
+#include "sim/engine_core.h"
+#include "sim/fault_plan.h"
 #include "sim/test_client.h"
 
 namespace servesweep::sim {
@@ -28,8 +36,9 @@ using testing::TestConnection;
 
 class EmulatorTest : public ::testing::Test {
  protected:
-  void StartEmulator(EmulatorSettings settings) {
-    emulator_ = std::make_unique<Emulator>(std::move(settings));
+  void StartEmulator(EmulatorSettings settings, std::unique_ptr<EngineCore> core = nullptr) {
+    emulator_ = core ? std::make_unique<Emulator>(std::move(settings), std::move(core))
+                     : std::make_unique<Emulator>(std::move(settings));
     emulator_->Start();
     thread_ = std::thread([this] { emulator_->Run(); });
   }
@@ -53,7 +62,9 @@ class EmulatorTest : public ::testing::Test {
 
   static std::string LogPath() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::string path = ::testing::TempDir() + "sim_" + info->name() + ".jsonl";
+    std::string name = info->name();  // "Name/0" for a parameterised test
+    std::replace(name.begin(), name.end(), '/', '_');
+    std::string path = ::testing::TempDir() + "sim_" + name + ".jsonl";
     std::remove(path.c_str());
     return path;
   }
@@ -152,8 +163,8 @@ TEST_F(EmulatorTest, StreamedCompletionEventSequence) {
   EXPECT_EQ(events[6], "[DONE]");
 
   // Without include_usage there is no usage chunk.
-  HttpResponse plain = Post("/v1/completions",
-                            {{"model", "m/x"}, {"prompt", "a"}, {"max_tokens", 3}, {"stream", true}});
+  HttpResponse plain = Post(
+      "/v1/completions", {{"model", "m/x"}, {"prompt", "a"}, {"max_tokens", 3}, {"stream", true}});
   const std::vector<std::string> plain_events = SseData(plain.body);
   ASSERT_EQ(plain_events.size(), 4u);
   EXPECT_EQ(json::parse(plain_events[2])["choices"][0]["finish_reason"], "length");
@@ -162,12 +173,12 @@ TEST_F(EmulatorTest, StreamedCompletionEventSequence) {
 
 TEST_F(EmulatorTest, ChatStreamSendsRoleChunkFirst) {
   StartEmulator(FastSettings());
-  HttpResponse r = Post("/v1/chat/completions",
-                        {{"model", "m/x"},
-                         {"messages", {{{"role", "user"}, {"content", "hi there"}}}},
-                         {"max_completion_tokens", 3},
-                         {"stream", true},
-                         {"stream_options", {{"include_usage", true}}}});
+  HttpResponse r =
+      Post("/v1/chat/completions", {{"model", "m/x"},
+                                    {"messages", {{{"role", "user"}, {"content", "hi there"}}}},
+                                    {"max_completion_tokens", 3},
+                                    {"stream", true},
+                                    {"stream_options", {{"include_usage", true}}}});
   ASSERT_EQ(r.status, 200);
   const std::vector<std::string> events = SseData(r.body);
   ASSERT_EQ(events.size(), 6u);  // role, 3 tokens, usage, [DONE]
@@ -188,7 +199,8 @@ TEST_F(EmulatorTest, ChatStreamSendsRoleChunkFirst) {
 TEST_F(EmulatorTest, PromptTokenAccounting) {
   StartEmulator(FastSettings());
   auto prompt_tokens = [&](const json& prompt) {
-    HttpResponse r = Post("/v1/completions", {{"model", "m/x"}, {"prompt", prompt}, {"max_tokens", 3}});
+    HttpResponse r =
+        Post("/v1/completions", {{"model", "m/x"}, {"prompt", prompt}, {"max_tokens", 3}});
     EXPECT_EQ(r.status, 200) << r.body;
     const json body = json::parse(r.body);
     EXPECT_EQ(body["choices"][0]["text"], " t0 t1 t2");
@@ -201,13 +213,13 @@ TEST_F(EmulatorTest, PromptTokenAccounting) {
   EXPECT_EQ(prompt_tokens(json::array({"five words in one prompt"})), 5);
   EXPECT_EQ(prompt_tokens(""), 0);
 
-  HttpResponse chat = Post("/v1/chat/completions",
-                           {{"model", "m/x"},
-                            {"messages",
-                             {{{"role", "system"}, {"content", "be brief"}},
-                              {{"role", "user"}, {"content", "three more words"}},
-                              {{"role", "user"}, {"content", json::array()}}}},
-                            {"max_tokens", 2}});
+  HttpResponse chat =
+      Post("/v1/chat/completions", {{"model", "m/x"},
+                                    {"messages",
+                                     {{{"role", "system"}, {"content", "be brief"}},
+                                      {{"role", "user"}, {"content", "three more words"}},
+                                      {{"role", "user"}, {"content", json::array()}}}},
+                                    {"max_tokens", 2}});
   ASSERT_EQ(chat.status, 200);
   const json body = json::parse(chat.body);
   EXPECT_EQ(body["object"], "chat.completion");
@@ -228,7 +240,8 @@ TEST_F(EmulatorTest, UnknownModelIs404) {
   StartEmulator(FastSettings());
   HttpResponse r = Post("/v1/completions", {{"model", "other"}, {"prompt", "x"}});
   EXPECT_EQ(r.status, 404);
-  EXPECT_EQ(json::parse(r.body), json::parse(R"({"error":{"message":"The model `other` does not exist.",
+  EXPECT_EQ(json::parse(r.body),
+            json::parse(R"({"error":{"message":"The model `other` does not exist.",
                                                   "type":"NotFoundError","param":null,"code":404}})"));
 }
 
@@ -284,9 +297,9 @@ TEST_F(EmulatorTest, TokensFollowTheAbsoluteSchedule) {
   s.request_log_path = LogPath();
   StartEmulator(s);
   for (int i = 0; i < 5; ++i) {
-    ASSERT_EQ(Post("/v1/completions", {{"prompt", "a b c"}, {"max_tokens", 20}, {"stream", true}})
-                  .status,
-              200);
+    ASSERT_EQ(
+        Post("/v1/completions", {{"prompt", "a b c"}, {"max_tokens", 20}, {"stream", true}}).status,
+        200);
   }
   ASSERT_EQ(Post("/v1/chat/completions",
                  {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"max_tokens", 4}})
@@ -327,8 +340,9 @@ TEST_F(EmulatorTest, ClientDisconnectMidStreamIsAbortedAndServerKeepsServing) {
   StartEmulator(s);
   {
     TestConnection quitter(emulator_->port());
-    quitter.Send(PostRequest("/v1/completions",
-                             json({{"prompt", "a b c d"}, {"max_tokens", 1000}, {"stream", true}}).dump()));
+    quitter.Send(
+        PostRequest("/v1/completions",
+                    json({{"prompt", "a b c d"}, {"max_tokens", 1000}, {"stream", true}}).dump()));
     quitter.WaitFor("\"text\":\" t2\"");
     const std::string metrics = Exchange(GetRequest("/metrics")).body;
     EXPECT_EQ(Sample(metrics, "vllm:num_requests_running{model_name=\"m/x\"}"), 1);
@@ -339,7 +353,9 @@ TEST_F(EmulatorTest, ClientDisconnectMidStreamIsAbortedAndServerKeepsServing) {
   const std::string metrics = Exchange(GetRequest("/metrics")).body;
   EXPECT_EQ(Sample(metrics, "vllm:num_requests_running{model_name=\"m/x\"}"), 0);
   EXPECT_EQ(Sample(metrics, "vllm:kv_cache_usage_perc{model_name=\"m/x\"}"), 0);
-  EXPECT_EQ(Sample(metrics, "vllm:request_success_total{model_name=\"m/x\",finished_reason=\"abort\"}"), 1);
+  EXPECT_EQ(
+      Sample(metrics, "vllm:request_success_total{model_name=\"m/x\",finished_reason=\"abort\"}"),
+      1);
   EXPECT_EQ(Post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}}).status, 200);
   StopEmulator();
 
@@ -354,7 +370,9 @@ TEST_F(EmulatorTest, ClientDisconnectMidStreamIsAbortedAndServerKeepsServing) {
 
 TEST_F(EmulatorTest, MetricsUseVllmNamesAndCount) {
   StartEmulator(FastSettings());
-  ASSERT_EQ(Post("/v1/completions", {{"prompt", "a b c"}, {"max_tokens", 4}, {"stream", true}}).status, 200);
+  ASSERT_EQ(
+      Post("/v1/completions", {{"prompt", "a b c"}, {"max_tokens", 4}, {"stream", true}}).status,
+      200);
   ASSERT_EQ(Post("/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 6}}).status, 200);
   HttpResponse r = Exchange(GetRequest("/metrics"));
   ASSERT_EQ(r.status, 200);
@@ -366,13 +384,16 @@ TEST_F(EmulatorTest, MetricsUseVllmNamesAndCount) {
   EXPECT_EQ(Sample(text, "vllm:kv_cache_usage_perc" + label), 0);
   EXPECT_EQ(Sample(text, "vllm:prompt_tokens_total" + label), 5);
   EXPECT_EQ(Sample(text, "vllm:generation_tokens_total" + label), 10);
-  EXPECT_EQ(Sample(text, "vllm:request_success_total{model_name=\"m/x\",finished_reason=\"length\"}"), 2);
+  EXPECT_EQ(
+      Sample(text, "vllm:request_success_total{model_name=\"m/x\",finished_reason=\"length\"}"), 2);
   EXPECT_EQ(Sample(text, "vllm:num_preemptions_total" + label), 0);
   EXPECT_EQ(Sample(text, "vllm:prefix_cache_queries_total" + label), 5);
   EXPECT_EQ(Sample(text, "vllm:prefix_cache_hits_total" + label), 0);
   EXPECT_EQ(Sample(text, "vllm:time_to_first_token_seconds_count" + label), 2);
-  EXPECT_EQ(Sample(text, "vllm:time_to_first_token_seconds_bucket{model_name=\"m/x\",le=\"+Inf\"}"), 2);
-  EXPECT_EQ(Sample(text, "vllm:time_to_first_token_seconds_bucket{model_name=\"m/x\",le=\"0.001\"}"), 0);
+  EXPECT_EQ(Sample(text, "vllm:time_to_first_token_seconds_bucket{model_name=\"m/x\",le=\"+Inf\"}"),
+            2);
+  EXPECT_EQ(
+      Sample(text, "vllm:time_to_first_token_seconds_bucket{model_name=\"m/x\",le=\"0.001\"}"), 0);
   EXPECT_NE(text.find("# TYPE vllm:prompt_tokens_total counter\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE vllm:kv_cache_usage_perc gauge\n"), std::string::npos);
   EXPECT_NE(text.find("# TYPE vllm:time_to_first_token_seconds histogram\n"), std::string::npos);
@@ -383,9 +404,10 @@ TEST_F(EmulatorTest, MetricsUseVllmNamesAndCount) {
 void ExpectThousandConcurrentStreamsComplete(uint16_t port) {
   constexpr int kStreams = 1000;
   constexpr int kTokens = 20;
-  const std::string request = PostRequest(
-      "/v1/completions", json({{"prompt", "a b"}, {"max_tokens", kTokens}, {"stream", true}}).dump(),
-      /*keep_alive=*/false);
+  const std::string request =
+      PostRequest("/v1/completions",
+                  json({{"prompt", "a b"}, {"max_tokens", kTokens}, {"stream", true}}).dump(),
+                  /*keep_alive=*/false);
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<TestConnection>> connections;
   for (int i = 0; i < kStreams; ++i) {
@@ -442,6 +464,382 @@ TEST_F(EmulatorTest, ThousandConcurrentStreamsCompleteOnOneIoThread) {
 TEST_F(EmulatorTest, ThousandConcurrentStreamsCompleteOnFourIoThreads) {
   StartEmulator(ConcurrencySettings(4));
   ExpectThousandConcurrentStreamsComplete(emulator_->port());
+}
+
+// ---- Multi-token chunks (speculative decoding) ----
+
+TEST_F(EmulatorTest, MultiTokenChunksAreOneEventEachAndCountEveryToken) {
+  EmulatorSettings s = FastSettings();
+  s.tokens_per_chunk = 3;
+  s.request_log_path = LogPath();
+  StartEmulator(s);
+  HttpResponse r = Post("/v1/completions", {{"prompt", "a b"},
+                                            {"max_tokens", 7},
+                                            {"stream", true},
+                                            {"stream_options", {{"include_usage", true}}}});
+  ASSERT_EQ(r.status, 200);
+  const std::vector<std::string> events = SseData(r.body);
+  ASSERT_EQ(events.size(), 5u);  // 3 chunks, usage, [DONE]
+  EXPECT_EQ(json::parse(events[0])["choices"][0]["text"], " t0 t1 t2");
+  EXPECT_EQ(json::parse(events[1])["choices"][0]["text"], " t3 t4 t5");
+  EXPECT_EQ(json::parse(events[2])["choices"][0]["text"], " t6");
+  EXPECT_EQ(json::parse(events[2])["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(json::parse(events[1])["choices"][0]["finish_reason"], json(nullptr));
+  EXPECT_EQ(json::parse(events[3])["usage"]["completion_tokens"], 7);
+  HttpResponse chat = Post(
+      "/v1/chat/completions",
+      {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"max_tokens", 4}, {"stream", true}});
+  const std::vector<std::string> chat_events = SseData(chat.body);
+  ASSERT_EQ(chat_events.size(), 4u);  // role, 2 chunks, [DONE]
+  EXPECT_EQ(json::parse(chat_events[1])["choices"][0]["delta"]["content"], " t0 t1 t2");
+  EXPECT_EQ(json::parse(chat_events[2])["choices"][0]["delta"]["content"], " t3");
+  const std::string metrics = Exchange(GetRequest("/metrics")).body;
+  EXPECT_EQ(Sample(metrics, "vllm:generation_tokens_total{model_name=\"m/x\"}"), 11);
+  StopEmulator();
+
+  const std::vector<json> log = ReadLog(s.request_log_path);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0]["completion_tokens"], 7);
+  const auto tokens = log[0]["token_ns"].get<std::vector<int64_t>>();
+  ASSERT_EQ(tokens.size(), 7u);  // one instant per token; a chunk's tokens share it
+  EXPECT_EQ(tokens[0], tokens[2]);
+  EXPECT_EQ(tokens[3], tokens[5]);
+  EXPECT_LE(tokens[2], tokens[3]);
+  EXPECT_EQ(log[1]["token_ns"].size(), 4u);
+}
+
+// ---- A plugged-in timing core ----
+
+// A global, batched model: every running request advances together, 2 tokens per 5 ms step,
+// all from one schedule; it reports fixed engine signals so the test can see them on /metrics.
+class BatchedTestCore : public EngineCore {
+ public:
+  static constexpr int64_t kStepNs = 5'000'000;
+  void Submit(const EngineRequest& request) override {
+    if (running_.empty()) next_step_ns_ = request.arrival_ns + kStepNs;
+    running_.push_back({request.id, request.max_tok, 0});
+  }
+  void Cancel(uint64_t id, int64_t) override {
+    std::erase_if(running_, [id](const Running& r) { return r.id == id; });
+  }
+  int64_t NextEventNs() const override { return running_.empty() ? kNever : next_step_ns_; }
+  void AdvanceTo(int64_t now_ns, TokenSink& sink) override {
+    while (!running_.empty() && next_step_ns_ <= now_ns) {
+      for (Running& r : running_) {
+        const int64_t tokens = std::min<int64_t>(2, r.max_tok - r.emitted);
+        r.emitted += tokens;
+        sink.OnEvent({.id = r.id,
+                      .time_ns = next_step_ns_,
+                      .tokens = static_cast<int32_t>(tokens),
+                      .finished = r.emitted == r.max_tok});
+      }
+      std::erase_if(running_, [](const Running& r) { return r.emitted == r.max_tok; });
+      ++steps_;
+      next_step_ns_ += kStepNs;
+    }
+  }
+  EngineSnapshot Snapshot() const override {
+    return {.running = static_cast<int64_t>(running_.size()),
+            .waiting = 3,
+            .kv_used_tok = 250,
+            .kv_capacity_tok = 1000,
+            .preemptions_total = 2,
+            .prefix_cache_queries_tok = 20,
+            .prefix_cache_hits_tok = 11};
+  }
+
+ private:
+  struct Running {
+    uint64_t id;
+    int64_t max_tok;
+    int64_t emitted;
+  };
+  std::vector<Running> running_;
+  int64_t next_step_ns_ = 0;
+  int64_t steps_ = 0;
+};
+
+TEST_F(EmulatorTest, APluggedCoreDrivesEveryStreamAndTheEngineGauges) {
+  EmulatorSettings s = FastSettings();
+  s.request_log_path = LogPath();
+  StartEmulator(s, std::make_unique<BatchedTestCore>());
+  // Three streams at once: the core batches them.
+  std::vector<std::unique_ptr<TestConnection>> connections;
+  for (int i = 0; i < 3; ++i) {
+    connections.push_back(std::make_unique<TestConnection>(emulator_->port()));
+    connections.back()->Send(PostRequest(
+        "/v1/completions", json({{"prompt", "p q"}, {"max_tokens", 5}, {"stream", true}}).dump()));
+  }
+  for (auto& connection : connections) {
+    const std::vector<std::string> events = SseData(connection->ReadResponse().body);
+    ASSERT_EQ(events.size(), 4u);  // chunks of 2, 2, 1 and [DONE]
+    EXPECT_EQ(json::parse(events[0])["choices"][0]["text"], " t0 t1");
+    EXPECT_EQ(json::parse(events[2])["choices"][0]["text"], " t4");
+  }
+  const std::string text = Exchange(GetRequest("/metrics")).body;
+  const std::string label = "{model_name=\"m/x\"}";
+  EXPECT_EQ(Sample(text, "vllm:num_requests_waiting" + label), 3);
+  EXPECT_EQ(Sample(text, "vllm:kv_cache_usage_perc" + label), 0.25);
+  EXPECT_EQ(Sample(text, "vllm:num_preemptions_total" + label), 2);
+  EXPECT_EQ(Sample(text, "vllm:prefix_cache_queries_total" + label), 20);
+  EXPECT_EQ(Sample(text, "vllm:prefix_cache_hits_total" + label), 11);
+  EXPECT_EQ(Sample(text, "vllm:generation_tokens_total" + label), 15);
+  StopEmulator();
+  // The three streams' tokens came from the same steps: equal chunk instants across requests
+  // are not guaranteed on the wire, but every request's 5 tokens are logged.
+  const std::vector<json> log = ReadLog(s.request_log_path);
+  ASSERT_EQ(log.size(), 3u);
+  for (const json& line : log) EXPECT_EQ(line["token_ns"].size(), 5u);
+}
+
+// ---- Fault injection ----
+
+// Why reading a response failed ("" if it did not): a closed or reset connection, not the
+// client's 10 s read timeout, is what the fault tests expect.
+std::string ReadFailure(TestConnection& connection) {
+  try {
+    connection.ReadResponse();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+EmulatorSettings InstantSettings() {
+  EmulatorSettings s = FastSettings();
+  s.ttft_ms = 0;
+  s.itl_ms = 0;
+  return s;
+}
+
+// Which of n sequential requests were answered 500 (and that those are OpenAI error bodies).
+std::vector<int> ErroredRequests(uint16_t port, int n) {
+  std::vector<int> errored;
+  TestConnection connection(port);
+  for (int i = 0; i < n; ++i) {
+    connection.Send(PostRequest("/v1/completions", R"({"prompt":"a","max_tokens":2})"));
+    const HttpResponse r = connection.ReadResponse();
+    if (r.status == 200) continue;
+    EXPECT_EQ(r.status, 500);
+    const json error = json::parse(r.body)["error"];
+    EXPECT_EQ(error["type"], "InternalServerError");
+    EXPECT_EQ(error["code"], 500);
+    errored.push_back(i);
+  }
+  return errored;
+}
+
+TEST_F(EmulatorTest, ErrorRateAnswers500ToSeededRequests) {
+  EmulatorSettings s = InstantSettings();
+  s.faults.error_rate = 0.3;
+  s.faults.seed = 7;
+  s.request_log_path = LogPath();
+  StartEmulator(s);
+  const std::vector<int> first = ErroredRequests(emulator_->port(), 60);
+  StopEmulator();
+  EXPECT_GE(first.size(), 6u);
+  EXPECT_LE(first.size(), 32u);
+  std::vector<int> predicted;
+  for (int i = 0; i < 60; ++i) {
+    if (PlanFaults(s.faults, static_cast<uint64_t>(i)).error) predicted.push_back(i);
+  }
+  EXPECT_EQ(first, predicted);
+  const std::vector<json> log = ReadLog(s.request_log_path);
+  ASSERT_EQ(log.size(), 60u);
+  size_t logged_errors = 0;
+  for (const json& line : log) logged_errors += line["status"] == "error" ? 1 : 0;
+  EXPECT_EQ(logged_errors, first.size());
+
+  // The same seed hits the same requests; another seed others.
+  s.request_log_path.clear();
+  StartEmulator(s);
+  EXPECT_EQ(ErroredRequests(emulator_->port(), 60), first);
+  StopEmulator();
+  s.faults.seed = 8;
+  StartEmulator(s);
+  EXPECT_NE(ErroredRequests(emulator_->port(), 60), first);
+}
+
+TEST_F(EmulatorTest, StalledStreamPausesAfterKTokens) {
+  EmulatorSettings s = FastSettings();
+  s.faults.stall_probability = 1;
+  s.faults.stall_after_tok = 2;
+  s.faults.stall_ms = 150;
+  s.request_log_path = LogPath();
+  StartEmulator(s);
+  HttpResponse r = Post("/v1/completions", {{"prompt", "a"}, {"max_tokens", 5}, {"stream", true}});
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(SseData(r.body).size(), 6u);  // the stream is whole, only late
+  StopEmulator();
+  const std::vector<json> log = ReadLog(s.request_log_path);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0]["fault"], "stall");
+  const auto t = log[0]["token_ns"].get<std::vector<int64_t>>();
+  ASSERT_EQ(t.size(), 5u);
+  EXPECT_LT(t[1] - t[0], 100'000'000);  // before the stall: itl 1 ms
+  EXPECT_GE(t[2] - t[1], 140'000'000);  // the pause
+  EXPECT_LT(t[4] - t[2], 100'000'000);  // later tokens shifted, not stalled again
+}
+
+TEST_F(EmulatorTest, BrokenEventCutsOneEventsJsonAndTheStreamGoesOn) {
+  EmulatorSettings s = InstantSettings();
+  s.faults.broken_event_rate = 1;
+  StartEmulator(s);
+  HttpResponse r = Post("/v1/completions", {{"prompt", "a"}, {"max_tokens", 6}, {"stream", true}});
+  ASSERT_EQ(r.status, 200);
+  const std::vector<std::string> events = SseData(r.body);
+  ASSERT_EQ(events.size(), 7u);
+  for (size_t k = 0; k < 6; ++k) {
+    EXPECT_EQ(json::accept(events[k]), k != 3) << k << ": " << events[k];  // the middle token
+  }
+  EXPECT_EQ(events[6], "[DONE]");
+}
+
+class TruncationTest : public EmulatorTest,
+                       public ::testing::WithParamInterface<std::pair<double, double>> {};
+
+// (ttft, itl): with itl 1 ms the cut chunk comes alone; with itl 0 every event of the request
+// comes in one batch (inline with the request when ttft is 0, from the timer otherwise) and the
+// cut must still go out.
+TEST_P(TruncationTest, TruncatedStreamStopsMidChunkAndClosesTheConnection) {
+  EmulatorSettings s = FastSettings();
+  s.ttft_ms = GetParam().first;
+  s.itl_ms = GetParam().second;
+  s.faults.truncate_rate = 1;
+  s.request_log_path = LogPath();
+  StartEmulator(s);
+  {
+    TestConnection connection(emulator_->port());
+    connection.Send(PostRequest(
+        "/v1/completions", json({{"prompt", "a"}, {"max_tokens", 6}, {"stream", true}}).dump()));
+    EXPECT_EQ(ReadFailure(connection), "connection closed by server");  // mid-chunk
+  }
+  EXPECT_EQ(Post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}}).status, 200);
+  StopEmulator();
+  const std::vector<json> log = ReadLog(s.request_log_path);
+  ASSERT_EQ(log.size(), 2u);
+  EXPECT_EQ(log[0]["status"], "aborted");
+  EXPECT_EQ(log[0]["fault"], "truncated");
+  EXPECT_EQ(log[0]["completion_tokens"], 4);  // tokens 0..3 went out, the 4th cut in half
+}
+
+INSTANTIATE_TEST_SUITE_P(TtftItl, TruncationTest,
+                         ::testing::Values(std::pair{1.0, 1.0}, std::pair{0.0, 0.0},
+                                           std::pair{5.0, 0.0}));
+
+TEST_F(EmulatorTest, CrashAfterNRequestsKillsTheProcess) {
+  int port_pipe[2];
+  ASSERT_EQ(::pipe(port_pipe), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(port_pipe[0]);
+    EmulatorSettings s = InstantSettings();
+    s.faults.crash_after_requests = 2;
+    Emulator emulator(s);
+    emulator.Start();
+    const uint16_t port = emulator.port();
+    if (::write(port_pipe[1], &port, sizeof(port)) != sizeof(port)) ::_exit(3);
+    emulator.Run();
+    ::_exit(0);
+  }
+  ::close(port_pipe[1]);
+  uint16_t port = 0;
+  ASSERT_EQ(::read(port_pipe[0], &port, sizeof(port)), static_cast<ssize_t>(sizeof(port)));
+  ::close(port_pipe[0]);
+  TestConnection streaming(port);  // a stream in flight when the engine dies
+  streaming.Send(PostRequest("/v1/completions",
+                             json({{"prompt", "a"}, {"max_tokens", 2}, {"stream", true}}).dump()));
+  EXPECT_EQ(streaming.ReadResponse().status, 200);
+  TestConnection connection(port);
+  connection.Send(PostRequest("/v1/completions", R"({"prompt":"a","max_tokens":2})"));
+  EXPECT_EQ(connection.ReadResponse().status, 200);
+  connection.Send(PostRequest("/v1/completions", R"({"prompt":"a","max_tokens":2})"));
+  // No answer: the process died, and the kernel closed its sockets.
+  const std::string failure = ReadFailure(connection);
+  EXPECT_TRUE(failure == "connection closed by server" ||
+              failure == "recv: Connection reset by peer")
+      << failure;
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status));
+  if (WIFSIGNALED(status)) {
+    EXPECT_EQ(WTERMSIG(status), SIGKILL);
+  }
+}
+
+// ---- SGLang persona ----
+
+TEST_F(EmulatorTest, SglangPersonaServesSglangNamesInValidPrometheusText) {
+  EmulatorSettings s = FastSettings();
+  s.persona = "sglang";
+  StartEmulator(s);
+  ASSERT_EQ(
+      Post("/v1/completions", {{"prompt", "a b c"}, {"max_tokens", 4}, {"stream", true}}).status,
+      200);
+  ASSERT_EQ(Post("/v1/completions", {{"prompt", {1, 2}}, {"max_tokens", 6}}).status, 200);
+  HttpResponse r = Exchange(GetRequest("/metrics"));
+  ASSERT_EQ(r.status, 200);
+  const std::string& text = r.body;
+
+  // Every line is a comment or `name{labels} value`; every sample's family has a TYPE line.
+  const std::regex sample_line(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\} (\S+)$)");
+  const std::regex type_line(R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (gauge|counter|histogram)$)");
+  std::set<std::string> families, names;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    std::smatch m;
+    if (line.rfind("# HELP ", 0) == 0) continue;
+    if (std::regex_match(line, m, type_line)) {
+      families.insert(m[1]);
+      continue;
+    }
+    ASSERT_TRUE(std::regex_match(line, m, sample_line)) << line;
+    names.insert(m[1]);
+    EXPECT_NO_THROW((void)std::stod(m[3].str())) << line;
+    std::string family = m[1];
+    for (const char* suffix : {"_bucket", "_sum", "_count"}) {
+      if (family.ends_with(suffix) && !families.contains(family)) {
+        family.resize(family.size() - std::string(suffix).size());
+      }
+    }
+    EXPECT_TRUE(families.contains(family)) << "no TYPE for " << line;
+  }
+  for (const char* name :
+       {"sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:token_usage",
+        "sglang:num_used_tokens", "sglang:cache_hit_rate", "sglang:gen_throughput",
+        "sglang:num_retracted_reqs", "sglang:prompt_tokens_total", "sglang:generation_tokens_total",
+        "sglang:cached_tokens_total", "sglang:num_requests_total",
+        "sglang:num_aborted_requests_total", "sglang:time_to_first_token_seconds_bucket",
+        "sglang:time_to_first_token_seconds_count", "sglang:inter_token_latency_seconds_sum",
+        "sglang:e2e_request_latency_seconds_count"}) {
+    EXPECT_TRUE(names.contains(name)) << name;
+  }
+  EXPECT_EQ(text.find("vllm:"), std::string::npos);
+  const std::string sched =
+      "{model_name=\"m/x\",engine_type=\"unified\",tp_rank=\"0\",pp_rank=\"0\"}";
+  const std::string tok = "{model_name=\"m/x\"}";
+  EXPECT_EQ(Sample(text, "sglang:num_running_reqs" + sched), 0);
+  EXPECT_EQ(Sample(text, "sglang:num_queue_reqs" + sched), 0);
+  EXPECT_EQ(Sample(text, "sglang:prompt_tokens_total" + tok), 5);
+  EXPECT_EQ(Sample(text, "sglang:generation_tokens_total" + tok), 10);
+  EXPECT_EQ(Sample(text, "sglang:num_requests_total" + tok), 2);
+  EXPECT_EQ(Sample(text, "sglang:time_to_first_token_seconds_count" + tok), 2);
+  EXPECT_EQ(
+      Sample(text, "sglang:time_to_first_token_seconds_bucket{model_name=\"m/x\",le=\"0.1\"}"), 2);
+  // Tokens after each request's first chunk: 5 of the non-streamed one, up to 3 of the stream
+  // (fewer when a late timer coalesced two tokens into its first write).
+  const double itl_count = Sample(text, "sglang:inter_token_latency_seconds_count" + tok);
+  EXPECT_GE(itl_count, 5);
+  EXPECT_LE(itl_count, 8);
+  EXPECT_NE(text.find("# TYPE sglang:time_to_first_token_seconds histogram\n"), std::string::npos);
+}
+
+TEST_F(EmulatorTest, UnknownPersonaIsRejectedAtStart) {
+  EmulatorSettings s = FastSettings();
+  s.persona = "tgi";
+  Emulator emulator(s);
+  EXPECT_THROW(emulator.Start(), std::invalid_argument);
 }
 
 }  // namespace

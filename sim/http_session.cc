@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <array>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core/buffers_cat.hpp>
+#include <charconv>
+#include <csignal>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -20,6 +22,16 @@ using Clock = std::chrono::steady_clock;
 constexpr uint64_t kBodyLimitBytes = 64ull << 20;  // a 131k-token id array is ~1 MB
 constexpr const char* kJson = "application/json";
 
+// The streaming response head, rendered once (as Beast rendered it before).
+constexpr std::string_view kStreamHead =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+    "Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n";
+constexpr std::string_view kStreamHeadClose =
+    "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+    "Cache-Control: no-cache\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
+constexpr std::string_view kCrlf = "\r\n";
+constexpr std::string_view kLastChunk = "0\r\n\r\n";
+
 int64_t SinceEpochNs(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
 }
@@ -28,21 +40,34 @@ int64_t SinceEpochNs(Clock::time_point t) {
 
 struct HttpSession::Generation {
   Generation(const CompletionRequest& req, uint64_t seq_in, std::string_view path_in,
-             const ServerContext& ctx)
+             const RequestFaults& faults_in, const ServerContext& ctx)
       : request(req),
         seq(seq_in),
         path(path_in),
-        renderer(req.api, seq_in, ctx.created_s, ctx.model_json) {}
+        renderer(req.api, seq_in, ctx.created_s, ctx.model_json),
+        faults(faults_in),
+        fault_tok(req.max_tok / 2) {}
 
   CompletionRequest request;
   uint64_t seq;
   std::string_view path;  // a literal: the endpoint's route
   ResponseRenderer renderer;
+  RequestFaults faults;
+  int64_t fault_tok;  // where a broken event or a truncation strikes: the middle token
   bool done = false;
-  int64_t next_tok = 0;
+  bool last_received = false;  // the core sent the finished event (or the stream was cut)
+  bool watching = false;       // a hang-up watch is pending
+  bool recorded = false;       // counted in the metrics and the request log
+  bool stalled = false;        // the stall has begun: every later event is held
+  int64_t emitted_tok = 0;     // tokens received from the core
+  int64_t counted_tok = 0;     // tokens handed to the socket (non-streaming: produced)
+  int64_t last_chunk_ns = 0;   // when the previous chunk was handed over (ITL)
+  std::string_view fault;      // the injected fault that struck, for the request log
+  // Stalled events and their release times, in order; those before held_next are released.
+  // (A vector: a std::deque allocates on construction, and most requests never stall.)
+  std::vector<std::pair<Clock::time_point, TokenEvent>> held;
+  size_t held_next = 0;
   std::vector<int64_t> token_ns;  // filled only when the request log is on
-  http::response<http::empty_body> header;
-  http::response_serializer<http::empty_body> header_writer{header};
 };
 
 HttpSession::HttpSession(tcp::socket socket, ServerContext& ctx)
@@ -71,11 +96,9 @@ void HttpSession::OnRequestRead(ErrorCode ec) {
     return Close();
   }
   arrival_ = Clock::now();
-  // Idle keep-alive connections should not pin a large request's memory.
   const auto request = parser_->release();
   parser_.reset();
   keep_alive_ = request.keep_alive();
-  buffer_.shrink_to_fit();
   Route(request);
 }
 
@@ -85,36 +108,71 @@ void HttpSession::Route(const http::request<http::string_body>& request) {
   const bool get = request.method() == http::verb::get;
   const bool post = request.method() == http::verb::post;
 
+  if (target == "/v1/completions" && post) {
+    return RouteCompletion(Api::kCompletions, "/v1/completions", request.body());
+  }
+  if (target == "/v1/chat/completions" && post) {
+    return RouteCompletion(Api::kChat, "/v1/chat/completions", request.body());
+  }
   if (target == "/health" && get) {
     return SendReply(Clock::now() < ctx_.ready_at ? 503 : 200, kJson, "");
   }
   if (target == "/v1/models" && get) {
-    return SendReply(200, kJson,
-                     RenderModelList(ctx_.settings.model_name, ctx_.created_s,
-                                     ctx_.settings.max_model_len));
+    return SendReply(
+        200, kJson,
+        RenderModelList(ctx_.settings.model_name, ctx_.created_s, ctx_.settings.max_model_len));
   }
   if (target == "/metrics" && get) {
-    return SendReply(200, "text/plain; version=0.0.4; charset=utf-8",
-                     ctx_.metrics.RenderPrometheus(ctx_.settings.model_name,
-                                                   ctx_.settings.kv_capacity_tok));
-  }
-  const bool completions = target == "/v1/completions";
-  const bool chat = target == "/v1/chat/completions";
-  if ((completions || chat) && post) {
-    auto parsed = ParseCompletionRequest(completions ? Api::kCompletions : Api::kChat,
-                                         request.body(), ctx_.settings.model_name,
-                                         ctx_.settings.max_model_len);
-    if (auto* error = std::get_if<ErrorReply>(&parsed)) {
-      return SendReply(error->status, kJson, std::move(error->body));
-    }
-    return StartGeneration(std::get<CompletionRequest>(parsed),
-                           completions ? "/v1/completions" : "/v1/chat/completions");
+    return ctx_.driver->Snapshot(
+        socket_.get_executor(), [self = shared_from_this()](const EngineSnapshot& engine) {
+          self->SendReply(200, "text/plain; version=0.0.4; charset=utf-8",
+                          self->ctx_.metrics.RenderPrometheus(
+                              self->ctx_.persona, self->ctx_.settings.model_name, engine));
+        });
   }
   const bool known = target == "/health" || target == "/v1/models" || target == "/metrics" ||
-                     completions || chat;
+                     target == "/v1/completions" || target == "/v1/chat/completions";
   const ErrorReply error = known ? MakeError(405, "MethodNotAllowedError", "Method Not Allowed")
                                  : MakeError(404, "NotFoundError", "Not Found");
   SendReply(error.status, kJson, error.body);
+}
+
+void HttpSession::RouteCompletion(Api api, std::string_view path, std::string_view body) {
+  auto parsed =
+      ParseCompletionRequest(api, body, ctx_.settings.model_name, ctx_.settings.max_model_len);
+  if (auto* error = std::get_if<ErrorReply>(&parsed)) {
+    return SendReply(error->status, kJson, std::move(error->body));
+  }
+  const CompletionRequest& request = std::get<CompletionRequest>(parsed);
+  const uint64_t seq = ctx_.next_seq.fetch_add(1, std::memory_order_relaxed);
+  const FaultSettings& faults = ctx_.settings.faults;
+  if (faults.crash_after_requests > 0 &&
+      seq >= static_cast<uint64_t>(faults.crash_after_requests)) {
+    // An engine dying: no reply, no clean-up, every open stream cut. The ground truth is kept.
+    spdlog::error("sim: injected crash on request {} (crash_after_requests = {})", seq + 1,
+                  faults.crash_after_requests);
+    if (ctx_.request_log) ctx_.request_log->Flush();
+    std::raise(SIGKILL);
+  }
+  const RequestFaults planned = PlanFaults(faults, seq);
+  if (planned.error) {
+    if (ctx_.request_log) {
+      const std::vector<int64_t> none;
+      const ResponseRenderer renderer(api, seq, ctx_.created_s, ctx_.model_json);
+      ctx_.request_log->Append({.id = renderer.id(),
+                                .path = path,
+                                .arrival_ns = SinceEpochNs(arrival_),
+                                .token_ns = &none,
+                                .prompt_tok = request.prompt_tok,
+                                .completion_tok = 0,
+                                .status = "error",
+                                .fault = "error"});
+    }
+    const ErrorReply error =
+        MakeError(500, "InternalServerError", "Injected fault: the engine failed this request.");
+    return SendReply(error.status, kJson, error.body);
+  }
+  StartGeneration(request, path, seq, planned);
 }
 
 void HttpSession::SendReply(unsigned status, const char* content_type, std::string body) {
@@ -134,26 +192,27 @@ void HttpSession::OnWriteDone(ErrorCode ec, bool keep_alive) {
   ReadRequest();
 }
 
-void HttpSession::StartGeneration(const CompletionRequest& request, std::string_view path) {
-  const uint64_t seq = ctx_.next_seq.fetch_add(1, std::memory_order_relaxed);
-  gen_ = std::make_unique<Generation>(request, seq, path, ctx_);
+void HttpSession::StartGeneration(const CompletionRequest& request, std::string_view path,
+                                  uint64_t seq, const RequestFaults& faults) {
+  gen_ = std::make_unique<Generation>(request, seq, path, faults, ctx_);
   ctx_.metrics.OnRequestStart(request.prompt_tok);
-  WatchForHangup(seq);
-  if (!request.stream) return ScheduleNextToken(seq);
-
-  http::response<http::empty_body>& header = gen_->header;
-  header.version(11);
-  header.result(http::status::ok);
-  header.set(http::field::content_type, "text/event-stream; charset=utf-8");
-  header.set(http::field::cache_control, "no-cache");
-  header.keep_alive(keep_alive_);
-  header.chunked(true);
-  http::async_write_header(socket_, gen_->header_writer,
-                           [self = shared_from_this(), seq](ErrorCode ec, size_t) {
-                             if (!self->Active(seq)) return;
-                             if (ec) return self->FinishGeneration(/*aborted=*/true);
-                             self->ScheduleNextToken(seq);
-                           });
+  if (request.stream) pending_head_ = keep_alive_ ? kStreamHead : kStreamHeadClose;
+  // Events already due (ttft = 0) are delivered inside Submit when single-threaded.
+  ctx_.driver->Submit({.id = seq,
+                       .arrival_ns = SinceEpochNs(arrival_),
+                       .prompt_tok = request.prompt_tok,
+                       .max_tok = request.max_tok,
+                       .prefix_block_hashes = {}},
+                      shared_from_this(), socket_.get_executor());
+  if (!Active(seq)) return;  // a non-streaming request answered already
+  if (!gen_->last_received) {
+    // A stream that lives on should not pin the read buffer (Beast reads up to 64 KB at a
+    // time): 10,000 streams would hold 640 MB. One answered at once keeps it for the next read.
+    if (buffer_.size() == 0) buffer_.shrink_to_fit();
+    gen_->watching = true;
+    WatchForHangup(seq);
+  }
+  Flush();  // the stream's head goes at once, with whatever tokens are due
 }
 
 void HttpSession::WatchForHangup(uint64_t seq) {
@@ -170,85 +229,190 @@ void HttpSession::WatchForHangup(uint64_t seq) {
   });
 }
 
-void HttpSession::ScheduleNextToken(uint64_t seq) {
-  // An absolute schedule: a late token does not delay the ones after it.
-  timer_.expires_at(arrival_ + ctx_.ttft + ctx_.itl * gen_->next_tok);
+void HttpSession::OnTokenEvents(const TokenEvent* events, size_t count) {
+  if (count == 0 || !Active(events[0].id)) return;
+  const uint64_t seq = events[0].id;
+  for (size_t i = 0; i < count; ++i) {
+    Generation& gen = *gen_;
+    if (gen.last_received) break;  // the stream was cut (truncation fault): flush the cut
+    const FaultSettings& faults = ctx_.settings.faults;
+    if (gen.faults.stall && (gen.stalled || gen.emitted_tok >= faults.stall_after_tok)) {
+      // The stream pauses: this event and every later one leave stall_ms after they came.
+      gen.stalled = true;
+      gen.fault = "stall";
+      gen.held.emplace_back(Clock::now() + ctx_.stall, events[i]);
+      if (gen.held.size() - gen.held_next == 1) {
+        timer_.expires_at(gen.held.front().first);
+        timer_.async_wait([self = shared_from_this(), seq](ErrorCode ec) {
+          if (!ec) self->ReleaseHeld(seq);
+        });
+      }
+      continue;
+    }
+    Consume(events[i]);
+    if (!Active(seq)) return;  // a non-streaming request was answered
+  }
+  Flush();
+}
+
+void HttpSession::ReleaseHeld(uint64_t seq) {
+  if (!Active(seq)) return;
+  const Clock::time_point now = Clock::now();
+  while (gen_->held_next < gen_->held.size() && gen_->held[gen_->held_next].first <= now) {
+    const TokenEvent event = gen_->held[gen_->held_next++].second;
+    Consume(event);
+    if (!Active(seq)) return;
+  }
+  Flush();
+  if (gen_->held_next == gen_->held.size()) return;
+  timer_.expires_at(gen_->held[gen_->held_next].first);
   timer_.async_wait([self = shared_from_this(), seq](ErrorCode ec) {
-    if (ec || !self->Active(seq)) return;
-    self->OnTokenDue(seq);
+    if (!ec) self->ReleaseHeld(seq);
   });
 }
 
-void HttpSession::OnTokenDue(uint64_t seq) {
+void HttpSession::Consume(const TokenEvent& event) {
   Generation& gen = *gen_;
-  const int64_t k = gen.next_tok++;
-  const bool last = gen.next_tok == gen.request.max_tok;
+  if (gen.last_received) return;
+  const int64_t first = gen.emitted_tok;
+  const int64_t tokens = event.tokens;
+  gen.emitted_tok += tokens;
+  ctx_.metrics.OnTokens(tokens);
+
   if (!gen.request.stream) {
-    CountToken(k);
-    if (!last) return ScheduleNextToken(seq);
-    std::string body = gen.renderer.RenderResponse(gen.request.prompt_tok, gen.next_tok);
+    // Nothing is written until the end: each token counts at the model's instant.
+    if (first == 0) ctx_.metrics.OnFirstToken(event.time_ns - SinceEpochNs(arrival_));
+    if (first > 0) ctx_.metrics.OnChunkInterval(event.time_ns - gen.last_chunk_ns, tokens);
+    gen.last_chunk_ns = event.time_ns;
+    gen.counted_tok += tokens;
+    if (ctx_.request_log) gen.token_ns.insert(gen.token_ns.end(), tokens, event.time_ns);
+    if (!event.finished) return;
+    gen.last_received = true;
+    std::string body = gen.renderer.RenderResponse(gen.request.prompt_tok, gen.emitted_tok);
     FinishGeneration(/*aborted=*/false);
     return SendReply(200, kJson, std::move(body));
   }
 
-  chunk_.clear();
-  if (k == 0 && gen.request.api == Api::kChat) gen.renderer.AppendRoleEvent(chunk_);
-  gen.renderer.AppendTokenEvent(chunk_, k, last);
-  if (last) {
-    if (gen.request.include_usage) {
-      gen.renderer.AppendUsageEvent(chunk_, gen.request.prompt_tok, gen.next_tok);
-    }
-    ResponseRenderer::AppendDoneEvent(chunk_);
+  if (first == 0 && gen.request.api == Api::kChat) gen.renderer.AppendRoleEvent(pending_);
+  const size_t event_begin = pending_.size();
+  gen.renderer.AppendTokenEvent(pending_, first, tokens, event.finished);
+  pending_tok_ += tokens;
+  const bool fault_here = first <= gen.fault_tok && gen.fault_tok < gen.emitted_tok;
+  if (fault_here && gen.faults.truncate) {
+    // The body stops in the middle of this event's chunk; the connection closes after it.
+    pending_.resize(event_begin + (pending_.size() - event_begin) / 2);
+    pending_cut_ = true;
+    gen.fault = "truncated";
+    if (!event.finished) ctx_.driver->Cancel(gen.seq);
+    gen.last_received = true;
+    return;
   }
-  CountToken(k);
-  auto on_written = [self = shared_from_this(), seq, last](ErrorCode ec, size_t) {
-    if (!self->Active(seq)) return;
-    if (ec) return self->FinishGeneration(/*aborted=*/true);
-    if (!last) return self->ScheduleNextToken(seq);
-    self->FinishGeneration(/*aborted=*/false);
-    self->OnWriteDone({}, self->keep_alive_);
-  };
-  if (last) {
-    net::async_write(socket_,
-                     beast::buffers_cat(http::make_chunk(net::buffer(chunk_)),
-                                        http::make_chunk_last()),
-                     std::move(on_written));
-  } else {
-    net::async_write(socket_, http::make_chunk(net::buffer(chunk_)), std::move(on_written));
+  if (fault_here && gen.faults.broken_event) {
+    // The event's JSON stops halfway; the event itself is terminated, the stream goes on.
+    pending_.resize(event_begin + (pending_.size() - event_begin) / 2);
+    pending_ += "\n\n";
+    gen.fault = "broken_event";
+  }
+  if (event.finished) {
+    gen.last_received = true;
+    if (gen.request.include_usage) {
+      gen.renderer.AppendUsageEvent(pending_, gen.request.prompt_tok, gen.emitted_tok);
+    }
+    ResponseRenderer::AppendDoneEvent(pending_);
+    pending_last_ = true;
   }
 }
 
-void HttpSession::CountToken(int64_t k) {
-  const Clock::time_point now = Clock::now();
-  if (k == 0) {
-    ctx_.metrics.OnFirstToken(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(now - arrival_).count());
+void HttpSession::Flush() {
+  if (write_in_flight_ || !gen_) return;
+  if (pending_head_.empty() && pending_.empty() && !pending_last_) return;
+  std::swap(writing_, pending_);
+  pending_.clear();
+  writing_last_ = pending_last_ && !pending_cut_;
+  writing_cut_ = pending_cut_;
+  std::array<net::const_buffer, 5> buffers{};
+  size_t n = 0;
+  if (!pending_head_.empty()) buffers[n++] = net::buffer(pending_head_);
+  if (!writing_.empty()) {
+    // One HTTP chunk for everything pending; a cut chunk promises twice what it carries.
+    const size_t promised = writing_cut_ ? 2 * writing_.size() + 1 : writing_.size();
+    char* end = std::to_chars(chunk_line_, chunk_line_ + sizeof(chunk_line_) - 2, promised, 16).ptr;
+    *end++ = '\r';
+    *end++ = '\n';
+    buffers[n++] = net::buffer(chunk_line_, static_cast<size_t>(end - chunk_line_));
+    buffers[n++] = net::buffer(writing_);
+    if (!writing_cut_) buffers[n++] = net::buffer(kCrlf);
   }
-  ctx_.metrics.OnToken();
-  if (ctx_.request_log) gen_->token_ns.push_back(SinceEpochNs(now));
+  if (writing_last_) buffers[n++] = net::buffer(kLastChunk);
+  pending_head_ = {};
+  pending_last_ = false;
+  pending_cut_ = false;
+
+  // Every token in this write is handed to the socket now.
+  Generation& gen = *gen_;
+  if (pending_tok_ > 0) {
+    const int64_t now_ns = SinceEpochNs(Clock::now());
+    if (gen.counted_tok == 0) {
+      ctx_.metrics.OnFirstToken(now_ns - SinceEpochNs(arrival_));
+    } else {
+      ctx_.metrics.OnChunkInterval(now_ns - gen.last_chunk_ns, pending_tok_);
+    }
+    gen.last_chunk_ns = now_ns;
+    gen.counted_tok += pending_tok_;
+    if (ctx_.request_log) gen.token_ns.insert(gen.token_ns.end(), pending_tok_, now_ns);
+    pending_tok_ = 0;
+  }
+  // The request is complete once its last bytes are handed over: record it now, so that the
+  // log holds it before the client can have read it (a client may stop the emulator then).
+  if (writing_last_) Record(/*aborted=*/false);
+  write_in_flight_ = true;
+  net::async_write(socket_, buffers,
+                   [self = shared_from_this(), seq = gen.seq](ErrorCode ec, size_t) {
+                     self->OnFlushed(ec, seq);
+                   });
+}
+
+void HttpSession::OnFlushed(ErrorCode ec, uint64_t seq) {
+  write_in_flight_ = false;
+  if (!Active(seq)) return;
+  if (ec || writing_cut_) return FinishGeneration(/*aborted=*/true);
+  if (!writing_last_) return Flush();
+  FinishGeneration(/*aborted=*/false);
+  OnWriteDone({}, keep_alive_);
 }
 
 void HttpSession::FinishGeneration(bool aborted) {
   Generation& gen = *gen_;
   gen.done = true;
-  ctx_.metrics.OnRequestEnd(gen.request.prompt_tok + gen.next_tok, /*ok=*/!aborted);
+  if (!gen.recorded) Record(aborted);
+  if (aborted) {
+    if (!gen.last_received) ctx_.driver->Cancel(gen.seq);
+    timer_.cancel();
+    return Close();
+  }
+  if (gen.watching) {
+    ErrorCode ignored;
+    socket_.cancel(ignored);  // ends the hang-up watch; nothing else is pending now
+  }
+  gen_.reset();
+}
+
+void HttpSession::Record(bool aborted) {
+  Generation& gen = *gen_;
+  gen.recorded = true;
+  const Clock::time_point now = Clock::now();
+  ctx_.metrics.OnRequestEnd(
+      !aborted, std::chrono::duration_cast<std::chrono::nanoseconds>(now - arrival_).count());
   if (ctx_.request_log) {
-    const std::string id = gen.renderer.id();
-    ctx_.request_log->Append({.id = id,
+    ctx_.request_log->Append({.id = gen.renderer.id(),
                               .path = gen.path,
                               .arrival_ns = SinceEpochNs(arrival_),
                               .token_ns = &gen.token_ns,
                               .prompt_tok = gen.request.prompt_tok,
-                              .completion_tok = gen.next_tok,
-                              .aborted = aborted});
+                              .completion_tok = gen.counted_tok,
+                              .status = aborted ? "aborted" : "ok",
+                              .fault = gen.fault});
   }
-  if (aborted) {
-    timer_.cancel();
-    return Close();
-  }
-  ErrorCode ignored;
-  socket_.cancel(ignored);  // ends the hang-up watch; nothing else is pending now
-  gen_.reset();
 }
 
 bool HttpSession::Active(uint64_t seq) const { return gen_ && !gen_->done && gen_->seq == seq; }

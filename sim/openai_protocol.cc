@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <iterator>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -66,17 +67,347 @@ const Json* Field(const Json& object, const char* name) {
 
 std::string TokenText(int64_t k) { return fmt::format(" t{}", k); }
 
+void AppendInt(std::string& out, int64_t value) {
+  char digits[24];
+  const auto result = std::to_chars(digits, digits + sizeof(digits), value);
+  out.append(digits, result.ptr);
+}
+
+// ---- The fast path: a validating, allocation-free scan of the request object. ----
+
+// Reads one JSON document; every method returns false when the input is malformed OR outside
+// what the fast path decides (then the DOM path runs and produces the answer or the error).
+class Scanner {
+ public:
+  explicit Scanner(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+
+  void Ws() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\n' || *p_ == '\r')) ++p_;
+  }
+  bool AtEnd() const { return p_ == end_; }
+  bool Peek(char c) {
+    Ws();
+    return p_ < end_ && *p_ == c;
+  }
+  bool Eat(char c) {
+    if (!Peek(c)) return false;
+    ++p_;
+    return true;
+  }
+  bool PeekNull() { return Peek('n'); }
+  bool Literal(std::string_view word) {
+    Ws();
+    if (static_cast<size_t>(end_ - p_) < word.size() || std::string_view(p_, word.size()) != word) {
+      return false;
+    }
+    p_ += word.size();
+    return true;
+  }
+  bool Bool(bool* value) {
+    if (Literal("true")) {
+      *value = true;
+      return true;
+    }
+    if (Literal("false")) {
+      *value = false;
+      return true;
+    }
+    return false;
+  }
+  // A string of printable ASCII; simple escapes allowed (escaped is set), \u is not.
+  bool String(std::string_view* raw, bool* escaped) {
+    if (!Eat('"')) return false;
+    const char* begin = p_;
+    *escaped = false;
+    while (p_ < end_) {
+      const auto c = static_cast<unsigned char>(*p_);
+      if (c == '"') {
+        *raw = std::string_view(begin, static_cast<size_t>(p_ - begin));
+        ++p_;
+        return true;
+      }
+      if (c < 0x20 || c >= 0x80) return false;
+      if (c == '\\') {
+        if (++p_ == end_) return false;
+        if (std::string_view("\"\\/bfnrt").find(*p_) == std::string_view::npos) return false;
+        *escaped = true;
+      }
+      ++p_;
+    }
+    return false;
+  }
+  // A JSON number; *integer is set when it has no fraction or exponent and fits 18 digits.
+  bool Number(bool* integer, int64_t* value) {
+    Ws();
+    const char* begin = p_;
+    const bool negative = p_ < end_ && *p_ == '-';
+    if (negative) ++p_;
+    if (p_ == end_ || !IsDigit(*p_)) return false;
+    if (*p_ == '0') {
+      ++p_;
+    } else {
+      while (p_ < end_ && IsDigit(*p_)) ++p_;
+    }
+    const size_t digits = static_cast<size_t>(p_ - begin) - (negative ? 1 : 0);
+    bool plain = true;
+    if (p_ < end_ && *p_ == '.') {
+      plain = false;
+      if (++p_ == end_ || !IsDigit(*p_)) return false;
+      while (p_ < end_ && IsDigit(*p_)) ++p_;
+    }
+    if (p_ < end_ && (*p_ == 'e' || *p_ == 'E')) {
+      plain = false;
+      ++p_;
+      if (p_ < end_ && (*p_ == '+' || *p_ == '-')) ++p_;
+      if (p_ == end_ || !IsDigit(*p_)) return false;
+      while (p_ < end_ && IsDigit(*p_)) ++p_;
+    }
+    *integer = plain && digits <= 18;
+    if (*integer) {
+      int64_t v = 0;
+      for (const char* d = begin + (negative ? 1 : 0); d < begin + (negative ? 1 : 0) + digits;
+           ++d) {
+        v = v * 10 + (*d - '0');
+      }
+      *value = negative ? -v : v;
+    }
+    return true;
+  }
+  bool SkipValue(int depth = 0) {
+    if (depth > 32) return false;
+    Ws();
+    if (p_ == end_) return false;
+    std::string_view raw;
+    bool flag = false;
+    int64_t number = 0;
+    switch (*p_) {
+      case '"':
+        return String(&raw, &flag);
+      case 't':
+        return Literal("true");
+      case 'f':
+        return Literal("false");
+      case 'n':
+        return Literal("null");
+      case '{':
+        ++p_;
+        if (Eat('}')) return true;
+        do {
+          if (!String(&raw, &flag) || !Eat(':') || !SkipValue(depth + 1)) return false;
+        } while (Eat(','));
+        return Eat('}');
+      case '[':
+        ++p_;
+        if (Eat(']')) return true;
+        do {
+          if (!SkipValue(depth + 1)) return false;
+        } while (Eat(','));
+        return Eat(']');
+      default:
+        return Number(&flag, &number);
+    }
+  }
+
+ private:
+  static bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+  const char* p_;
+  const char* end_;
+};
+
+// Words of a raw JSON string (escapes not decoded): \n \t \r \f are whitespace, other escapes
+// are one non-space character, exactly as CountWords sees the decoded text.
+int64_t CountRawWords(std::string_view raw, bool escaped) {
+  if (!escaped) return CountWords(raw);
+  int64_t words = 0;
+  bool in_word = false;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    char c = raw[i];
+    if (c == '\\') {
+      const char e = raw[++i];
+      c = e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e == 'f' ? '\f' : 'x';
+    }
+    const bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+    if (!space && !in_word) ++words;
+    in_word = !space;
+  }
+  return words;
+}
+
+// An array of integers (the opening '[' already read); counts them.
+bool ScanIntArray(Scanner& s, int64_t* count) {
+  *count = 0;
+  if (s.Eat(']')) return true;
+  do {
+    bool integer = false;
+    int64_t value = 0;
+    if (!s.Number(&integer, &value) || !integer) return false;
+    ++*count;
+  } while (s.Eat(','));
+  return s.Eat(']');
+}
+
+// A completions prompt: a string, a token-id array, [string] or [[ids]].
+bool ScanPrompt(Scanner& s, int64_t* tokens) {
+  std::string_view raw;
+  bool escaped = false;
+  if (s.Peek('"')) {
+    if (!s.String(&raw, &escaped)) return false;
+    *tokens = CountRawWords(raw, escaped);
+    return true;
+  }
+  if (!s.Eat('[')) return false;
+  if (s.Peek('"')) {
+    if (!s.String(&raw, &escaped) || !s.Eat(']')) return false;
+    *tokens = CountRawWords(raw, escaped);
+    return true;
+  }
+  if (s.Eat('[')) return ScanIntArray(s, tokens) && s.Eat(']');
+  return ScanIntArray(s, tokens);
+}
+
+// Chat messages: a non-empty array of objects; the words of each string `content` count.
+bool ScanMessages(Scanner& s, int64_t* tokens) {
+  *tokens = 0;
+  if (!s.Eat('[') || s.Peek(']')) return false;
+  do {
+    if (!s.Eat('{')) return false;
+    bool seen_content = false;
+    if (!s.Eat('}')) {
+      do {
+        std::string_view key, raw;
+        bool escaped = false;
+        if (!s.String(&key, &escaped) || escaped || !s.Eat(':')) return false;
+        if (key == "content") {
+          if (seen_content) return false;
+          seen_content = true;
+          if (s.Peek('"')) {
+            if (!s.String(&raw, &escaped)) return false;
+            *tokens += CountRawWords(raw, escaped);
+            continue;
+          }
+        }
+        if (!s.SkipValue(2)) return false;
+      } while (s.Eat(','));
+      if (!s.Eat('}')) return false;
+    }
+  } while (s.Eat(','));
+  return s.Eat(']');
+}
+
+// null (unset) or an integer >= 1.
+bool ScanMaxTokens(Scanner& s, std::optional<int64_t>* out) {
+  if (s.PeekNull()) return s.Literal("null");
+  bool integer = false;
+  int64_t value = 0;
+  if (!s.Number(&integer, &value) || !integer || value < 1) return false;
+  *out = value;
+  return true;
+}
+
+// null or a boolean.
+bool ScanOptionalBool(Scanner& s, bool* out) {
+  if (s.PeekNull()) return s.Literal("null");
+  return s.Bool(out);
+}
+
 }  // namespace
 
+std::optional<CompletionRequest> FastParseCompletionRequest(Api api, std::string_view body,
+                                                            std::string_view model_name,
+                                                            int64_t max_model_len) {
+  Scanner s(body);
+  if (!s.Eat('{')) return std::nullopt;
+  CompletionRequest out;
+  out.api = api;
+  std::optional<int64_t> prompt_tok, max_tokens, max_completion_tokens;
+  bool seen_model = false, seen_stream = false, seen_options = false;
+  const std::string_view prompt_key = api == Api::kChat ? "messages" : "prompt";
+  if (!s.Eat('}')) {
+    do {
+      std::string_view key;
+      bool escaped = false;
+      if (!s.String(&key, &escaped) || escaped || !s.Eat(':')) return std::nullopt;
+      bool ok = true;
+      if (key == "model") {
+        if (seen_model) return std::nullopt;
+        seen_model = true;
+        if (s.PeekNull()) {
+          ok = s.Literal("null");
+        } else {
+          std::string_view name;
+          ok = s.String(&name, &escaped) && !escaped && name == model_name;
+        }
+      } else if (key == prompt_key) {
+        if (prompt_tok) return std::nullopt;
+        int64_t tokens = 0;
+        ok = api == Api::kChat ? ScanMessages(s, &tokens) : ScanPrompt(s, &tokens);
+        prompt_tok = tokens;
+      } else if (key == "max_tokens") {
+        if (max_tokens) return std::nullopt;
+        ok = ScanMaxTokens(s, &max_tokens);
+        if (!max_tokens) max_tokens = 0;  // seen, unset (0 is never a valid value)
+      } else if (key == "max_completion_tokens") {
+        if (max_completion_tokens) return std::nullopt;
+        ok = ScanMaxTokens(s, &max_completion_tokens);
+        if (!max_completion_tokens) max_completion_tokens = 0;
+      } else if (key == "stream") {
+        if (seen_stream) return std::nullopt;
+        seen_stream = true;
+        ok = ScanOptionalBool(s, &out.stream);
+      } else if (key == "stream_options") {
+        if (seen_options) return std::nullopt;
+        seen_options = true;
+        if (s.PeekNull()) {
+          ok = s.Literal("null");
+        } else if (!s.Eat('{')) {
+          ok = false;
+        } else if (!s.Eat('}')) {
+          bool seen_usage = false;
+          do {
+            std::string_view option;
+            if (!s.String(&option, &escaped) || escaped || !s.Eat(':')) return std::nullopt;
+            if (option == "include_usage") {
+              if (seen_usage) return std::nullopt;
+              seen_usage = true;
+              ok = ScanOptionalBool(s, &out.include_usage);
+            } else {
+              ok = s.SkipValue(1);
+            }
+            if (!ok) return std::nullopt;
+          } while (s.Eat(','));
+          ok = s.Eat('}');
+        }
+      } else {
+        ok = s.SkipValue(1);
+      }
+      if (!ok) return std::nullopt;
+    } while (s.Eat(','));
+    if (!s.Eat('}')) return std::nullopt;
+  }
+  s.Ws();
+  if (!s.AtEnd() || !prompt_tok) return std::nullopt;
+  out.prompt_tok = *prompt_tok;
+  // Chat prefers max_completion_tokens over max_tokens, as vLLM does (0 = present but null).
+  if (api == Api::kChat && max_completion_tokens.value_or(0) > 0) {
+    out.max_tok = *max_completion_tokens;
+  } else if (max_tokens.value_or(0) > 0) {
+    out.max_tok = *max_tokens;
+  }
+  if (out.prompt_tok + out.max_tok > max_model_len) return std::nullopt;
+  return out;
+}
+
 ErrorReply MakeError(unsigned status, std::string_view type, std::string_view message) {
-  OrderedJson body = {{"error",
-                       {{"message", message}, {"type", type}, {"param", nullptr}, {"code", status}}}};
+  OrderedJson body = {
+      {"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", status}}}};
   return {status, body.dump()};
 }
 
 std::variant<CompletionRequest, ErrorReply> ParseCompletionRequest(Api api, std::string_view body,
                                                                    const std::string& model_name,
                                                                    int64_t max_model_len) {
+  if (auto fast = FastParseCompletionRequest(api, body, model_name, max_model_len)) return *fast;
   const Json request = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (request.is_discarded()) return BadRequest("Request body is not valid JSON.");
   if (!request.is_object()) return BadRequest("Request body must be a JSON object.");
@@ -137,9 +468,12 @@ std::variant<CompletionRequest, ErrorReply> ParseCompletionRequest(Api api, std:
 
 std::string RenderModelList(const std::string& model_name, int64_t created_s,
                             int64_t max_model_len) {
-  OrderedJson model = {{"id", model_name},         {"object", "model"},
-                       {"created", created_s},     {"owned_by", "servesweep-sim"},
-                       {"root", model_name},       {"parent", nullptr},
+  OrderedJson model = {{"id", model_name},
+                       {"object", "model"},
+                       {"created", created_s},
+                       {"owned_by", "servesweep-sim"},
+                       {"root", model_name},
+                       {"parent", nullptr},
                        {"max_model_len", max_model_len}};
   OrderedJson list = {{"object", "list"}, {"data", OrderedJson::array({model})}};
   return list.dump();
@@ -147,46 +481,43 @@ std::string RenderModelList(const std::string& model_name, int64_t created_s,
 
 ResponseRenderer::ResponseRenderer(Api api, uint64_t seq, int64_t created_s,
                                    std::string_view model_json)
-    : api_(api), seq_(seq), created_s_(created_s), model_json_(model_json) {}
-
-std::string ResponseRenderer::id() const {
-  return fmt::format("{}-{}", api_ == Api::kChat ? "chatcmpl" : "cmpl", seq_);
-}
-
-void ResponseRenderer::AppendChunkHead(std::string& out) const {
-  fmt::format_to(std::back_inserter(out),
-                 "data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":{},", id(),
-                 api_ == Api::kChat ? "chat.completion.chunk" : "text_completion", created_s_,
-                 model_json_);
-}
+    : api_(api),
+      created_s_(created_s),
+      model_json_(model_json),
+      id_(fmt::format("{}-{}", api == Api::kChat ? "chatcmpl" : "cmpl", seq)),
+      head_(fmt::format("data: {{\"id\":\"{}\",\"object\":\"{}\",\"created\":{},\"model\":{},", id_,
+                        api == Api::kChat ? "chat.completion.chunk" : "text_completion", created_s,
+                        model_json)) {}
 
 void ResponseRenderer::AppendRoleEvent(std::string& out) const {
-  AppendChunkHead(out);
+  out += head_;
   out +=
       "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},"
       "\"logprobs\":null,\"finish_reason\":null}],\"usage\":null}\n\n";
 }
 
-void ResponseRenderer::AppendTokenEvent(std::string& out, int64_t k, bool last) const {
-  AppendChunkHead(out);
-  const char* finish = last ? "\"length\"" : "null";
-  if (api_ == Api::kChat) {
-    fmt::format_to(std::back_inserter(out),
-                   "\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\" t{}\"}},"
-                   "\"logprobs\":null,\"finish_reason\":{},\"stop_reason\":null}}],"
-                   "\"usage\":null}}\n\n",
-                   k, finish);
-  } else {
-    fmt::format_to(std::back_inserter(out),
-                   "\"choices\":[{{\"index\":0,\"text\":\" t{}\",\"logprobs\":null,"
-                   "\"finish_reason\":{},\"stop_reason\":null}}],\"usage\":null}}\n\n",
-                   k, finish);
+void ResponseRenderer::AppendTokenEvent(std::string& out, int64_t first_tok, int64_t count,
+                                        bool last) const {
+  out += head_;
+  out += api_ == Api::kChat
+             ? std::string_view("\"choices\":[{\"index\":0,\"delta\":{\"content\":\"")
+             : std::string_view("\"choices\":[{\"index\":0,\"text\":\"");
+  for (int64_t k = first_tok; k < first_tok + count; ++k) {
+    out += " t";
+    AppendInt(out, k);
   }
+  out += api_ == Api::kChat ? std::string_view("\"}") : std::string_view("\"");
+  out += last ? std::string_view(
+                    ",\"logprobs\":null,\"finish_reason\":\"length\",\"stop_reason\":null}],"
+                    "\"usage\":null}\n\n")
+              : std::string_view(
+                    ",\"logprobs\":null,\"finish_reason\":null,\"stop_reason\":null}],"
+                    "\"usage\":null}\n\n");
 }
 
 void ResponseRenderer::AppendUsageEvent(std::string& out, int64_t prompt_tok,
                                         int64_t completion_tok) const {
-  AppendChunkHead(out);
+  out += head_;
   fmt::format_to(std::back_inserter(out),
                  "\"choices\":[],\"usage\":{{\"prompt_tokens\":{},\"total_tokens\":{},"
                  "\"completion_tokens\":{}}}}}\n\n",
@@ -207,16 +538,15 @@ std::string ResponseRenderer::RenderResponse(int64_t prompt_tok, int64_t complet
   choice["logprobs"] = nullptr;
   choice["finish_reason"] = "length";
   choice["stop_reason"] = nullptr;
-  OrderedJson response = {
-      {"id", id()},
-      {"object", api_ == Api::kChat ? "chat.completion" : "text_completion"},
-      {"created", created_s_},
-      {"model", Json::parse(model_json_)},
-      {"choices", OrderedJson::array({choice})},
-      {"usage",
-       {{"prompt_tokens", prompt_tok},
-        {"total_tokens", prompt_tok + completion_tok},
-        {"completion_tokens", completion_tok}}}};
+  OrderedJson response = {{"id", id()},
+                          {"object", api_ == Api::kChat ? "chat.completion" : "text_completion"},
+                          {"created", created_s_},
+                          {"model", Json::parse(model_json_)},
+                          {"choices", OrderedJson::array({choice})},
+                          {"usage",
+                           {{"prompt_tokens", prompt_tok},
+                            {"total_tokens", prompt_tok + completion_tok},
+                            {"completion_tokens", completion_tok}}}};
   return response.dump();
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -38,18 +39,27 @@ std::variant<CompletionRequest, ErrorReply> ParseCompletionRequest(Api api, std:
 std::string RenderModelList(const std::string& model_name, int64_t created_s,
                             int64_t max_model_len);
 
-// Renders the events and the response of one request. Token k's text is " t<k>".
+// The allocation-free fast path of ParseCompletionRequest: it decides only well-formed requests
+// of the usual shapes (no \u escapes or non-ASCII bytes in strings, no duplicate fields that
+// matter, no errors) and returns nullopt for everything else, which the JSON DOM path then
+// decides. Whenever it answers, it answers exactly as the DOM path would. Exposed for tests.
+std::optional<CompletionRequest> FastParseCompletionRequest(Api api, std::string_view body,
+                                                            std::string_view model_name,
+                                                            int64_t max_model_len);
+
+// Renders the events and the response of one request. Token k's text is " t<k>". The event
+// head (id, object, created, model) is rendered once, at construction.
 class ResponseRenderer {
  public:
-  // model_json: the model name as a JSON string literal; must outlive the renderer.
   ResponseRenderer(Api api, uint64_t seq, int64_t created_s, std::string_view model_json);
 
-  std::string id() const;  // "cmpl-<seq>" or "chatcmpl-<seq>"
+  const std::string& id() const { return id_; }  // "cmpl-<seq>" or "chatcmpl-<seq>"
 
   // Chat only: the role-only delta vLLM sends just before the first content chunk.
   void AppendRoleEvent(std::string& out) const;
-  // Token k's chunk; the last one carries finish_reason "length".
-  void AppendTokenEvent(std::string& out, int64_t k, bool last) const;
+  // One event carrying tokens first_tok .. first_tok + count - 1 (count > 1 under speculative
+  // decoding: vLLM sends a step's tokens as one chunk); the last carries finish_reason "length".
+  void AppendTokenEvent(std::string& out, int64_t first_tok, int64_t count, bool last) const;
   void AppendUsageEvent(std::string& out, int64_t prompt_tok, int64_t completion_tok) const;
   static void AppendDoneEvent(std::string& out);
 
@@ -57,12 +67,11 @@ class ResponseRenderer {
   std::string RenderResponse(int64_t prompt_tok, int64_t completion_tok) const;
 
  private:
-  void AppendChunkHead(std::string& out) const;
-
   Api api_;
-  uint64_t seq_;
   int64_t created_s_;
-  std::string_view model_json_;
+  std::string_view model_json_;  // must outlive the renderer
+  std::string id_;
+  std::string head_;  // `data: {"id":...,"object":...,"created":...,"model":...,`
 };
 
 }  // namespace servesweep::sim

@@ -26,9 +26,10 @@ void RequestLog::Append(const RequestRecord& record) {
   // Ids and paths are ours (no characters that need JSON escaping), so fmt renders the line.
   std::string line = fmt::format(
       "{{\"id\":\"{}\",\"path\":\"{}\",\"arrival_ns\":{},\"token_ns\":[{}],\"prompt_tokens\":{},"
-      "\"completion_tokens\":{},\"status\":\"{}\"}}\n",
+      "\"completion_tokens\":{},\"status\":\"{}\"{}{}{}}}\n",
       record.id, record.path, record.arrival_ns, fmt::join(*record.token_ns, ","),
-      record.prompt_tok, record.completion_tok, record.aborted ? "aborted" : "ok");
+      record.prompt_tok, record.completion_tok, record.status,
+      record.fault.empty() ? "" : ",\"fault\":\"", record.fault, record.fault.empty() ? "" : "\"");
   std::lock_guard lock(buffer_mu_);
   buffer_ += line;
 }

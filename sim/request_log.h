@@ -1,6 +1,6 @@
 // The emulator's ground-truth request log: one JSON line per finished or aborted request, with
 // the CLOCK_MONOTONIC instants (steady_clock, shared across processes on Linux) at which the
-// request was fully read and each token chunk was handed to the socket.
+// request was fully read and each token was handed to the socket (tokens of one chunk share it).
 //
 // Thread-safety: Append() and Flush() may be called concurrently; lines are buffered in memory
 // and written out by Flush() (the emulator calls it every second and on Stop()).
@@ -22,7 +22,8 @@ struct RequestRecord {
   const std::vector<int64_t>* token_ns = nullptr;
   int64_t prompt_tok = 0;
   int64_t completion_tok = 0;
-  bool aborted = false;
+  std::string_view status = "ok";  // "ok", "aborted" (client gone or stream cut) or "error" (500)
+  std::string_view fault;          // the injected fault that hit the request, "" if none
 };
 
 class RequestLog {
@@ -38,8 +39,8 @@ class RequestLog {
 
  private:
   std::mutex buffer_mu_;
-  std::string buffer_;      // guarded by buffer_mu_
-  std::mutex file_mu_;      // serialises writers so lines stay in order
+  std::string buffer_;  // guarded by buffer_mu_
+  std::mutex file_mu_;  // serialises writers so lines stay in order
   std::FILE* file_;
 };
 

@@ -1,0 +1,36 @@
+#include "sim/fault_plan.h"
+
+namespace servesweep::sim {
+namespace {
+
+// SplitMix64 (Steele, Lea, Flood 2014): a well-mixed 64-bit hash of a counter.
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+enum Stream : uint64_t { kError = 1, kStall = 2, kBrokenEvent = 3, kTruncate = 4 };
+
+}  // namespace
+
+double FaultDraw(uint64_t seed, uint64_t stream, uint64_t seq) {
+  const uint64_t h = SplitMix64(SplitMix64(seed ^ (stream << 56)) ^ seq);
+  return static_cast<double>(h >> 11) * 0x1.0p-53;
+}
+
+RequestFaults PlanFaults(const FaultSettings& f, uint64_t seq) {
+  RequestFaults out;
+  if (f.error_rate > 0) out.error = FaultDraw(f.seed, kError, seq) < f.error_rate;
+  if (f.stall_probability > 0 && f.stall_ms > 0) {
+    out.stall = FaultDraw(f.seed, kStall, seq) < f.stall_probability;
+  }
+  if (f.broken_event_rate > 0) {
+    out.broken_event = FaultDraw(f.seed, kBrokenEvent, seq) < f.broken_event_rate;
+  }
+  if (f.truncate_rate > 0) out.truncate = FaultDraw(f.seed, kTruncate, seq) < f.truncate_rate;
+  return out;
+}
+
+}  // namespace servesweep::sim

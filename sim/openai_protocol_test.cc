@@ -1,0 +1,115 @@
+// The request parser's fast path must answer exactly as the JSON DOM path does whenever it
+// answers: checked on hand-written bodies and on many random mutations of them.
+#include "sim/openai_protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+namespace servesweep::sim {
+namespace {
+
+std::string Describe(const std::variant<CompletionRequest, ErrorReply>& r) {
+  if (const auto* e = std::get_if<ErrorReply>(&r)) return "error " + std::to_string(e->status);
+  const auto& c = std::get<CompletionRequest>(r);
+  return "ok prompt=" + std::to_string(c.prompt_tok) + " max=" + std::to_string(c.max_tok) +
+         " stream=" + std::to_string(c.stream) + " usage=" + std::to_string(c.include_usage);
+}
+
+// The DOM path alone: ParseCompletionRequest on the body with one more, ignored, field whose
+// name has a \u escape, which the fast path always refuses.
+std::variant<CompletionRequest, ErrorReply> DomParse(Api api, const std::string& body,
+                                                     int64_t max_model_len) {
+  // A leading ignorable field with a \u escape makes the fast path refuse; the DOM ignores it.
+  std::string forced = body;
+  const size_t brace = forced.find_first_not_of(" \t\r\n");
+  if (brace != std::string::npos && forced[brace] == '{') {
+    const size_t next = forced.find_first_not_of(" \t\r\n", brace + 1);
+    const bool empty = next != std::string::npos && forced[next] == '}';
+    forced.insert(brace + 1, empty ? "\"zz\\u0041\":0" : "\"zz\\u0041\":0,");
+  }
+  return ParseCompletionRequest(api, forced, "m", max_model_len);
+}
+
+const std::vector<std::pair<Api, std::string>>& Corpus() {
+  static const std::vector<std::pair<Api, std::string>> corpus = {
+      {Api::kCompletions,
+       R"({"model":"m","prompt":"hello big world","max_tokens":4,"stream":true,"stream_options":{"include_usage":true},"temperature":0.0})"},
+      {Api::kCompletions, R"({"prompt":[1,2,3,-4],"max_tokens":null,"stream":false})"},
+      {Api::kCompletions, R"({"prompt":["a b\nc\td"],"model":null})"},
+      {Api::kCompletions, R"( { "prompt" : [[5, 6]] , "max_tokens" : 2 } )"},
+      {Api::kCompletions,
+       R"({"prompt":"x\\y \"q\" \/ \b z","ignore_eos":true,"logit_bias":{"1":[1.5e3,{"a":null}]}})"},
+      {Api::kCompletions, R"({"prompt":[],"max_completion_tokens":3})"},
+      {Api::kChat,
+       R"({"model":"m","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"three more words"},{"role":"user","content":[]}],"max_completion_tokens":5,"max_tokens":9})"},
+      {Api::kChat,
+       R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":7,"stream_options":null})"},
+      {Api::kChat, R"({"messages":[{}],"stream":true})"},
+  };
+  return corpus;
+}
+
+TEST(FastParseTest, AnswersTheUsualShapesAsTheDomDoes) {
+  for (const auto& [api, body] : Corpus()) {
+    const auto fast = FastParseCompletionRequest(api, body, "m", 131072);
+    ASSERT_TRUE(fast.has_value()) << body;
+    EXPECT_EQ(Describe(*fast), Describe(DomParse(api, body, 131072))) << body;
+  }
+}
+
+TEST(FastParseTest, RefusesWhatOnlyTheDomDecides) {
+  const std::vector<std::string> refused = {
+      R"({"prompt":"a","model":"other"})",   // 404
+      R"({"prompt":"a","max_tokens":0})",    // 400
+      R"({"prompt":"a","max_tokens":1.0})",  // not an integer
+      R"({"prompt":"\u0041 b"})",            // \u escape
+      R"({"prompt":"a","prompt":"b c"})",    // duplicate
+      R"({"prompt":"a"} x)",                 // trailing bytes
+      R"({"prompt":"a",})",                  // malformed
+      R"({"prompt":["a","b"]})",             // batch
+      "{\"prompt\":\"caf\xc3\xa9\"}",        // non-ASCII
+  };
+  for (const std::string& body : refused) {
+    EXPECT_FALSE(FastParseCompletionRequest(Api::kCompletions, body, "m", 131072).has_value())
+        << body;
+  }
+  EXPECT_FALSE(
+      FastParseCompletionRequest(Api::kCompletions, R"({"prompt":"a b","max_tokens":9})", "m", 10)
+          .has_value());  // over max_model_len: the DOM path words the error
+}
+
+TEST(FastParseTest, RandomMutationsNeverDisagreeWithTheDom) {
+  std::mt19937_64 rng(42);
+  const std::string alphabet = "{}[]\",:0123456789-.eE \\ntfalsenull\"prompt\"\"max_tokens\"ab";
+  int decided = 0;
+  for (int round = 0; round < 20000; ++round) {
+    const auto& [api, seed_body] = Corpus()[rng() % Corpus().size()];
+    std::string body = seed_body;
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits && !body.empty(); ++e) {
+      const size_t at = rng() % body.size();
+      switch (rng() % 3) {
+        case 0:
+          body.erase(at, 1);
+          break;
+        case 1:
+          body.insert(at, 1, alphabet[rng() % alphabet.size()]);
+          break;
+        default:
+          body[at] = alphabet[rng() % alphabet.size()];
+          break;
+      }
+    }
+    const auto fast = FastParseCompletionRequest(api, body, "m", 131072);
+    if (!fast) continue;
+    ++decided;
+    ASSERT_EQ(Describe(*fast), Describe(DomParse(api, body, 131072))) << body;
+  }
+  EXPECT_GT(decided, 1000);  // the mutations exercise the fast path, not only its refusals
+}
+
+}  // namespace
+}  // namespace servesweep::sim
