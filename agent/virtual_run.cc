@@ -16,12 +16,6 @@ namespace {
 
 constexpr int64_t kSampleIntervalNs = 100'000'000;  // as the scraper's default 100 ms
 
-std::string Lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return text;
-}
-
 // The spec's requests: lengths from its plan (trace or distributions) or fixed; arrivals from
 // the trace, the open-loop schedule (same seed as the load generator), or the closed loop.
 perfmodel::Workload WorkloadFor(schema::Workload::Reader w) {
@@ -104,25 +98,9 @@ Status ResolveModelProfileName(schema::RunSpec::Reader spec, std::string* name) 
     *name = spec.getSim().getModelProfile();
     return Status::Ok();
   }
-  const std::string model = Lower(spec.getModel());
-  std::string best;
-  for (const auto& candidate : perfmodel::ShippedModelProfiles()) {
-    // The longest match wins ("llama-3.1-70b" over a hypothetical "llama-3.1-7").
-    if (model.find(candidate) != std::string::npos && candidate.size() > best.size()) {
-      best = candidate;
-    }
+  if (Status s = perfmodel::InferModelProfileName(spec.getModel(), name); !s.ok()) {
+    return Status::Error(fmt::format("sim.model_profile: {}", s.message()));
   }
-  if (best.empty()) {
-    std::string shipped;
-    for (const auto& candidate : perfmodel::ShippedModelProfiles()) {
-      shipped += (shipped.empty() ? "" : ", ") + candidate;
-    }
-    return Status::Error(fmt::format(
-        "expected sim.model_profile (a shipped profile: {}; or a YAML path) for model '{}', "
-        "found none, and no shipped profile's name appears in the model name",
-        shipped, spec.getModel().cStr()));
-  }
-  *name = best;
   return Status::Ok();
 }
 

@@ -1,4 +1,5 @@
 // `servesweep sim`: the engine emulator as a process, started by agents like a real engine.
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
@@ -6,12 +7,59 @@
 
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
+#include "common/clock.h"
+#include "perfmodel/profiles.h"
 #include "sim/emulator.h"
+#include "sim/perf_model_core.h"
 
 namespace servesweep::cli {
 
+namespace {
+
+// The performance model's settings; hardware empty = the fixed schedule.
+struct ModelOptions {
+  std::string hardware;
+  std::string model_profile;  // "" = inferred from --model
+  perfmodel::DeploymentConfig deployment;
+  bool expert_parallel = false;
+};
+
+// The model-backed core, with the emulator's settings adjusted to it: requests longer than one
+// instance's KV cache are refused up front (as an engine's max_model_len), and unless
+// --startup-ms was given, /health turns ready after the model's cold start.
+Status MakeModelCore(const ModelOptions& options, bool startup_given,
+                     sim::EmulatorSettings* settings, std::unique_ptr<sim::EngineCore>* out) {
+  perfmodel::HardwareProfile hardware;
+  perfmodel::ModelProfile model;
+  std::string model_name = options.model_profile;
+  if (Status s = perfmodel::LoadHardwareProfile(options.hardware, &hardware); !s.ok()) return s;
+  if (model_name.empty()) {
+    if (Status s = perfmodel::InferModelProfileName(settings->model_name, &model_name); !s.ok()) {
+      return s;
+    }
+  }
+  if (Status s = perfmodel::LoadModelProfile(model_name, &model); !s.ok()) return s;
+  perfmodel::DeploymentConfig deployment = options.deployment;
+  if (options.expert_parallel) deployment.ep = deployment.tp * deployment.dp;
+  std::unique_ptr<sim::PerfModelCore> core;
+  if (Status s = sim::PerfModelCore::Create(hardware, model, deployment, SteadyNowNs(), &core);
+      !s.ok()) {
+    return s;
+  }
+  settings->max_model_len = std::min(settings->max_model_len, core->KvCapacityTok());
+  if (!startup_given) settings->startup_ms = static_cast<double>(core->ColdStartNs()) / 1e6;
+  spdlog::info("sim: performance model {} on {} (tp {} pp {} dp {} ep {}), cold start {:.1f} s",
+               model.name, hardware.name, deployment.tp, deployment.pp, deployment.dp,
+               deployment.ep, static_cast<double>(core->ColdStartNs()) / 1e9);
+  *out = std::move(core);
+  return Status::Ok();
+}
+
+}  // namespace
+
 void AddSimCommand(CLI::App& app, int* exit_code) {
   auto settings = std::make_shared<sim::EmulatorSettings>();
+  auto model = std::make_shared<ModelOptions>();
   auto* cmd = app.add_subcommand("sim", "Run the OpenAI-compatible engine emulator");
   cmd->add_option("--host", settings->host, "Address to listen on")->capture_default_str();
   cmd->add_option("--port", settings->port, "Port (0 = any free port)")->capture_default_str();
@@ -76,14 +124,64 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
                   "Fraction of streams whose chunked body stops mid-chunk (connection closed)")
       ->check(CLI::Range(0.0, 1.0))
       ->group(group);
-  cmd->callback([settings, exit_code] {
+  const char* model_group = "Performance model (instead of the fixed schedule; docs/perfmodel.md)";
+  auto* hardware = cmd->add_option("--hardware", model->hardware,
+                                   "Hardware profile: a shipped name (h200, ...) or a YAML path")
+                       ->group(model_group);
+  cmd->add_option("--model-profile", model->model_profile,
+                  "Model profile (default: inferred from --model)")
+      ->needs(hardware)
+      ->group(model_group);
+  auto& d = model->deployment;
+  cmd->add_option("--tp", d.tp, "Tensor parallel size")->needs(hardware)->group(model_group);
+  cmd->add_option("--pp", d.pp, "Pipeline parallel size")->needs(hardware)->group(model_group);
+  cmd->add_option("--dp", d.dp, "Data parallel replicas")->needs(hardware)->group(model_group);
+  cmd->add_flag("--expert-parallel", model->expert_parallel, "Experts over tp x dp GPUs")
+      ->needs(hardware)
+      ->group(model_group);
+  cmd->add_option("--prefill-instances", d.prefill_instances, "Disaggregated prefill instances")
+      ->needs(hardware)
+      ->group(model_group);
+  cmd->add_option("--decode-instances", d.decode_instances, "Disaggregated decode instances")
+      ->needs(hardware)
+      ->group(model_group);
+  cmd->add_option("--precision", d.precision, "Weight precision (native, bf16, fp8, fp4)")
+      ->needs(hardware)
+      ->group(model_group);
+  cmd->add_option("--kv-cache-dtype", d.kv_dtype, "KV-cache dtype (auto, bf16, fp8, fp4)")
+      ->needs(hardware)
+      ->group(model_group);
+  cmd->add_option("--max-num-seqs", d.max_num_seqs, "Running requests per step at most")
+      ->needs(hardware)
+      ->group(model_group);
+  cmd->add_option("--max-num-batched-tokens", d.max_num_batched_tokens, "Tokens per step at most")
+      ->needs(hardware)
+      ->group(model_group);
+  cmd->add_option("--spec-tokens", d.spec_num_tok, "Speculative decoding: draft tokens per step")
+      ->needs(hardware)
+      ->group(model_group);
+  cmd->add_option("--spec-accepted", d.spec_mean_accepted_tok,
+                  "Speculative decoding: mean accepted tokens per step")
+      ->needs(hardware)
+      ->group(model_group);
+  cmd->callback([settings, model, cmd, exit_code] {
     // One descriptor per stream: lift the soft limit to the hard one so 10k+ streams fit.
     rlimit limit{};
     if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
       limit.rlim_cur = limit.rlim_max;
       ::setrlimit(RLIMIT_NOFILE, &limit);
     }
-    sim::Emulator emulator(*settings);
+    std::unique_ptr<sim::EngineCore> core;
+    if (!model->hardware.empty()) {
+      if (Status s = MakeModelCore(*model, cmd->count("--startup-ms") > 0, settings.get(), &core);
+          !s.ok()) {
+        spdlog::error("sim: {}", s.message());
+        *exit_code = kExitError;
+        return;
+      }
+    }
+    sim::Emulator emulator =
+        core ? sim::Emulator(*settings, std::move(core)) : sim::Emulator(*settings);
     try {
       emulator.Start();
     } catch (const std::exception& e) {
@@ -91,8 +189,11 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitError;
       return;
     }
-    spdlog::info("sim serving '{}' on http://{}:{} (ttft {} ms, itl {} ms)", settings->model_name,
-                 settings->host, emulator.port(), settings->ttft_ms, settings->itl_ms);
+    spdlog::info("sim serving '{}' on http://{}:{} ({})", settings->model_name, settings->host,
+                 emulator.port(),
+                 model->hardware.empty() ? fmt::format("fixed schedule: ttft {} ms, itl {} ms",
+                                                       settings->ttft_ms, settings->itl_ms)
+                                         : "performance model");
     StopSignals signals([&emulator] { emulator.Stop(); });
     emulator.Run();
     *exit_code = kExitOk;

@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -473,6 +474,30 @@ Status LoadModelProfile(const std::string& name_or_path, ModelProfile* out) {
 
 std::vector<std::string> ShippedHardwareProfiles() { return ShippedNames(kHardwareDir); }
 std::vector<std::string> ShippedModelProfiles() { return ShippedNames(kModelDir); }
+
+Status InferModelProfileName(const std::string& served_model, std::string* profile) {
+  std::string lower = served_model;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::string best;
+  for (const auto& candidate : ShippedModelProfiles()) {
+    if (lower.find(candidate) != std::string::npos && candidate.size() > best.size()) {
+      best = candidate;
+    }
+  }
+  if (best.empty()) {
+    std::string shipped;
+    for (const auto& candidate : ShippedModelProfiles()) {
+      shipped += (shipped.empty() ? "" : ", ") + candidate;
+    }
+    return Status::Error(fmt::format(
+        "expected a model profile (a shipped one: {}; or a YAML path) for model '{}', found "
+        "none, and no shipped profile's name appears in the model name",
+        shipped, served_model));
+  }
+  *profile = best;
+  return Status::Ok();
+}
 
 HardwareProfile HardwareFromProbes(const HardwareProfile& base, const ProbeFigures& probes) {
   HardwareProfile hw = base;

@@ -124,6 +124,11 @@ Status ParseModelProfile(std::string_view yaml, const std::string& origin, Model
 Status LoadHardwareProfile(const std::string& name_or_path, HardwareProfile* out);
 Status LoadModelProfile(const std::string& name_or_path, ModelProfile* out);
 
+// The shipped model profile whose name appears in a served model's name, case-insensitive
+// ("meta-llama/Llama-3.1-70B-Instruct" -> "llama-3.1-70b"; the longest match wins), or an error
+// that lists the shipped names.
+Status InferModelProfileName(const std::string& served_model, std::string* profile);
+
 // The names of the shipped profiles, sorted.
 std::vector<std::string> ShippedHardwareProfiles();
 std::vector<std::string> ShippedModelProfiles();

@@ -93,7 +93,7 @@ TEST(PlanSimulate, UnknownProfilesAreNamedBeforeOrWhileSimulating) {
                                    h.Path("unknown")),
                        &output),
             2);
-  EXPECT_NE(output.find("expected sim.model_profile"), std::string::npos) << output;
+  EXPECT_NE(output.find("sim.model_profile: expected a model profile"), std::string::npos) << output;
   EXPECT_EQ(h.QueryInt(h.Path("unknown"), "SELECT COUNT(*) FROM runs WHERE status = 'failed'"), 6);
 }
 
