@@ -137,7 +137,12 @@ void ParseVersionOutput(const std::string& output, std::string* version, std::st
   *version = first.substr(0, 200);
   const size_t open = first.find('('), close = first.find(')', open);
   if (open != std::string::npos && close != std::string::npos) {
-    *commit = first.substr(open + 1, close - open - 1);
+    std::string inside = first.substr(open + 1, close - open - 1);
+    // llama.cpp: "0.6.0-dev (build 0, commit unknown)"; others: "1 (4ba787ec9)".
+    if (const size_t at = inside.find("commit "); at != std::string::npos) {
+      inside = inside.substr(at + 7);
+    }
+    *commit = inside;
   }
 }
 

@@ -218,6 +218,7 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   // Warm-up as its own phase, so neither the figures nor the engine signals include it.
   loadgen::LoadSettings settings = LoadSettingsFor(spec, launch.base_url);
   settings.api_key = launch.api_key;
+  settings.reuse_connections = launch.reuse_connections;
   if (settings.warmup_requests > 0) {
     SetPhase("warmup");
     loadgen::LoadSettings warmup = settings;

@@ -114,6 +114,7 @@ Status ParseFlagTable(std::string_view text, const std::string& where, FlagTable
   table->source = r["source"].Scalar();
   if (r["metrics"]) table->metrics = r["metrics"].Scalar();
   if (r["default_kv_transfer"]) table->default_kv_transfer = r["default_kv_transfer"].Scalar();
+  if (r["reuse_connections"]) table->reuse_connections = r["reuse_connections"].as<bool>();
   if (Status s = ReadArgv(r["program"], "program", &table->program); !s.ok()) return fail(s);
   if (r["version_command"]) {
     if (Status s = ReadArgv(r["version_command"], "version_command", &table->version_command);

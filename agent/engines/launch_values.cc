@@ -42,6 +42,7 @@ Values RunValues(const LaunchContext& context) {
   v["nnodes"] = std::to_string(context.group_size);
   v["node_rank"] = std::to_string(context.rank);
   v["rank"] = std::to_string(context.rank);
+  v["servesweep"] = context.self_executable;
   set_text("quantization", spec.getQuantization());
   set_text("kv_cache_dtype", spec.getKvCacheDtype());
   set_uint("max_num_seqs", config.getMaxNumSeqs());
@@ -121,8 +122,11 @@ std::string AddressOf(const LaunchContext& context, uint32_t rank) {
 }
 
 void FinishLaunch(const FlagTable& table, const LaunchContext& context, EngineLaunch* launch) {
-  launch->base_url = fmt::format("http://127.0.0.1:{}", context.port);
+  if (context.role == schema::Role::HEAD) {
+    launch->base_url = fmt::format("http://127.0.0.1:{}", context.port);
+  }
   launch->metrics_persona = table.metrics;
+  launch->reuse_connections = table.reuse_connections;
   launch->version_command = table.version_command;
   launch->flag_source = fmt::format("{} {} ({})", table.engine, table.version, table.source);
   const auto config = context.spec.getEngineConfig();

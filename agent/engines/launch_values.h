@@ -15,6 +15,7 @@
 namespace servesweep::agent {
 
 // Placeholders every table may use: model, model_path, host, port, tp, pp, dp, ep_size, head,
+// servesweep (this binary, for engines that are its subcommands),
 // dist_port, nnodes, node_rank, quantization, kv_cache_dtype, max_num_seqs, max_batched_tokens,
 // context_len, threads, chunked_prefill_tok, gpu_memory_fraction, spec_method,
 // spec_method_upper, spec_model, spec_num_tokens, kv_transfer. Unset settings have no value.

@@ -130,8 +130,10 @@ EngineLaunch SglangAdapter::Plan(const LaunchContext& context) const {
 
   ArgvBuilder b(table, RunValues(context));
   if (Status s = FillArgv(table.program, b.values(), &b.argv()); !s.ok()) b.Fail(s.message());
-  b.Add("host", "the front end's address");
-  b.Add("port", "the front end's port");
+  if (head) {  // other nodes run schedulers only; the head serves HTTP
+    b.Add("host", "the front end's address");
+    b.Add("port", "the front end's port");
+  }
   AddSettings(b, spec);
   if (nodes > 1) {
     const std::string why = fmt::format("a layout across {} nodes", nodes);

@@ -14,7 +14,7 @@ std::string Arrival(const std::string& workload) {
   EXPECT_TRUE(s.ok()) << s.message();
   capnp::MallocMessageBuilder message;
   auto record = message.initRoot<schema::BenchmarkRecord>();
-  FillConditions(m.matrix().getRuns()[0], {"NVIDIA H200", "nvlink", "0.10.1", ""}, record);
+  FillConditions(m.matrix().getRuns()[0], {"NVIDIA H200", "nvlink", "0.10.1", "", ""}, record);
   EXPECT_EQ(record.getEngineCommit(), "n/a: not reported");
   EXPECT_EQ(record.getKvCacheDtype(), "n/a: engine default");
   EXPECT_EQ(record.getGpuModel(), "NVIDIA H200");
