@@ -24,7 +24,8 @@ Status EngineGroup::Start(const EngineLaunch& launch, const std::string& log_pre
       std::string command;
       for (const auto& arg : process.argv) command += (command.empty() ? "" : " ") + arg;
       header << "# servesweep started: " << command << "\n";
-      if (!launch.flag_source.empty()) header << "# flags spelled by: " << launch.flag_source << "\n";
+      if (!launch.flag_source.empty())
+        header << "# flags spelled by: " << launch.flag_source << "\n";
     }
     if (Status s =
             ChildProcess::Spawn({process.argv, process.env, member.log_path, ""}, &member.process);
@@ -88,8 +89,8 @@ Status CheckPrograms(const EngineLaunch& launch, const std::string& agent_id) {
     const std::string& program = process.argv[0];
     if (program.find('/') != std::string::npos) {
       if (::access(program.c_str(), X_OK) != 0) {
-        return Status::Error(fmt::format("{} is not an executable file on agent {}", program,
-                                         agent_id));
+        return Status::Error(
+            fmt::format("{} is not an executable file on agent {}", program, agent_id));
       }
       continue;
     }
@@ -99,10 +100,10 @@ Status CheckPrograms(const EngineLaunch& launch, const std::string& agent_id) {
       found = !dir.empty() && ::access((dir + "/" + program).c_str(), X_OK) == 0;
     }
     if (!found) {
-      return Status::Error(fmt::format(
-          "{} ({}) is not on the PATH of agent {}; install the engine there "
-          "(llama.cpp: scripts/install-engines.sh)",
-          program, process.name, agent_id));
+      return Status::Error(
+          fmt::format("{} ({}) is not on the PATH of agent {}; install the engine there "
+                      "(llama.cpp: scripts/install-engines.sh)",
+                      program, process.name, agent_id));
     }
   }
   return Status::Ok();

@@ -179,10 +179,10 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   auto engine_failure = [&](const std::string& what) {
     const auto exited = engines.FirstExit();
     result.setEngineLogTail(engines.LogTail(kLogTailLines));
-    fail(fmt::format("{}{}; engine log: {}", what,
-                     exited ? fmt::format(" ({} {})", exited->first, DescribeExit(exited->second))
-                            : "",
-                     engines.LogPaths()));
+    fail(fmt::format(
+        "{}{}; engine log: {}", what,
+        exited ? fmt::format(" ({} {})", exited->first, DescribeExit(exited->second)) : "",
+        engines.LogPaths()));
   };
 
   // Readiness: /health answers 200 (where the engine has one), then the model is listed.
@@ -239,10 +239,10 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   total_.store(settings.num_requests);
   SetPhase("measuring");
   MetricsScraper scraper;
-  const std::string metrics_url =
-      !launch.metrics_url.empty() ? launch.metrics_url
-      : launch.metrics_path.empty() ? std::string()
-                                    : launch.base_url + launch.metrics_path;
+  const std::string metrics_url = !launch.metrics_url.empty() ? launch.metrics_url
+                                  : launch.metrics_path.empty()
+                                      ? std::string()
+                                      : launch.base_url + launch.metrics_path;
   if (!metrics_url.empty() && !launch.metrics_persona.empty()) {
     scraper.Start(metrics_url, launch.metrics_persona, 1000, SteadyNowNs());
   }
@@ -305,8 +305,8 @@ void RunExecutor::ExecuteWorker() {
       spdlog::error("run {}: worker engine not started: {}", run_id_, launch.error);
     } else if (!launch.processes.empty()) {
       std::filesystem::create_directories(context_.work_dir);
-      const std::string log_prefix = fmt::format("{}/{}.{}.worker{}", context_.work_dir, run_id_,
-                                                 attempt_, assign.getRank());
+      const std::string log_prefix =
+          fmt::format("{}/{}.{}.worker{}", context_.work_dir, run_id_, attempt_, assign.getRank());
       if (Status s = engines.Start(launch, log_prefix); !s.ok()) {
         spdlog::error("run {}: worker engine did not start: {}", run_id_, s.message());
       }

@@ -22,7 +22,7 @@ namespace {
 
 // Engines this build can launch. Others are refused at load time, before any GPU is spent.
 const std::vector<std::string> kSupportedEngines = {"sim",      "vllm",     "sglang",
-                                                   "llamacpp", "template", "external"};
+                                                    "llamacpp", "template", "external"};
 
 size_t EditDistance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
@@ -557,8 +557,9 @@ void CheckRunIsRunnable(Parser& p, const YAML::Node& where, schema::RunSpec::Rea
     p.Fail(where, "expected 'engine_config.base_url' for engine: external, found none");
   }
   if (spec.getEngine() == "template" && config.getCommand().size() == 0) {
-    p.Fail(where, "expected 'engine_config.command' (argv with {placeholders}) for engine: "
-                  "template, found none");
+    p.Fail(where,
+           "expected 'engine_config.command' (argv with {placeholders}) for engine: "
+           "template, found none");
   }
   if (layout.getDpAttention() && layout.getTp() % layout.getDp() != 0) {
     p.Fail(where, fmt::format("expected dp_attention groups to split tp evenly, found tp={} dp={}",

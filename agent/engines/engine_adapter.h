@@ -46,11 +46,11 @@ struct EngineLaunch {
   std::string metrics_persona;  // names on /metrics: "vllm", "sglang", "llamacpp", "" = none
   std::string version;          // engine version, when known without asking the engine
   std::vector<std::string> version_command;  // prints the engine version (provenance)
-  std::string model_file;  // local weights (or their config) to fingerprint for provenance
-  std::string api_key;     // sent as a bearer token to external endpoints; never logged
+  std::string model_file;         // local weights (or their config) to fingerprint for provenance
+  std::string api_key;            // sent as a bearer token to external endpoints; never logged
   bool reuse_connections = true;  // false: the load opens a connection per request
-  std::string flag_source;  // the flag table the argv was spelled from
-  std::string error;        // not empty: the run cannot start as asked, and why
+  std::string flag_source;        // the flag table the argv was spelled from
+  std::string error;              // not empty: the run cannot start as asked, and why
 };
 
 class EngineAdapter {

@@ -9,9 +9,7 @@
 namespace servesweep::agent {
 namespace {
 
-bool IsIdentifierChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-}
+bool IsIdentifierChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 Status ReadArgv(const YAML::Node& node, const std::string& what, Argv* out) {
   if (!node.IsSequence()) {
@@ -98,8 +96,9 @@ Status ParseFlagTable(std::string_view text, const std::string& where, FlagTable
   try {
     root = YAML::Load(std::string(text));
   } catch (const YAML::Exception& e) {
-    return Status::Error(fmt::format("{}:{}:{}: expected a valid flag table, found a YAML error: {}",
-                                     where, e.mark.line + 1, e.mark.column + 1, e.msg));
+    return Status::Error(
+        fmt::format("{}:{}:{}: expected a valid flag table, found a YAML error: {}", where,
+                    e.mark.line + 1, e.mark.column + 1, e.msg));
   }
   const YAML::Node& r = root;
   auto fail = [&](const Status& s) {
@@ -151,8 +150,7 @@ Status FindFlagTable(const std::string& engine, const std::string& version, Flag
   std::vector<std::string> versions;
   for (std::string_view path : EmbeddedFlagTablePaths()) {
     FlagTable candidate;
-    if (Status s = ParseFlagTable(EmbeddedFlagTable(path), std::string(path), &candidate);
-        !s.ok())
+    if (Status s = ParseFlagTable(EmbeddedFlagTable(path), std::string(path), &candidate); !s.ok())
       return s;
     if (candidate.engine != engine) continue;
     versions.push_back(candidate.version);

@@ -29,7 +29,7 @@ struct FlagTable {
   std::map<std::string, std::string> kv_roles;  // "prefill"/"decode" -> the engine's role name
   std::string default_kv_transfer;
   bool reuse_connections = true;  // the server keeps connections open after a streamed response
-  std::map<std::string, std::string> pd_env;  // environment of each disaggregated instance
+  std::map<std::string, std::string> pd_env;           // environment of each disaggregated instance
   Argv router_program, router_prefill, router_decode;  // front end of disaggregated layouts
 
   bool Has(const std::string& key) const { return flags.count(key) > 0; }

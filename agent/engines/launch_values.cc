@@ -110,7 +110,8 @@ std::vector<PdInstance> PdInstances(const LaunchContext& context, uint32_t gpus_
 
 std::string GpuList(uint32_t first, uint32_t gpus) {
   std::string out;
-  for (uint32_t g = first; g < first + gpus; ++g) out += (out.empty() ? "" : ",") + std::to_string(g);
+  for (uint32_t g = first; g < first + gpus; ++g)
+    out += (out.empty() ? "" : ",") + std::to_string(g);
   return out;
 }
 

@@ -145,7 +145,8 @@ EngineLaunch SglangAdapter::Plan(const LaunchContext& context) const {
     launch.error = b.error();
     return launch;
   }
-  launch.processes.push_back({head ? "engine" : fmt::format("worker{}", context.rank), b.argv(), {}});
+  launch.processes.push_back(
+      {head ? "engine" : fmt::format("worker{}", context.rank), b.argv(), {}});
   return launch;
 }
 

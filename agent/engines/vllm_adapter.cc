@@ -86,7 +86,7 @@ EngineLaunch VllmAdapter::Plan(const LaunchContext& context) const {
       const std::string role = instance.prefill ? "prefill" : "decode";
       nlohmann::ordered_json kv;
       kv["kv_connector"] = b.values().count("kv_transfer") ? b.values().at("kv_transfer")
-                                                             : table.default_kv_transfer;
+                                                           : table.default_kv_transfer;
       kv["kv_role"] = table.kv_roles.count(role) ? table.kv_roles.at(role) : role;
       b.Set("kv_transfer_json", kv.dump());
       b.Set("side_port", std::to_string(instance.side_port));
@@ -214,7 +214,8 @@ EngineLaunch VllmAdapter::Plan(const LaunchContext& context) const {
     launch.error = b.error();
     return launch;
   }
-  launch.processes.push_back({head ? "engine" : fmt::format("worker{}", context.rank), b.argv(), {}});
+  launch.processes.push_back(
+      {head ? "engine" : fmt::format("worker{}", context.rank), b.argv(), {}});
   return launch;
 }
 

@@ -76,21 +76,25 @@ TEST(RealEngine, LlamacppSweepLaunchesMeasuresScrapesAndTearsDown) {
   EXPECT_EQ(h.QueryInt(out, "SELECT SUM(total_input_tokens) FROM results"), 4 * 8 * 32);
   // /metrics was scraped with llama.cpp's names: each run saw requests processing, and the
   // engine's own token counter agrees with the load generator's count.
-  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(DISTINCT run_id) FROM engine_samples WHERE "
-                            "name='running'"),
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(DISTINCT run_id) FROM engine_samples WHERE "
+                       "name='running'"),
             4);
   EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM results WHERE running_max >= 1"), 4);
-  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(DISTINCT run_id) FROM engine_samples WHERE "
-                            "name='generation_tokens' AND value > 0"),
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(DISTINCT run_id) FROM engine_samples WHERE "
+                       "name='generation_tokens' AND value > 0"),
             4);
   // One slot never processes two requests at once, whatever the concurrency.
-  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM results JOIN runs USING(run_id) WHERE "
-                            "running_max > 1 AND label LIKE 'max_num_seqs=1 %'"),
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(*) FROM results JOIN runs USING(run_id) WHERE "
+                       "running_max > 1 AND label LIKE 'max_num_seqs=1 %'"),
             0);
   // Provenance: the engine's version and a fingerprint of the GGUF file.
   EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM results WHERE engine_version LIKE 'n/a%'"), 0);
-  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM results WHERE checkpoint_revision LIKE "
-                            "'fnv1a64:%SmolLM2-135M-Instruct.Q4_1.gguf%'"),
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(*) FROM results WHERE checkpoint_revision LIKE "
+                       "'fnv1a64:%SmolLM2-135M-Instruct.Q4_1.gguf%'"),
             4);
   EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM results WHERE cold_start_ms > 0"), 4);
   // Torn down: no llama-server of this test is left.
@@ -124,7 +128,8 @@ axes:
                                std::chrono::seconds(120)))
       << h.Log("run");
   auto error_of = [&](int index) {
-    auto table = h.Query(out, fmt::format("SELECT status, last_error FROM runs WHERE idx={}", index));
+    auto table =
+        h.Query(out, fmt::format("SELECT status, last_error FROM runs WHERE idx={}", index));
     return table.rows.empty() ? std::string("no run") : table.rows[0][0] + ": " + table.rows[0][1];
   };
   EXPECT_NE(error_of(0).find("failed: engine exited before it was ready"), std::string::npos)
@@ -140,8 +145,8 @@ axes:
   EXPECT_EQ(ProcessesWith("engine-boom-" + mark), 0);
   EXPECT_EQ(ProcessesWith(fmt::format("sleep 613.{}", std::stoul(mark, nullptr, 16) % 900 + 100)),
             0);
-  EXPECT_EQ(ProcessesWith(fmt::format("--startup-ms {}", std::stoul(mark, nullptr, 16) % 900 + 100)),
-            0);
+  EXPECT_EQ(
+      ProcessesWith(fmt::format("--startup-ms {}", std::stoul(mark, nullptr, 16) % 900 + 100)), 0);
 }
 
 }  // namespace

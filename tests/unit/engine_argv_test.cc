@@ -193,9 +193,12 @@ workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
   LaunchContext context;
   context.spec = m.matrix().getRuns()[0];
   ::unsetenv("SERVESWEEP_TEST_KEY");
-  EXPECT_NE(MakeEngineAdapter("external")->Plan(context).error.find(
-                "environment variable SERVESWEEP_TEST_KEY (engine_config.api_key_env) is not set"),
-            std::string::npos);
+  EXPECT_NE(
+      MakeEngineAdapter("external")
+          ->Plan(context)
+          .error.find(
+              "environment variable SERVESWEEP_TEST_KEY (engine_config.api_key_env) is not set"),
+      std::string::npos);
   ::setenv("SERVESWEEP_TEST_KEY", "sk-secret-123", 1);
   const EngineLaunch launch = MakeEngineAdapter("external")->Plan(context);
   EXPECT_TRUE(launch.error.empty()) << launch.error;

@@ -82,7 +82,8 @@ TEST(EngineSignals, MapsLlamacppNamesFromARealScrape) {
 }
 
 TEST(EngineSignals, MapsSglangNames) {
-  const auto signals = ExtractSignals("sglang", ParsePrometheusText(R"(# TYPE sglang:token_usage gauge
+  const auto signals =
+      ExtractSignals("sglang", ParsePrometheusText(R"(# TYPE sglang:token_usage gauge
 sglang:token_usage{model_name="m",tp_rank="0"} 0.5
 sglang:num_running_reqs{model_name="m",tp_rank="0"} 12
 sglang:num_queue_reqs{model_name="m",tp_rank="0"} 3

@@ -84,7 +84,8 @@ TEST(MatrixLoader, RefusesWhatCannotRun) {
             std::string::npos)
       << no_load.message();
   LoadedMatrix m2;
-  Status engine = Expand(std::string(kBase) + "concurrency: 1\naxes: {engine: [sim, trtllm]}\n", &m2);
+  Status engine =
+      Expand(std::string(kBase) + "concurrency: 1\naxes: {engine: [sim, trtllm]}\n", &m2);
   EXPECT_NE(engine.message().find("engine 'trtllm' is not supported by this build"),
             std::string::npos)
       << engine.message();
@@ -152,7 +153,8 @@ axes:
 
 TEST(MatrixLoader, EngineConfigErrorsNamePositionAndSuggestion) {
   LoadedMatrix m;
-  Status typo = Expand(std::string(kBase) + "concurrency: 1\nengine_config: {max_num_seq: 4}\n", &m);
+  Status typo =
+      Expand(std::string(kBase) + "concurrency: 1\nengine_config: {max_num_seq: 4}\n", &m);
   EXPECT_NE(typo.message().find("m.yaml:6:17: unknown key 'max_num_seq' in engine_config (did "
                                 "you mean 'max_num_seqs'?)"),
             std::string::npos)
@@ -168,8 +170,8 @@ workload: {input_len: 10, output_len: 5, num_requests: 3, concurrency: 1}
             std::string::npos)
       << external.message();
   LoadedMatrix m3;
-  Status fraction =
-      Expand(std::string(kBase) + "concurrency: 1\nengine_config: {gpu_memory_fraction: 1.5}\n", &m3);
+  Status fraction = Expand(
+      std::string(kBase) + "concurrency: 1\nengine_config: {gpu_memory_fraction: 1.5}\n", &m3);
   EXPECT_NE(fraction.message().find("expected 'gpu_memory_fraction' in (0, 1], found 1.5"),
             std::string::npos)
       << fraction.message();
@@ -187,9 +189,8 @@ axes:
   EXPECT_TRUE(m.matrix().getRuns()[0].getLayout().getDpAttention());
   EXPECT_EQ(m.matrix().getRuns()[1].getGpusNeeded(), 16u);
   LoadedMatrix m2;
-  Status uneven =
-      Expand(std::string(kBase) + "concurrency: 1\nlayout: {tp: 8, dp: 3, dp_attention: true}\n",
-             &m2);
+  Status uneven = Expand(
+      std::string(kBase) + "concurrency: 1\nlayout: {tp: 8, dp: 3, dp_attention: true}\n", &m2);
   EXPECT_NE(uneven.message().find("expected dp_attention groups to split tp evenly"),
             std::string::npos)
       << uneven.message();
