@@ -11,7 +11,9 @@
 #include <regex>
 #include <sstream>
 
+#include "agent/http_get.h"
 #include "common/ids.h"
+#include "common/net.h"
 #include "tests/support/harness.h"
 
 namespace servesweep::testing {
@@ -147,6 +149,55 @@ axes:
             0);
   EXPECT_EQ(
       ProcessesWith(fmt::format("--startup-ms {}", std::stoul(mark, nullptr, 16) % 900 + 100)), 0);
+}
+
+// A managed endpoint (here the emulator, reached as `engine: external`): nothing is started, the
+// key from the named environment variable goes only into the requests, and the price list gives
+// the cost per completed request.
+TEST(RealEngine, ExternalEndpointIsPricedAndItsKeyIsNeverWritten) {
+  Harness h("external");
+  const uint16_t port = FreeLoopbackPort();
+  h.Start("sim", {"sim", "--port", std::to_string(port), "--model", "deepseek-v4.1-flash",
+                  "--ttft-ms", "2", "--itl-ms", "1"});
+  const std::string url = fmt::format("http://127.0.0.1:{}", port);
+  ASSERT_TRUE(Harness::WaitFor(
+      [&] {
+        agent::HttpResponse r;
+        return agent::HttpGet(url + "/health", 200, &r).ok() && r.status_code == 200;
+      },
+      std::chrono::seconds(10)));
+  const std::string key = "sk-test-" + RandomHex(24);
+  ::setenv("SERVESWEEP_E2E_API_KEY", key.c_str(), 1);  // inherited by the agents
+  const std::string path = h.WriteFile("external.yaml", fmt::format(R"(name: external
+engine: external
+model: deepseek-v4.1-flash
+engine_config:
+  base_url: {}/v1
+  api_key_env: SERVESWEEP_E2E_API_KEY
+  price: {{input_per_mtok: 1000, output_per_mtok: 4000, currency: USD}}
+workload: {{input_len: 100, output_len: 10, num_requests: 20, concurrency: 4, prompt: token_ids}}
+local: {{agents: 1, gpus_per_agent: 1}}
+)",
+                                                                    url));
+  const std::string out = h.Path("out");
+  const size_t run = h.Start("run", {"run", path, "--out", out});
+  ASSERT_TRUE(
+      Harness::WaitFor([&] { return h.process(run).Poll().has_value(); }, std::chrono::seconds(60)))
+      << h.Log("run");
+  ::unsetenv("SERVESWEEP_E2E_API_KEY");
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), 1) << h.Log("run");
+  // (100 x 1000 + 10 x 4000) / 1e6 = 0.14 per request.
+  auto cost = h.Query(out, "SELECT cost_per_completed_request, cost_currency FROM results");
+  ASSERT_EQ(cost.rows.size(), 1u);
+  EXPECT_NEAR(std::stod(cost.rows[0][0]), 0.14, 1e-9);
+  EXPECT_EQ(cost.rows[0][1], "USD");
+  // The key is in no file the sweep wrote: logs, spool, database, reports.
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(h.dir())) {
+    if (!entry.is_regular_file()) continue;
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_EQ(text.find(key), std::string::npos) << entry.path();
+  }
 }
 
 }  // namespace
