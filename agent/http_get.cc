@@ -15,7 +15,8 @@ size_t Append(char* data, size_t size, size_t count, void* user) {
 
 }  // namespace
 
-Status HttpGet(const std::string& url, long timeout_ms, HttpResponse* out) {
+Status HttpGet(const std::string& url, long timeout_ms, HttpResponse* out,
+               const std::string& bearer_token) {
   static std::once_flag init;
   std::call_once(init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   CURL* curl = curl_easy_init();
@@ -26,9 +27,15 @@ Status HttpGet(const std::string& url, long timeout_ms, HttpResponse* out) {
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, Append);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &out->body);
+  curl_slist* headers = nullptr;
+  if (!bearer_token.empty()) {
+    headers = curl_slist_append(headers, ("Authorization: Bearer " + bearer_token).c_str());
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+  }
   const CURLcode rc = curl_easy_perform(curl);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &out->status_code);
   curl_easy_cleanup(curl);
+  curl_slist_free_all(headers);
   if (rc != CURLE_OK) return Status::Error(fmt::format("GET {}: {}", url, curl_easy_strerror(rc)));
   return Status::Ok();
 }

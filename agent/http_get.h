@@ -16,6 +16,8 @@ struct HttpResponse {
   std::string body;
 };
 
-Status HttpGet(const std::string& url, long timeout_ms, HttpResponse* out);
+// `bearer_token`, when not empty, is sent as `Authorization: Bearer ...` and never logged.
+Status HttpGet(const std::string& url, long timeout_ms, HttpResponse* out,
+               const std::string& bearer_token = "");
 
 }  // namespace servesweep::agent

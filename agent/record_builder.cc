@@ -62,7 +62,11 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
   const auto layout = spec.getLayout();
   const auto w = spec.getWorkload();
   record.setModel(spec.getModel());
-  record.setCheckpointRevision(OrNa(spec.getCheckpointRevision(), "not given in the matrix"));
+  if (spec.getCheckpointRevision().size() == 0 && !node.model_fingerprint.empty()) {
+    record.setCheckpointRevision(node.model_fingerprint);
+  } else {
+    record.setCheckpointRevision(OrNa(spec.getCheckpointRevision(), "not given in the matrix"));
+  }
   record.setEngine(spec.getEngine());
   record.setEngineVersion(node.engine_version.empty() ? "n/a: not reported" : node.engine_version);
   record.setEngineCommit(node.engine_commit.empty() ? "n/a: not reported" : node.engine_commit);

@@ -20,6 +20,8 @@ struct NodeFacts {
   std::string interconnect;
   std::string engine_version;
   std::string engine_commit;
+  std::string model_fingerprint;  // of the local weights or config; recorded as the checkpoint
+                                  // revision when the matrix names none
 };
 
 // The run's conditions: from the spec and the node; filled for every result, failed or not.

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "agent/engine_processes.h"
 #include "agent/engines/engine_adapter.h"
 #include "agent/http_get.h"
 #include "agent/loadgen/bench_metrics.h"
@@ -55,7 +56,15 @@ void RunExecutor::Cancel(const std::string& reason) {
     cancelled_.store(true);
   }
   // A load blocked on a stuck engine ends quickly once the engine is gone.
-  if (const int pgid = engine_pgid_.load(); pgid > 0) ::kill(-pgid, SIGKILL);
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (int pgid : engine_pgids_) {
+    if (pgid > 0) ::kill(-pgid, SIGKILL);
+  }
+}
+
+void RunExecutor::SetEnginePgids(std::vector<int> pgids) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  engine_pgids_ = std::move(pgids);
 }
 
 std::string RunExecutor::cancel_reason() const {
@@ -133,37 +142,40 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   const EngineLaunch launch = adapter->Plan(launch_context);
 
   std::filesystem::create_directories(context_.work_dir);
-  const std::string log_path =
-      fmt::format("{}/{}.{}.engine.log", context_.work_dir, run_id_, attempt_);
-  NodeFacts node{context_.gpu_model, context_.interconnect, launch.version, ""};
+  const std::string log_prefix = fmt::format("{}/{}.{}", context_.work_dir, run_id_, attempt_);
+  NodeFacts node{context_.gpu_model, context_.interconnect, launch.version, "", ""};
+  if (launch.error.empty()) ReadProvenance(launch, log_prefix, &node);
   FillConditions(spec, node, result.initRecord());
-  ChildProcess engine;
-  // Declared after `engine`, so destroyed first: Cancel() never signals a reaped (reusable) pgid.
+  if (!launch.error.empty()) return fail(fmt::format("engine not started: {}", launch.error));
+  if (Status s = CheckPrograms(launch, context_.agent_id); !s.ok()) return fail(s.message());
+
+  EngineGroup engines;
+  // Declared after `engines`, so destroyed first: Cancel() never signals a reaped (reusable) pgid.
   struct PgidReset {
-    std::atomic<int>& pgid;
-    ~PgidReset() { pgid.store(0); }
-  } pgid_reset{engine_pgid_};
+    RunExecutor& executor;
+    ~PgidReset() { executor.SetEnginePgids({}); }
+  } pgid_reset{*this};
   const int64_t spawn_ns = SteadyNowNs();
-  if (Status s = ChildProcess::Spawn({launch.argv, launch.env, log_path, ""}, &engine); !s.ok()) {
-    return fail(s.message());
-  }
-  engine_pgid_.store(engine.pid());
-  if (cancelled()) engine.Signal(SIGKILL);  // a cancel that raced the spawn
+  if (Status s = engines.Start(launch, log_prefix); !s.ok()) return fail(s.message());
+  SetEnginePgids(engines.Pgids());
+  if (cancelled()) engines.Signal(SIGKILL);  // a cancel that raced the spawn
   auto engine_failure = [&](const std::string& what) {
-    const auto exit = engine.Poll();
-    result.setEngineLogTail(TailOfFile(log_path, kLogTailLines));
-    fail(fmt::format("{}{}; engine log: {}", what,
-                     exit ? fmt::format(" (engine {})", DescribeExit(*exit)) : "", log_path));
+    const auto exited = engines.FirstExit();
+    result.setEngineLogTail(engines.LogTail(kLogTailLines));
+    fail(fmt::format(
+        "{}{}; engine log: {}", what,
+        exited ? fmt::format(" ({} {})", exited->first, DescribeExit(exited->second)) : "",
+        engines.LogPaths()));
   };
 
-  // Readiness: /health answers 200, then the model is listed.
+  // Readiness: /health answers 200 (where the engine has one), then the model is listed.
   SetPhase("starting");
   const double ready_timeout_s = std::min(kReadyTimeoutCapS, spec.getTimeoutS());
   double cold_start_ms = std::numeric_limits<double>::quiet_NaN();
-  while (true) {
+  while (!launch.health_path.empty()) {
     if (cancelled())
       return engine_failure("cancelled while the engine started: " + cancel_reason());
-    if (engine.Poll()) return engine_failure("engine exited before it was ready");
+    if (engines.AnyExited()) return engine_failure("engine exited before it was ready");
     HttpResponse health;
     if (HttpGet(launch.base_url + launch.health_path, 1000, &health).ok() &&
         health.status_code == 200) {
@@ -176,14 +188,20 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   HttpResponse models;
-  if (!HttpGet(launch.base_url + "/v1/models", 5000, &models).ok() || models.status_code != 200 ||
+  if (!HttpGet(launch.base_url + "/v1/models", 10000, &models, launch.api_key).ok() ||
+      models.status_code != 200 ||
       models.body.find(fmt::format("\"{}\"", spec.getModel().cStr())) == std::string::npos) {
     return engine_failure(fmt::format("engine ready but /v1/models does not list '{}' (HTTP {})",
                                       spec.getModel().cStr(), models.status_code));
   }
+  if (launch.health_path.empty() && !launch.processes.empty()) {
+    cold_start_ms = static_cast<double>(SteadyNowNs() - spawn_ns) / 1e6;
+  }
 
   // Warm-up as its own phase, so neither the figures nor the engine signals include it.
   loadgen::LoadSettings settings = LoadSettingsFor(spec, launch.base_url);
+  settings.api_key = launch.api_key;
+  settings.reuse_connections = launch.reuse_connections;
   if (settings.warmup_requests > 0) {
     SetPhase("warmup");
     loadgen::LoadSettings warmup = settings;
@@ -204,14 +222,20 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   total_.store(settings.num_requests);
   SetPhase("measuring");
   MetricsScraper scraper;
-  scraper.Start(launch.base_url + launch.metrics_path, launch.metrics_persona, 1000, SteadyNowNs());
+  const std::string metrics_url = !launch.metrics_url.empty() ? launch.metrics_url
+                                  : launch.metrics_path.empty()
+                                      ? std::string()
+                                      : launch.base_url + launch.metrics_path;
+  if (!metrics_url.empty() && !launch.metrics_persona.empty()) {
+    scraper.Start(metrics_url, launch.metrics_persona, 1000, SteadyNowNs());
+  }
   loadgen::LoadResult load = loadgen::RunLoad(
       settings, [this](const loadgen::Progress& p) { completed_.store(p.completed); });
   scraper.Stop();
   SetPhase("draining");
-  const bool engine_died = engine.Poll().has_value();
-  engine_pgid_.store(0);
-  engine.Stop(std::chrono::seconds(10));
+  const bool engine_died = engines.AnyExited();
+  SetEnginePgids({});
+  engines.Stop(std::chrono::seconds(10));
 
   loadgen::SloLimits slo;
   slo.ttft_ms = spec.getSlo().getTtftMs();
@@ -251,7 +275,7 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
 void RunExecutor::ExecuteWorker() {
   auto assign = assign_message_.getRoot<schema::Assign>().asReader();
   auto adapter = MakeEngineAdapter(assign.getSpec().getEngine());
-  ChildProcess engine;
+  EngineGroup engines;
   if (adapter) {
     LaunchContext launch_context;
     launch_context.spec = assign.getSpec();
@@ -261,22 +285,22 @@ void RunExecutor::ExecuteWorker() {
     launch_context.head_address = assign.getHeadAddress();
     launch_context.self_executable = SelfExecutable();
     const EngineLaunch launch = adapter->Plan(launch_context);
-    if (!launch.argv.empty()) {
+    if (!launch.error.empty()) {
+      spdlog::error("run {}: worker engine not started: {}", run_id_, launch.error);
+    } else if (!launch.processes.empty()) {
       std::filesystem::create_directories(context_.work_dir);
-      const std::string log_path = fmt::format("{}/{}.{}.worker{}.log", context_.work_dir, run_id_,
-                                               attempt_, assign.getRank());
-      if (Status s = ChildProcess::Spawn({launch.argv, launch.env, log_path, ""}, &engine);
-          !s.ok()) {
+      const std::string log_prefix =
+          fmt::format("{}/{}.{}.worker{}", context_.work_dir, run_id_, attempt_, assign.getRank());
+      if (Status s = engines.Start(launch, log_prefix); !s.ok()) {
         spdlog::error("run {}: worker engine did not start: {}", run_id_, s.message());
-      } else {
-        engine_pgid_.store(engine.pid());
       }
+      SetEnginePgids(engines.Pgids());
     }
   }
   SetPhase("holding");
   while (!cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  engine_pgid_.store(0);
-  engine.Stop(std::chrono::seconds(10));
+  SetEnginePgids({});
+  engines.Stop(std::chrono::seconds(10));
 }
 
 }  // namespace servesweep::agent

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "schema/wire.capnp.h"
 
@@ -55,6 +56,8 @@ class RunExecutor {
   void ExecuteHead(schema::RunResult::Builder result);
   void ExecuteWorker();
   void SetPhase(const char* phase);
+  // Records (or, with 0, forgets) the process groups Cancel() kills.
+  void SetEnginePgids(std::vector<int> pgids);
   std::string cancel_reason() const;
 
   capnp::MallocMessageBuilder assign_message_;  // our own copy of the Assign
@@ -70,8 +73,8 @@ class RunExecutor {
   std::atomic<bool> finished_{false};
   std::atomic<uint32_t> completed_{0};
   std::atomic<uint32_t> total_{0};
-  std::atomic<int> engine_pgid_{0};  // to stop a blocked load by killing the engine
   mutable std::mutex mutex_;
+  std::vector<int> engine_pgids_;  // guarded by mutex_: to stop a blocked load by killing engines
   std::string cancel_reason_;
   const char* phase_ = "starting";
   std::unique_ptr<capnp::MallocMessageBuilder> result_;

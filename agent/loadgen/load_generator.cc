@@ -251,6 +251,7 @@ class Engine {
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);   // no SIGALRM for DNS timeouts: we are threaded
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+    curl_easy_setopt(e, CURLOPT_FORBID_REUSE, s_.reuse_connections ? 0L : 1L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
                      static_cast<long>(std::llround(s_.request_timeout_s * 1000.0)));
     // No CURLOPT_MAXFILESIZE: responses are as long as the server makes them.

@@ -49,6 +49,9 @@ struct LoadSettings {
   // schedule, at most `concurrency` in flight when > 0. Warm-up keeps input/output_len_tok.
   std::vector<PlannedRequest> plan;
   bool replay_arrivals = true;
+  // false: a new connection per request, for servers that close a connection after a streamed
+  // response while announcing keep-alive (a reused one then dies as the next request is sent).
+  bool reuse_connections = true;
 };
 
 struct RequestRecord {

@@ -20,6 +20,31 @@ const std::vector<SignalName>& SignalNames() {
        1.0},
       {"vllm", "vllm:generation_tokens_total", "generation_tokens", SignalKind::kCounter, 1.0},
       {"vllm", "vllm:prompt_tokens_total", "prompt_tokens", SignalKind::kCounter, 1.0},
+      // SGLang 0.5 (sglang/srt/observability/metrics_collector.py); token_usage is a fraction.
+      {"sglang", "sglang:token_usage", "kv_cache_usage", SignalKind::kGauge, 1.0},
+      {"sglang", "sglang:num_running_reqs", "running", SignalKind::kGauge, 1.0},
+      {"sglang", "sglang:num_queue_reqs", "waiting", SignalKind::kGauge, 1.0},
+      {"sglang", "sglang:cached_tokens_total", "prefix_cache_hits", SignalKind::kCounter, 1.0},
+      {"sglang", "sglang:prompt_tokens_total", "prefix_cache_queries", SignalKind::kCounter, 1.0},
+      {"sglang", "sglang:prompt_tokens_total", "prompt_tokens", SignalKind::kCounter, 1.0},
+      {"sglang", "sglang:generation_tokens_total", "generation_tokens", SignalKind::kCounter, 1.0},
+      {"sglang", "sglang:spec_accept_rate", "spec_decode_acceptance", SignalKind::kGauge, 1.0},
+      // llama.cpp's llama-server --metrics (tools/server/server-task.cpp). Its
+      // prompt_tokens_total excludes the tokens reused from the cache (prompt_tokens_cached_total),
+      // so both add up to the prompt tokens, and the cached ones are the prefix-cache hits.
+      {"llamacpp", "llamacpp:requests_processing", "running", SignalKind::kGauge, 1.0},
+      {"llamacpp", "llamacpp:requests_deferred", "waiting", SignalKind::kGauge, 1.0},
+      {"llamacpp", "llamacpp:tokens_predicted_total", "generation_tokens", SignalKind::kCounter,
+       1.0},
+      {"llamacpp", "llamacpp:prompt_tokens_total", "prompt_tokens", SignalKind::kCounter, 1.0},
+      {"llamacpp", "llamacpp:prompt_tokens_cached_total", "prompt_tokens", SignalKind::kCounter,
+       1.0},
+      {"llamacpp", "llamacpp:prompt_tokens_cached_total", "prefix_cache_hits", SignalKind::kCounter,
+       1.0},
+      {"llamacpp", "llamacpp:prompt_tokens_total", "prefix_cache_queries", SignalKind::kCounter,
+       1.0},
+      {"llamacpp", "llamacpp:prompt_tokens_cached_total", "prefix_cache_queries",
+       SignalKind::kCounter, 1.0},
   };
   return table;
 }

@@ -1,6 +1,6 @@
 // Engine signals: the benchmark record's view of an engine's /metrics. Engines name the same
 // signal differently and rename it between versions, so the mapping is a data table
-// (engine_signal_names.cc), tested against saved /metrics samples.
+// (SignalNames() in engine_signals.cc), tested against saved /metrics samples (tests/data/).
 //
 // Thread-safety: pure functions over immutable tables.
 #pragma once

@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "agent/scraper/prometheus_text.h"
+#include "tests/support/harness.h"
 
 namespace servesweep::agent {
 namespace {
@@ -54,6 +56,47 @@ TEST(EngineSignals, MapsVllmNamesAndSumsRanks) {
   EXPECT_EQ(value("prefix_cache_hits"), 512.0);
   EXPECT_TRUE(std::isnan(value("spec_decode_acceptance")));
   EXPECT_TRUE(ExtractSignals("sglang", ParsePrometheusText(kVllmSample)).empty());
+}
+
+TEST(EngineSignals, MapsLlamacppNamesFromARealScrape) {
+  size_t skipped = 0;
+  const auto samples =
+      ParsePrometheusText(testing::ReadSourceFile("tests/data/llamacpp_metrics.txt"), &skipped);
+  EXPECT_EQ(skipped, 0u);
+  const auto signals = ExtractSignals("llamacpp", samples);
+  auto value = [&](const std::string& name) {
+    for (const auto& s : signals) {
+      if (s.signal == name) return s.value;
+    }
+    return std::nan("");
+  };
+  EXPECT_EQ(value("running"), 2.0);  // 3 requests on 2 slots
+  EXPECT_EQ(value("waiting"), 1.0);
+  EXPECT_EQ(value("generation_tokens"), 32.0);
+  // prompt_tokens_total excludes the 4 cached tokens; the prompt tokens are both together.
+  EXPECT_EQ(value("prompt_tokens"), 18.0);
+  EXPECT_EQ(value("prefix_cache_hits"), 4.0);
+  EXPECT_EQ(value("prefix_cache_queries"), 18.0);
+  EXPECT_TRUE(std::isnan(value("kv_cache_usage")));
+  EXPECT_TRUE(ExtractSignals("vllm", samples).empty());
+}
+
+TEST(EngineSignals, MapsSglangNames) {
+  const auto signals =
+      ExtractSignals("sglang", ParsePrometheusText(R"(# TYPE sglang:token_usage gauge
+sglang:token_usage{model_name="m",tp_rank="0"} 0.5
+sglang:num_running_reqs{model_name="m",tp_rank="0"} 12
+sglang:num_queue_reqs{model_name="m",tp_rank="0"} 3
+sglang:cached_tokens_total{model_name="m"} 100
+sglang:prompt_tokens_total{model_name="m"} 400
+)"));
+  std::map<std::string, double> by_name;
+  for (const auto& s : signals) by_name[s.signal] = s.value;
+  EXPECT_EQ(by_name["kv_cache_usage"], 0.5);
+  EXPECT_EQ(by_name["running"], 12.0);
+  EXPECT_EQ(by_name["waiting"], 3.0);
+  EXPECT_EQ(by_name["prefix_cache_hits"], 100.0);
+  EXPECT_EQ(by_name["prefix_cache_queries"], 400.0);
 }
 
 TEST(EngineSignals, GaugesTakeTheMaximumCountersTheIncrease) {

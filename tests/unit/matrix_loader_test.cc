@@ -84,8 +84,9 @@ TEST(MatrixLoader, RefusesWhatCannotRun) {
             std::string::npos)
       << no_load.message();
   LoadedMatrix m2;
-  Status engine = Expand(std::string(kBase) + "concurrency: 1\naxes: {engine: [sim, vllm]}\n", &m2);
-  EXPECT_NE(engine.message().find("engine 'vllm' is not supported by this build"),
+  Status engine =
+      Expand(std::string(kBase) + "concurrency: 1\naxes: {engine: [sim, trtllm]}\n", &m2);
+  EXPECT_NE(engine.message().find("engine 'trtllm' is not supported by this build"),
             std::string::npos)
       << engine.message();
   EXPECT_NE(engine.message().find("m.yaml:6:"), std::string::npos) << engine.message();
@@ -113,6 +114,86 @@ TEST(MatrixLoader, RefusesZeroTimeoutAndNamesUnfitForFiles) {
   EXPECT_NE(name.message().find("m.yaml:1:7: expected 'name' of letters, digits"),
             std::string::npos)
       << name.message();
+}
+
+TEST(MatrixLoader, ReadsEngineConfigAndSweepsItAsAnAxis) {
+  LoadedMatrix m;
+  Status s = Expand(R"(name: e
+engine: llamacpp
+model: smollm2
+engine_config:
+  model_path: /opt/m.gguf
+  threads: 2
+  context_len: 4096
+  prefix_caching: false
+  chunked_prefill: default
+  speculative: {method: eagle3, model: /d, num_tokens: 3}
+  price: {input_per_mtok: 0.25, output_per_mtok: 1.5, currency: USD}
+workload: {input_len: 10, output_len: 5, num_requests: 3}
+axes:
+  engine_config: [{max_num_seqs: 1}, {max_num_seqs: 4}]
+  concurrency: [1, 4]
+)",
+                    &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  auto runs = m.matrix().getRuns();
+  ASSERT_EQ(runs.size(), 4u);
+  EXPECT_EQ(runs[3].getLabel(), "max_num_seqs=4 concurrency=4");
+  const auto c = runs[3].getEngineConfig();
+  EXPECT_EQ(c.getMaxNumSeqs(), 4u);
+  EXPECT_EQ(c.getModelPath(), "/opt/m.gguf");  // the top-level config stays under the axis
+  EXPECT_EQ(c.getThreads(), 2u);
+  EXPECT_EQ(c.getPrefixCaching(), schema::EngineConfig::Toggle::OFF);
+  EXPECT_EQ(c.getChunkedPrefill(), schema::EngineConfig::Toggle::DEFAULT);
+  EXPECT_EQ(c.getSpecMethod(), "eagle3");
+  EXPECT_EQ(c.getSpecNumTokens(), 3u);
+  EXPECT_EQ(c.getPriceOutputPerMTok(), 1.5);
+  EXPECT_NE(runs[0].getRunId(), runs[2].getRunId());
+}
+
+TEST(MatrixLoader, EngineConfigErrorsNamePositionAndSuggestion) {
+  LoadedMatrix m;
+  Status typo =
+      Expand(std::string(kBase) + "concurrency: 1\nengine_config: {max_num_seq: 4}\n", &m);
+  EXPECT_NE(typo.message().find("m.yaml:6:17: unknown key 'max_num_seq' in engine_config (did "
+                                "you mean 'max_num_seqs'?)"),
+            std::string::npos)
+      << typo.message();
+  LoadedMatrix m2;
+  Status external = Expand(R"(name: x
+engine: external
+model: m
+workload: {input_len: 10, output_len: 5, num_requests: 3, concurrency: 1}
+)",
+                           &m2);
+  EXPECT_NE(external.message().find("expected 'engine_config.base_url' for engine: external"),
+            std::string::npos)
+      << external.message();
+  LoadedMatrix m3;
+  Status fraction = Expand(
+      std::string(kBase) + "concurrency: 1\nengine_config: {gpu_memory_fraction: 1.5}\n", &m3);
+  EXPECT_NE(fraction.message().find("expected 'gpu_memory_fraction' in (0, 1], found 1.5"),
+            std::string::npos)
+      << fraction.message();
+}
+
+TEST(MatrixLoader, DataParallelAttentionSharesTheInstancesGpus) {
+  LoadedMatrix m;
+  ASSERT_TRUE(Expand(std::string(kBase) + R"(concurrency: 1
+axes:
+  layout: [{tp: 8, dp: 8, dp_attention: true}, {tp: 8, dp: 2}]
+)",
+                     &m)
+                  .ok());
+  EXPECT_EQ(m.matrix().getRuns()[0].getGpusNeeded(), 8u);
+  EXPECT_TRUE(m.matrix().getRuns()[0].getLayout().getDpAttention());
+  EXPECT_EQ(m.matrix().getRuns()[1].getGpusNeeded(), 16u);
+  LoadedMatrix m2;
+  Status uneven = Expand(
+      std::string(kBase) + "concurrency: 1\nlayout: {tp: 8, dp: 3, dp_attention: true}\n", &m2);
+  EXPECT_NE(uneven.message().find("expected dp_attention groups to split tp evenly"),
+            std::string::npos)
+      << uneven.message();
 }
 
 TEST(MatrixLoader, ReadsTheProbesSection) {

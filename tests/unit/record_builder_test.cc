@@ -2,8 +2,12 @@
 #include <capnp/message.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <variant>
+
 #include "agent/record_builder.h"
 #include "coordinator/matrix_loader.h"
+#include "coordinator/record_columns.h"
 
 namespace servesweep::agent {
 namespace {
@@ -14,7 +18,7 @@ std::string Arrival(const std::string& workload) {
   EXPECT_TRUE(s.ok()) << s.message();
   capnp::MallocMessageBuilder message;
   auto record = message.initRoot<schema::BenchmarkRecord>();
-  FillConditions(m.matrix().getRuns()[0], {"NVIDIA H200", "nvlink", "0.10.1", ""}, record);
+  FillConditions(m.matrix().getRuns()[0], {"NVIDIA H200", "nvlink", "0.10.1", "", ""}, record);
   EXPECT_EQ(record.getEngineCommit(), "n/a: not reported");
   EXPECT_EQ(record.getKvCacheDtype(), "n/a: engine default");
   EXPECT_EQ(record.getGpuModel(), "NVIDIA H200");
@@ -59,6 +63,29 @@ TEST(RecordBuilder, LoadSettingsCarryTheWorkload) {
                                        "request_rate: 5, burstiness: 0}\n", &bad);
   EXPECT_NE(s.message().find("expected 'burstiness' > 0 (1 = Poisson), found 0"), std::string::npos)
       << s.message();
+}
+
+TEST(RecordColumns, CostPerCompletedRequestUsesThePriceList) {
+  capnp::MallocMessageBuilder message;
+  auto result = message.initRoot<schema::RunResult>();
+  auto record = result.initRecord();
+  record.setCompleted(4);
+  record.setTotalInputTokens(4000);
+  record.setTotalOutputTokens(2000);
+  auto cost_of = [&] {
+    for (const auto& column : coordinator::RecordColumns()) {
+      if (column.name == "cost_per_completed_request") {
+        return std::get<double>(column.value(result.asReader()));
+      }
+    }
+    return -1.0;
+  };
+  EXPECT_TRUE(std::isnan(cost_of()));  // no price: n/a, not zero
+  auto config = result.initSpec().initEngineConfig();
+  config.setPriceInputPerMTok(0.5);
+  config.setPriceOutputPerMTok(2.0);
+  // (4000 * 0.5 + 2000 * 2.0) / 1e6 over 4 completed requests.
+  EXPECT_DOUBLE_EQ(cost_of(), 0.0015);
 }
 
 }  // namespace

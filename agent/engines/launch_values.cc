@@ -1,0 +1,144 @@
+#include "agent/engines/launch_values.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "common/ids.h"
+
+namespace servesweep::agent {
+
+uint16_t DistPort(schema::RunSpec::Reader spec) {
+  if (spec.getEngineConfig().getDistPort() != 0) return spec.getEngineConfig().getDistPort();
+  // 20000..39899 in steps of 100: each run's ports (rendezvous, instances, side channels) lie in
+  // [port, port + 100).
+  const uint64_t hash = std::stoull(StableHashHex(spec.getRunId().cStr()), nullptr, 16);
+  return static_cast<uint16_t>(20000 + (hash % 199) * 100);
+}
+
+Values RunValues(const LaunchContext& context) {
+  const auto spec = context.spec;
+  const auto layout = spec.getLayout();
+  const auto config = spec.getEngineConfig();
+  Values v;
+  auto set_uint = [&v](const char* name, uint64_t value) {
+    if (value > 0) v[name] = std::to_string(value);
+  };
+  auto set_text = [&v](const char* name, capnp::Text::Reader value) {
+    if (value.size() > 0) v[name] = value.cStr();
+  };
+  v["model"] = spec.getModel().cStr();
+  v["model_path"] = config.getModelPath().size() ? config.getModelPath().cStr() : v["model"];
+  v["host"] = "127.0.0.1";
+  v["port"] = std::to_string(context.port);
+  v["tp"] = std::to_string(layout.getTp());
+  v["pp"] = std::to_string(layout.getPp());
+  v["dp"] = std::to_string(layout.getDp());
+  v["ep_size"] = std::to_string(layout.getTp());
+  v["head"] = context.head_address.empty() ? "127.0.0.1" : context.head_address;
+  v["dist_port"] = std::to_string(DistPort(spec));
+  v["nnodes"] = std::to_string(context.group_size);
+  v["node_rank"] = std::to_string(context.rank);
+  v["rank"] = std::to_string(context.rank);
+  v["servesweep"] = context.self_executable;
+  set_text("quantization", spec.getQuantization());
+  set_text("kv_cache_dtype", spec.getKvCacheDtype());
+  set_uint("max_num_seqs", config.getMaxNumSeqs());
+  set_uint("max_batched_tokens", config.getMaxBatchedTokens());
+  set_uint("context_len", config.getContextLenTok());
+  set_uint("threads", config.getThreads());
+  set_uint("chunked_prefill_tok", config.getChunkedPrefillTok());
+  set_uint("spec_num_tokens", config.getSpecNumTokens());
+  if (config.getGpuMemoryFraction() > 0) {
+    v["gpu_memory_fraction"] = fmt::format("{}", config.getGpuMemoryFraction());
+  }
+  set_text("spec_method", config.getSpecMethod());
+  set_text("spec_model", config.getSpecModel());
+  set_text("kv_transfer", config.getKvTransfer());
+  if (v.count("spec_method")) {
+    std::string upper = v["spec_method"];
+    std::transform(upper.begin(), upper.end(), upper.begin(),
+                   [](unsigned char c) { return std::toupper(c); });
+    v["spec_method_upper"] = upper;
+  }
+  return v;
+}
+
+void ArgvBuilder::Add(const std::string& key, const std::string& why) {
+  if (!error_.empty()) return;
+  auto it = table_.flags.find(key);
+  if (it == table_.flags.end()) {
+    Fail(fmt::format("{} {} has no flag for '{}' (needed for {}); flag table read from {}",
+                     table_.engine, table_.version, key, why, table_.source));
+    return;
+  }
+  if (Status s = FillArgv(it->second, values_, &argv_); !s.ok()) {
+    Fail(fmt::format("{} {} flag '{}': {}", table_.engine, table_.version, key, s.message()));
+  }
+}
+
+uint32_t GpusPerNode(const LaunchContext& context) {
+  if (context.gpus_per_node > 0) return context.gpus_per_node;
+  const auto layout = context.spec.getLayout();
+  if (layout.getGpusPerNode() > 0) return layout.getGpusPerNode();
+  const uint32_t total = std::max<uint32_t>(1, context.spec.getGpusNeeded());
+  return (total + context.group_size - 1) / context.group_size;
+}
+
+std::vector<PdInstance> PdInstances(const LaunchContext& context, uint32_t gpus_per_instance) {
+  const auto layout = context.spec.getLayout();
+  const uint32_t total = layout.getPrefillInstances() + layout.getDecodeInstances();
+  const uint32_t per_node = std::max<uint32_t>(1, GpusPerNode(context) / gpus_per_instance);
+  const uint16_t base = DistPort(context.spec);
+  std::vector<PdInstance> out;
+  for (uint32_t i = 0; i < total; ++i) {
+    PdInstance instance;
+    instance.prefill = i < layout.getPrefillInstances();
+    instance.index = instance.prefill ? i : i - layout.getPrefillInstances();
+    instance.rank = std::min(i / per_node, context.group_size - 1);
+    instance.first_gpu = (i % per_node) * gpus_per_instance;
+    instance.gpus = gpus_per_instance;
+    instance.port = static_cast<uint16_t>(base + 1 + i);
+    instance.bootstrap_port = static_cast<uint16_t>(base + 40 + i);
+    instance.side_port = static_cast<uint16_t>(base + 70 + i);
+    out.push_back(instance);
+  }
+  return out;
+}
+
+std::string GpuList(uint32_t first, uint32_t gpus) {
+  std::string out;
+  for (uint32_t g = first; g < first + gpus; ++g)
+    out += (out.empty() ? "" : ",") + std::to_string(g);
+  return out;
+}
+
+std::string AddressOf(const LaunchContext& context, uint32_t rank) {
+  if (context.group_size <= 1) return "127.0.0.1";
+  if (rank == 0 && !context.head_address.empty()) return context.head_address;
+  if (rank < context.peer_addresses.size()) return context.peer_addresses[rank];
+  return "";
+}
+
+void FinishLaunch(const FlagTable& table, const LaunchContext& context, EngineLaunch* launch) {
+  if (context.role == schema::Role::HEAD) {
+    launch->base_url = fmt::format("http://127.0.0.1:{}", context.port);
+  }
+  launch->metrics_persona = table.metrics;
+  launch->reuse_connections = table.reuse_connections;
+  launch->version_command = table.version_command;
+  launch->flag_source = fmt::format("{} {} ({})", table.engine, table.version, table.source);
+  const auto config = context.spec.getEngineConfig();
+  const std::string path =
+      config.getModelPath().size() ? config.getModelPath().cStr() : context.spec.getModel().cStr();
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) {
+    launch->model_file = path;
+  } else if (std::filesystem::is_regular_file(path + "/config.json", ec)) {
+    launch->model_file = path + "/config.json";
+  }
+}
+
+}  // namespace servesweep::agent

@@ -1,0 +1,79 @@
+// What the adapters of real engines share: the placeholder values of a run (its layout, engine
+// config, ports, rendezvous address), an argv builder that spells keys through a flag table and
+// remembers the first key the table lacks, and how instances of a disaggregated layout are laid
+// out over the agents and their GPUs.
+//
+// Thread-safety: values; no shared state.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/engines/engine_adapter.h"
+#include "agent/engines/flag_table.h"
+
+namespace servesweep::agent {
+
+// Placeholders every table may use: model, model_path, host, port, tp, pp, dp, ep_size, head,
+// servesweep (this binary, for engines that are its subcommands),
+// dist_port, nnodes, node_rank, quantization, kv_cache_dtype, max_num_seqs, max_batched_tokens,
+// context_len, threads, chunked_prefill_tok, gpu_memory_fraction, spec_method,
+// spec_method_upper, spec_model, spec_num_tokens, kv_transfer. Unset settings have no value.
+Values RunValues(const LaunchContext& context);
+
+// The rendezvous port of a run: engine_config.dist_port, else derived from the run id (the same
+// on every agent of the placement, so workers find the head without another message).
+uint16_t DistPort(schema::RunSpec::Reader spec);
+
+class ArgvBuilder {
+ public:
+  ArgvBuilder(const FlagTable& table, Values values) : table_(table), values_(std::move(values)) {}
+
+  // Appends the table's spelling of `key`; `why` says which setting needs it (for the error).
+  void Add(const std::string& key, const std::string& why);
+  void AddIf(bool condition, const std::string& key, const std::string& why) {
+    if (condition) Add(key, why);
+  }
+  void Set(const std::string& name, std::string value) { values_[name] = std::move(value); }
+  const Values& values() const { return values_; }
+
+  Argv& argv() { return argv_; }
+  const std::string& error() const { return error_; }
+  void Fail(const std::string& error) {
+    if (error_.empty()) error_ = error;
+  }
+
+ private:
+  const FlagTable& table_;
+  Values values_;
+  Argv argv_;
+  std::string error_;
+};
+
+// One engine instance of a disaggregated layout: prefill instances first, then decode ones,
+// filled onto agents in rank order, `gpus` GPUs each.
+struct PdInstance {
+  bool prefill = true;
+  uint32_t index = 0;      // among its kind
+  uint32_t rank = 0;       // the agent that runs it
+  uint32_t first_gpu = 0;  // on that agent
+  uint32_t gpus = 1;
+  uint16_t port = 0;
+  uint16_t bootstrap_port = 0;  // prefill instances (SGLang)
+  uint16_t side_port = 0;       // KV side channel (vLLM NIXL)
+};
+std::vector<PdInstance> PdInstances(const LaunchContext& context, uint32_t gpus_per_instance);
+
+// "0,1,2,3" for `gpus` GPUs from `first`.
+std::string GpuList(uint32_t first, uint32_t gpus);
+
+// The address other agents reach agent `rank` at ("" when unknown); 127.0.0.1 on one node.
+std::string AddressOf(const LaunchContext& context, uint32_t rank);
+
+// GPUs each agent contributes: the context's, the layout's gpus_per_node, else all on one.
+uint32_t GpusPerNode(const LaunchContext& context);
+
+// Common epilogue: the head's URL, persona, version command and the model file to fingerprint.
+void FinishLaunch(const FlagTable& table, const LaunchContext& context, EngineLaunch* launch);
+
+}  // namespace servesweep::agent

@@ -1,0 +1,222 @@
+// vLLM: `vllm serve MODEL` with the run's layout. One node: one process. Several nodes: data
+// parallelism across nodes when one TP*PP group fits a node (head: the front end and its local
+// DP engines; workers: `--headless` with their start rank), else one TP*PP group across nodes
+// (`--nnodes/--node-rank/--master-addr`, workers headless). Disaggregated: prefill instances
+// (kv_producer) and decode instances (kv_consumer) behind vllm-router on the head.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/engines/adapters.h"
+#include "agent/engines/launch_values.h"
+
+namespace servesweep::agent {
+namespace {
+
+// Flags of the engine's settings, the same on every process of the run.
+void AddSettings(ArgvBuilder& b, schema::RunSpec::Reader spec) {
+  const auto layout = spec.getLayout();
+  const auto config = spec.getEngineConfig();
+  const Values& v = b.values();
+  b.Add("served_model_name", "the served model name");
+  b.AddIf(layout.getExpertParallel(), "ep", "layout ep: true");
+  b.AddIf(v.count("quantization") > 0, "quantization", "quantization");
+  b.AddIf(v.count("kv_cache_dtype") > 0, "kv_cache_dtype", "kv_cache_dtype");
+  b.AddIf(v.count("max_num_seqs") > 0, "max_num_seqs", "engine_config.max_num_seqs");
+  b.AddIf(v.count("max_batched_tokens") > 0, "max_batched_tokens",
+          "engine_config.max_batched_tokens");
+  b.AddIf(v.count("context_len") > 0, "context_len", "engine_config.context_len");
+  b.AddIf(v.count("gpu_memory_fraction") > 0, "gpu_memory_fraction",
+          "engine_config.gpu_memory_fraction");
+  using Toggle = schema::EngineConfig::Toggle;
+  b.AddIf(config.getPrefixCaching() == Toggle::ON, "prefix_caching_on", "prefix_caching: true");
+  b.AddIf(config.getPrefixCaching() == Toggle::OFF, "prefix_caching_off", "prefix_caching: false");
+  b.AddIf(config.getChunkedPrefill() == Toggle::ON, "chunked_prefill_on", "chunked_prefill: true");
+  b.AddIf(config.getChunkedPrefill() == Toggle::OFF, "chunked_prefill_off",
+          "chunked_prefill: false");
+  if (v.count("spec_method") || v.count("spec_model")) {
+    nlohmann::ordered_json speculative = nlohmann::ordered_json::object();
+    if (v.count("spec_method")) speculative["method"] = v.at("spec_method");
+    if (v.count("spec_model")) speculative["model"] = v.at("spec_model");
+    if (v.count("spec_num_tokens")) {
+      speculative["num_speculative_tokens"] = std::stoul(v.at("spec_num_tokens"));
+    }
+    b.Set("spec_json", speculative.dump());
+    b.Add("speculative", "engine_config.speculative");
+  }
+}
+
+void AddUserFlags(ArgvBuilder& b, schema::RunSpec::Reader spec) {
+  for (auto flag : spec.getEngineFlags()) b.argv().push_back(flag.cStr());
+}
+
+}  // namespace
+
+EngineLaunch VllmAdapter::Plan(const LaunchContext& context) const {
+  EngineLaunch launch;
+  FlagTable table;
+  const auto spec = context.spec;
+  if (Status s = FindFlagTable("vllm", spec.getEngineVersion().cStr(), &table); !s.ok()) {
+    launch.error = s.message();
+    return launch;
+  }
+  FinishLaunch(table, context, &launch);
+  const auto layout = spec.getLayout();
+  const uint32_t tp = layout.getTp(), pp = layout.getPp(), dp = layout.getDp();
+  const uint32_t nodes = context.group_size;
+  if (layout.getDpAttention()) {
+    launch.error =
+        "vLLM has no data-parallel attention inside one TP group (layout dp_attention is "
+        "SGLang's); with vLLM use dp (each DP rank its own GPUs) and ep for MoE";
+    return launch;
+  }
+  const bool head = context.role == schema::Role::HEAD;
+
+  if (layout.getPrefillInstances() > 0) {
+    if (dp > 1) {
+      launch.error = "vLLM disaggregated layouts take dp: 1 (scale with prefill/decode_instances)";
+      return launch;
+    }
+    const auto instances = PdInstances(context, tp * pp);
+    for (const auto& instance : instances) {
+      if (instance.rank != context.rank) continue;
+      ArgvBuilder b(table, RunValues(context));
+      b.Set("host", nodes > 1 ? "0.0.0.0" : "127.0.0.1");
+      b.Set("port", std::to_string(instance.port));
+      const std::string role = instance.prefill ? "prefill" : "decode";
+      nlohmann::ordered_json kv;
+      kv["kv_connector"] = b.values().count("kv_transfer") ? b.values().at("kv_transfer")
+                                                           : table.default_kv_transfer;
+      kv["kv_role"] = table.kv_roles.count(role) ? table.kv_roles.at(role) : role;
+      b.Set("kv_transfer_json", kv.dump());
+      b.Set("side_port", std::to_string(instance.side_port));
+      b.Set("address", nodes > 1 ? AddressOf(context, instance.rank) : "127.0.0.1");
+      if (Status s = FillArgv(table.program, b.values(), &b.argv()); !s.ok()) b.Fail(s.message());
+      b.Add("host", "the instance's address");
+      b.Add("port", "the instance's port");
+      b.AddIf(tp > 1, "tp", "layout tp");
+      b.AddIf(pp > 1, "pp", "layout pp");
+      AddSettings(b, spec);
+      b.Add(instance.prefill ? "pd_prefill" : "pd_decode", "a disaggregated layout");
+      AddUserFlags(b, spec);
+      if (!b.error().empty()) {
+        launch.error = b.error();
+        return launch;
+      }
+      EngineProcess process{fmt::format("{}{}", role, instance.index), b.argv(), {}};
+      process.env.emplace_back("CUDA_VISIBLE_DEVICES", GpuList(instance.first_gpu, instance.gpus));
+      for (const auto& [name, pattern] : table.pd_env) {
+        std::string value;
+        if (Status s = FillPlaceholders(pattern, b.values(), &value); !s.ok()) {
+          launch.error = s.message();
+          return launch;
+        }
+        process.env.emplace_back(name, value);
+      }
+      launch.processes.push_back(std::move(process));
+      if (head && !instance.prefill && launch.metrics_url.empty() && instance.rank == 0) {
+        launch.metrics_url = fmt::format("http://127.0.0.1:{}/metrics", instance.port);
+      }
+    }
+    if (head) {
+      if (table.router_program.empty()) {
+        launch.error = fmt::format("vllm {} flag table has no router for disaggregated layouts",
+                                   table.version);
+        return launch;
+      }
+      Values values = RunValues(context);
+      Argv router;
+      Status s = FillArgv(table.router_program, values, &router);
+      for (const auto& instance : instances) {
+        const std::string address = AddressOf(context, instance.rank);
+        if (address.empty()) {
+          launch.error = fmt::format(
+              "the router needs the address of agent rank {} (instance {}{}), which this "
+              "assignment does not carry",
+              instance.rank, instance.prefill ? "prefill" : "decode", instance.index);
+          return launch;
+        }
+        values["url"] = fmt::format("http://{}:{}", address, instance.port);
+        if (s.ok()) {
+          s = FillArgv(instance.prefill ? table.router_prefill : table.router_decode, values,
+                       &router);
+        }
+      }
+      if (!s.ok()) {
+        launch.error = s.message();
+        return launch;
+      }
+      launch.processes.push_back({"router", router, {}});
+    }
+    if (launch.metrics_url.empty()) launch.metrics_persona.clear();  // the router's own names
+    return launch;
+  }
+
+  ArgvBuilder b(table, RunValues(context));
+  if (Status s = FillArgv(table.program, b.values(), &b.argv()); !s.ok()) b.Fail(s.message());
+  const uint32_t gpus_per_node = GpusPerNode(context);
+  if (nodes <= 1) {
+    b.Add("host", "the front end's address");
+    b.Add("port", "the front end's port");
+    b.AddIf(tp > 1, "tp", "layout tp");
+    b.AddIf(pp > 1, "pp", "layout pp");
+    b.AddIf(dp > 1, "dp", "layout dp");
+  } else if (tp * pp <= gpus_per_node) {
+    // Data parallelism across nodes: dp_local engines per node.
+    if (dp % nodes != 0) {
+      launch.error = fmt::format(
+          "vLLM data parallelism across {} nodes needs dp divisible by the node count, found "
+          "dp={}",
+          nodes, dp);
+      return launch;
+    }
+    b.Set("dp_local", std::to_string(dp / nodes));
+    b.Set("dp_start_rank", std::to_string(context.rank * (dp / nodes)));
+    if (head) {
+      b.Add("host", "the front end's address");
+      b.Add("port", "the front end's port");
+    } else {
+      b.Add("headless", "a worker node of data parallelism across nodes");
+    }
+    b.AddIf(tp > 1, "tp", "layout tp");
+    b.AddIf(pp > 1, "pp", "layout pp");
+    b.Add("dp", "layout dp across nodes");
+    b.Add("dp_local", "layout dp across nodes");
+    b.AddIf(!head, "dp_start_rank", "a worker node of data parallelism across nodes");
+    b.Add("dp_address", "layout dp across nodes");
+    b.Add("dp_rpc_port", "layout dp across nodes");
+  } else {
+    // One TP*PP group spans nodes.
+    if (dp > 1) {
+      launch.error = fmt::format(
+          "vLLM: a TP*PP group of {} GPUs spans nodes of {} GPUs, which works only with dp: 1 "
+          "(found dp={})",
+          tp * pp, gpus_per_node, dp);
+      return launch;
+    }
+    if (head) {
+      b.Add("host", "the front end's address");
+      b.Add("port", "the front end's port");
+    } else {
+      b.Add("headless", "a worker node of a TP*PP group across nodes");
+    }
+    b.AddIf(tp > 1, "tp", "layout tp");
+    b.AddIf(pp > 1, "pp", "layout pp");
+    const std::string why = fmt::format("tp*pp={} across {} nodes", tp * pp, nodes);
+    b.Add("nnodes", why);
+    b.Add("node_rank", why);
+    b.Add("master_addr", why);
+    b.Add("master_port", why);
+  }
+  AddSettings(b, spec);
+  AddUserFlags(b, spec);
+  if (!b.error().empty()) {
+    launch.error = b.error();
+    return launch;
+  }
+  launch.processes.push_back(
+      {head ? "engine" : fmt::format("worker{}", context.rank), b.argv(), {}});
+  return launch;
+}
+
+}  // namespace servesweep::agent

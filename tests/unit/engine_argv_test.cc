@@ -1,0 +1,268 @@
+// Golden tests of the exact processes (argv and environment) the engine adapters start, for a
+// table of layouts on one node, several nodes and disaggregated, per role and rank. The expected
+// text is tests/golden/engine_argv.txt; SERVESWEEP_UPDATE_GOLDEN=1 rewrites it (then review the
+// diff against the engines' own argument parsers named in agent/engines/flags/).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "agent/engine_processes.h"
+#include "agent/engines/engine_adapter.h"
+#include "agent/engines/flag_table.h"
+#include "coordinator/matrix_loader.h"
+#include "tests/support/harness.h"
+
+namespace servesweep::agent {
+namespace {
+
+struct Case {
+  std::string title;
+  std::string matrix;  // run keys; the workload is added
+};
+
+const std::vector<Case>& Cases() {
+  static const std::vector<Case> cases = {
+      {"vllm 0.33 one node: tp 2, fp8, kv fp8, batching, prefix caching off, EAGLE3",
+       R"(engine: vllm
+engine_version: "0.33.0"
+model: llama-70b
+engine_config:
+  model_path: /models/Llama-3.3-70B-Instruct
+  max_num_seqs: 256
+  max_batched_tokens: 8192
+  context_len: 8192
+  prefix_caching: false
+  chunked_prefill: true
+  gpu_memory_fraction: 0.9
+  speculative: {method: eagle3, model: /models/eagle3-llama-70b, num_tokens: 3}
+quantization: fp8
+kv_cache_dtype: fp8_e4m3
+engine_flags: ["--seed", "1"]
+layout: {tp: 2})"},
+      {"vllm 0.33 data parallel across 2 nodes: tp 4, dp 4, expert parallel",
+       R"(engine: vllm
+engine_version: "0.33.0"
+model: deepseek-v3
+layout: {tp: 4, dp: 4, ep: true, gpus_per_node: 8})"},
+      {"vllm 0.33 one TP group across 2 nodes: tp 16",
+       R"(engine: vllm
+engine_version: "0.33.0"
+model: deepseek-v3
+layout: {tp: 16, gpus_per_node: 8})"},
+      {"vllm 0.11 one TP group across 2 nodes (needs Ray: refused)",
+       R"(engine: vllm
+engine_version: "0.11.2"
+model: deepseek-v3
+layout: {tp: 16, gpus_per_node: 8})"},
+      {"vllm 0.33 disaggregated 1P1D tp 2 on one node",
+       R"(engine: vllm
+model: llama-8b
+engine_config: {dist_port: 30000}
+layout: {tp: 2, prefill_instances: 1, decode_instances: 1})"},
+      {"vllm 0.33 disaggregated 2P2D tp 4 over 2 nodes of 8",
+       R"(engine: vllm
+model: llama-70b
+engine_config: {dist_port: 30000, kv_transfer: NixlConnector}
+layout: {tp: 4, prefill_instances: 2, decode_instances: 2, gpus_per_node: 8})"},
+      {"sglang 0.5.23 one node: tp 8, dp attention 8, expert parallel",
+       R"(engine: sglang
+engine_version: "0.5.23"
+model: deepseek-v3
+engine_config: {model_path: deepseek-ai/DeepSeek-V3, max_num_seqs: 512, context_len: 32768}
+quantization: fp8
+layout: {tp: 8, dp: 8, dp_attention: true, ep: true})"},
+      {"sglang 0.5.23 dp replicas: tp 2, dp 2, radix cache off, chunked prefill 4096, ngram",
+       R"(engine: sglang
+model: qwen-7b
+engine_config:
+  prefix_caching: false
+  chunked_prefill_tokens: 4096
+  speculative: {method: ngram, num_tokens: 8}
+layout: {tp: 2, dp: 2})"},
+      {"sglang 0.5.23 across 2 nodes: tp 16",
+       R"(engine: sglang
+model: deepseek-v3
+engine_config: {dist_port: 25000}
+layout: {tp: 16, gpus_per_node: 8})"},
+      {"sglang 0.5.23 disaggregated 1P1D tp 1 on one node, nixl",
+       R"(engine: sglang
+model: llama-8b
+engine_config: {dist_port: 30000, kv_transfer: nixl}
+layout: {tp: 1, prefill_instances: 1, decode_instances: 1})"},
+      {"sglang 0.5.23 disaggregated 1P2D tp 8 dp attention over 3 nodes of 8",
+       R"(engine: sglang
+model: deepseek-v3
+engine_config: {dist_port: 30000, kv_transfer: mooncake}
+layout: {tp: 8, dp: 8, dp_attention: true, ep: true, prefill_instances: 1, decode_instances: 2, gpus_per_node: 8})"},
+      {"llamacpp: 4 slots, 4096 context, 2 threads",
+       R"(engine: llamacpp
+model: smollm2
+engine_config: {model_path: /opt/models/SmolLM2-135M-Instruct.Q4_1.gguf, max_num_seqs: 4, context_len: 4096, threads: 2})"},
+      {"llamacpp with tp 2 (refused)",
+       R"(engine: llamacpp
+model: smollm2
+layout: {tp: 2})"},
+      {"template: an engine servesweep does not know",
+       R"(engine: template
+model: m
+engine_config: {command: [my-engine, serve, "{model_path}", --port, "{port}", --tp, "{tp}"], health_path: /ready}
+layout: {tp: 2})"},
+  };
+  return cases;
+}
+
+std::string Render(const EngineLaunch& launch) {
+  if (!launch.error.empty()) return "  error: " + launch.error + "\n";
+  std::string out;
+  if (launch.processes.empty()) out += "  (nothing started)\n";
+  for (const auto& process : launch.processes) {
+    std::string line = fmt::format("  [{}]", process.name);
+    for (const auto& [name, value] : process.env) line += fmt::format(" {}={}", name, value);
+    for (const auto& arg : process.argv) line += " " + arg;
+    out += line + "\n";
+  }
+  if (!launch.base_url.empty()) {
+    out += fmt::format("  load: {}  ready: {}  metrics: {} ({})\n", launch.base_url,
+                       launch.health_path.empty() ? "/v1/models" : launch.health_path,
+                       launch.metrics_url.empty() ? launch.metrics_path : launch.metrics_url,
+                       launch.metrics_persona.empty() ? "none" : launch.metrics_persona);
+  }
+  return out;
+}
+
+std::string RenderAll() {
+  std::string out;
+  for (const auto& c : Cases()) {
+    coordinator::LoadedMatrix m;
+    const std::string text = "name: golden\n" + c.matrix +
+                             "\nworkload: {input_len: 16, output_len: 16, num_requests: 4, "
+                             "concurrency: 1}\n";
+    Status s = coordinator::ExpandMatrix("golden.yaml", text, &m);
+    EXPECT_TRUE(s.ok()) << c.title << ": " << s.message();
+    if (!s.ok()) continue;
+    const auto spec = m.matrix().getRuns()[0];
+    const uint32_t nodes = std::max<uint32_t>(1, spec.getNodesNeeded());
+    out += fmt::format("== {} ({} GPUs, {} node(s))\n", c.title, spec.getGpusNeeded(), nodes);
+    auto adapter = MakeEngineAdapter(spec.getEngine());
+    EXPECT_NE(adapter, nullptr) << c.title;
+    if (!adapter) continue;
+    for (uint32_t rank = 0; rank < nodes; ++rank) {
+      LaunchContext context;
+      context.spec = spec;
+      context.role = rank == 0 ? schema::Role::HEAD : schema::Role::WORKER;
+      context.rank = rank;
+      context.group_size = nodes;
+      context.head_address = "10.0.0.1";
+      for (uint32_t r = 0; r < nodes; ++r) {
+        context.peer_addresses.push_back(fmt::format("10.0.0.{}", r + 1));
+      }
+      context.port = 8000;
+      context.self_executable = "/usr/bin/servesweep";
+      out += fmt::format(" {} rank {}:\n", rank == 0 ? "head" : "worker", rank);
+      out += Render(adapter->Plan(context));
+    }
+  }
+  return out;
+}
+
+TEST(EngineArgv, MatchesTheGoldenTable) {
+  const std::string actual = RenderAll();
+  const std::string path = std::string(SERVESWEEP_SOURCE_DIR) + "/tests/golden/engine_argv.txt";
+  if (std::getenv("SERVESWEEP_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path) << actual;
+  }
+  const std::string expected = testing::ReadSourceFile("tests/golden/engine_argv.txt");
+  EXPECT_EQ(actual, expected) << "regenerate with SERVESWEEP_UPDATE_GOLDEN=1 and review the diff";
+}
+
+TEST(EngineArgv, ExternalEndpointReadsItsKeyAndNeverPutsItInTheLaunch) {
+  coordinator::LoadedMatrix m;
+  ASSERT_TRUE(coordinator::ExpandMatrix("x.yaml", R"(name: x
+engine: external
+model: deepseek-ai/deepseek-v4.1-flash
+engine_config:
+  base_url: https://api.example.com/v1/
+  api_key_env: SERVESWEEP_TEST_KEY
+  price: {input_per_mtok: 0.1, output_per_mtok: 0.4, currency: USD}
+workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
+)",
+                                        &m)
+                  .ok());
+  LaunchContext context;
+  context.spec = m.matrix().getRuns()[0];
+  ::unsetenv("SERVESWEEP_TEST_KEY");
+  EXPECT_NE(
+      MakeEngineAdapter("external")
+          ->Plan(context)
+          .error.find(
+              "environment variable SERVESWEEP_TEST_KEY (engine_config.api_key_env) is not set"),
+      std::string::npos);
+  ::setenv("SERVESWEEP_TEST_KEY", "sk-secret-123", 1);
+  const EngineLaunch launch = MakeEngineAdapter("external")->Plan(context);
+  EXPECT_TRUE(launch.error.empty()) << launch.error;
+  EXPECT_EQ(launch.base_url, "https://api.example.com");
+  EXPECT_EQ(launch.api_key, "sk-secret-123");
+  EXPECT_TRUE(launch.processes.empty());
+  EXPECT_EQ(Render(launch).find("sk-secret"), std::string::npos);
+  EXPECT_EQ(context.spec.getEngineConfig().getPriceOutputPerMTok(), 0.4);
+  ::unsetenv("SERVESWEEP_TEST_KEY");
+}
+
+TEST(FlagTables, EveryEmbeddedTableParsesAndNamesItsSource) {
+  ASSERT_GE(EmbeddedFlagTablePaths().size(), 4u);
+  for (auto path : EmbeddedFlagTablePaths()) {
+    FlagTable table;
+    Status s = ParseFlagTable(EmbeddedFlagTable(path), std::string(path), &table);
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_FALSE(table.source.empty()) << path;
+    EXPECT_TRUE(table.Has("port")) << path;
+    EXPECT_TRUE(table.Has("served_model_name")) << path;
+  }
+}
+
+TEST(FlagTables, PicksTheNewestTableNotAfterTheVersion) {
+  FlagTable table;
+  ASSERT_TRUE(FindFlagTable("vllm", "0.12.1", &table).ok());
+  EXPECT_EQ(table.version, "0.11.0");
+  ASSERT_TRUE(FindFlagTable("vllm", "0.33.0", &table).ok());
+  EXPECT_EQ(table.version, "0.33.0");
+  ASSERT_TRUE(FindFlagTable("vllm", "", &table).ok());
+  EXPECT_EQ(table.version, "0.33.0");
+  Status old = FindFlagTable("vllm", "0.8.5", &table);
+  EXPECT_NE(old.message().find("older than every flag table"), std::string::npos) << old.message();
+  EXPECT_EQ(CompareVersions("0.9.2", "0.11.0"), -1);
+  EXPECT_EQ(CompareVersions("0.11", "0.11.0"), 0);
+}
+
+TEST(FlagTables, PlaceholdersFillAndUnknownOnesFail) {
+  std::string out;
+  ASSERT_TRUE(FillPlaceholders(R"({"kv_role":"{role}"})", {{"role", "kv_producer"}}, &out).ok());
+  EXPECT_EQ(out, R"({"kv_role":"kv_producer"})");
+  Status s = FillPlaceholders("--port {prot}", {{"port", "1"}}, &out);
+  EXPECT_NE(s.message().find("placeholder {prot}"), std::string::npos) << s.message();
+}
+
+TEST(Provenance, ParsesVersionLinesAndFingerprintsFiles) {
+  std::string version, commit;
+  ParseVersionOutput("load_backend: loaded CPU backend\nversion: 1 (4ba787ec9)\nbuilt with cc\n",
+                     &version, &commit);
+  EXPECT_EQ(version, "1 (4ba787ec9)");
+  EXPECT_EQ(commit, "4ba787ec9");
+  ParseVersionOutput("version: 0.6.0-dev (build 0, commit unknown)\nbuilt with GNU 12\n", &version,
+                     &commit);
+  EXPECT_EQ(version, "0.6.0-dev (build 0, commit unknown)");
+  EXPECT_EQ(commit, "unknown");
+  ParseVersionOutput("0.33.0\n", &version, &commit);
+  EXPECT_EQ(version, "0.33.0");
+  testing::Harness h("provenance");
+  const std::string file = h.WriteFile("model.gguf", "GGUF....");
+  const std::string fingerprint = FingerprintFile(file);
+  EXPECT_EQ(fingerprint.rfind("fnv1a64:", 0), 0u) << fingerprint;
+  EXPECT_NE(fingerprint.find("8 bytes"), std::string::npos) << fingerprint;
+  EXPECT_EQ(FingerprintFile(h.Path("missing")), "");
+}
+
+}  // namespace
+}  // namespace servesweep::agent
