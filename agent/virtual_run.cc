@@ -116,6 +116,20 @@ perfmodel::DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec) {
   d.decode_instances = static_cast<int>(layout.getDecodeInstances());
   if (spec.getPrecision().size() > 0) d.precision = spec.getPrecision();
   if (spec.getKvCacheDtype().size() > 0) d.kv_dtype = spec.getKvCacheDtype();
+  // The engine's own settings where the matrix gives them (0 / default = the model's default,
+  // which is vLLM's).
+  const auto engine = spec.getEngineConfig();
+  if (engine.getMaxNumSeqs() > 0) d.max_num_seqs = static_cast<int>(engine.getMaxNumSeqs());
+  if (engine.getMaxBatchedTokens() > 0) {
+    d.max_num_batched_tokens = static_cast<int>(engine.getMaxBatchedTokens());
+  }
+  if (engine.getPrefixCaching() != schema::EngineConfig::Toggle::DEFAULT) {
+    d.prefix_caching = engine.getPrefixCaching() == schema::EngineConfig::Toggle::ON;
+  }
+  if (engine.getSpecNumTokens() > 0) {
+    d.spec_num_tok = static_cast<int>(engine.getSpecNumTokens());
+    d.spec_mean_accepted_tok = spec.getSim().getSpecAcceptedTok();
+  }
   return d;
 }
 

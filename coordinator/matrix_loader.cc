@@ -275,12 +275,15 @@ void ApplyWorkload(Parser& p, const YAML::Node& node, schema::Workload::Builder 
 
 void ApplySim(Parser& p, const YAML::Node& node, schema::SimSettings::Builder sim) {
   if (!p.ExpectMap(node, "'sim'")) return;
-  p.CheckKeys(node, "sim", {"ttft_ms", "itl_ms", "startup_ms", "hardware", "model_profile"});
+  p.CheckKeys(
+      node, "sim",
+      {"ttft_ms", "itl_ms", "startup_ms", "hardware", "model_profile", "spec_accepted_tok"});
   for (const auto& entry : node) {
     const std::string key = entry.first.Scalar();
     if (key == "ttft_ms") sim.setTtftMs(p.Real(entry.second, key));
     if (key == "itl_ms") sim.setItlMs(p.Real(entry.second, key));
     if (key == "startup_ms") sim.setStartupMs(p.Real(entry.second, key));
+    if (key == "spec_accepted_tok") sim.setSpecAcceptedTok(p.Real(entry.second, key));
     // Profiles are checked here, so a typo fails before any run starts.
     if (key == "hardware") {
       perfmodel::HardwareProfile hardware;

@@ -87,6 +87,9 @@ struct SimSettings {
   # YAML path) and a model profile ("" = inferred from the run's model name).
   hardware @3 :Text;
   modelProfile @4 :Text;
+  # Speculative decoding (engine_config.spec_num_tokens > 0): mean draft tokens accepted per
+  # step, which the model cannot know; the engine reports it as its acceptance.
+  specAcceptedTok @5 :Float64;
 }
 
 struct EngineConfig {
