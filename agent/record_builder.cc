@@ -51,8 +51,13 @@ loadgen::LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::s
   settings.burstiness = w.getBurstiness();
   settings.token_id_prompts = w.getTokenIdPrompts();
   for (auto planned : w.getPlan()) {
-    settings.plan.push_back(
-        {planned.getOffsetNs(), planned.getInputLenTok(), planned.getOutputLenTok()});
+    loadgen::PlannedRequest request{planned.getOffsetNs(),
+                                    planned.getInputLenTok(),
+                                    planned.getOutputLenTok(),
+                                    {},
+                                    planned.getPrefixLenTok()};
+    for (uint64_t block : planned.getPrefixBlocks()) request.prefix_blocks.push_back(block);
+    settings.plan.push_back(std::move(request));
   }
   return settings;
 }
@@ -127,6 +132,8 @@ void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summ
   FillStats(summary.e2el_ms, record.initE2elMs());
   FillStats(summary.decode_tok_per_s, record.initDecodeTokPerSPerRequest());
   FillStats(summary.prefill_tok_per_s, record.initPrefillTokPerSPerRequest());
+  FillStats(summary.ttft_prefix_seen_ms, record.initTtftPrefixSeenMs());
+  FillStats(summary.ttft_prefix_new_ms, record.initTtftPrefixNewMs());
   record.setOutputThroughputPerGpu(spec.getGpusNeeded() > 0
                                        ? summary.output_throughput / spec.getGpusNeeded()
                                        : std::numeric_limits<double>::quiet_NaN());

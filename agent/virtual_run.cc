@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <unordered_set>
 
 #include "agent/loadgen/arrival_schedule.h"
 #include "agent/loadgen/bench_metrics.h"
@@ -40,13 +41,23 @@ perfmodel::Workload WorkloadFor(schema::Workload::Reader w) {
     r.arrival_ns = arrivals[i];
     r.input_tok = static_cast<int32_t>(has_plan ? plan[i].getInputLenTok() : w.getInputLenTok());
     r.output_tok = static_cast<int32_t>(has_plan ? plan[i].getOutputLenTok() : w.getOutputLenTok());
+    if (has_plan) {
+      // The full blocks of a shared prefix, as an engine's prefix cache keys them: the ids are
+      // already prefix ids (equal leading ids = equal leading tokens), in 512-token blocks, the
+      // model's default block size.
+      const auto blocks = plan[i].getPrefixBlocks();
+      const uint32_t full = std::min<uint32_t>(blocks.size(), plan[i].getPrefixLenTok() / 512);
+      for (uint32_t b = 0; b < full; ++b) r.block_hashes.push_back(blocks[b]);
+    }
     out.requests.push_back(std::move(r));
   }
   return out;
 }
 
-// What the load generator would have recorded for each simulated request.
-loadgen::LoadResult LoadResultOf(const perfmodel::SimulationResult& sim) {
+// What the load generator would have recorded for each simulated request; `plan` (may be
+// empty) says which requests share a prefix with one sent before (by arrival).
+loadgen::LoadResult LoadResultOf(const perfmodel::SimulationResult& sim,
+                                 capnp::List<schema::PlannedRequest>::Reader plan) {
   loadgen::LoadResult load;
   int64_t first_ns = -1, last_ns = 0;
   for (const auto& r : sim.requests) {
@@ -72,6 +83,18 @@ loadgen::LoadResult LoadResultOf(const perfmodel::SimulationResult& sim) {
     load.requests.push_back(std::move(out));
   }
   load.duration_s = first_ns < 0 ? 0 : static_cast<double>(last_ns - first_ns) / 1e9;
+  if (plan.size() == load.requests.size()) {
+    std::vector<size_t> by_arrival(load.requests.size());
+    for (size_t i = 0; i < by_arrival.size(); ++i) by_arrival[i] = i;
+    std::stable_sort(by_arrival.begin(), by_arrival.end(), [&](size_t a, size_t b) {
+      return load.requests[a].start_ns < load.requests[b].start_ns;
+    });
+    std::unordered_set<uint64_t> sent;
+    for (size_t i : by_arrival) {
+      if (plan[i].getPrefixBlocks().size() == 0) continue;
+      load.requests[i].prefix_seen = sent.insert(plan[i].getPrefixBlocks()[0]).second ? 0 : 1;
+    }
+  }
   return load;
 }
 
@@ -169,7 +192,7 @@ Status Simulate(schema::RunSpec::Reader spec, const std::string& default_hardwar
       !s.ok()) {
     return s;
   }
-  out->load = LoadResultOf(out->result);
+  out->load = LoadResultOf(out->result, spec.getWorkload().getPlan());
   return Status::Ok();
 }
 

@@ -47,6 +47,7 @@ Status MakeModelCore(const ModelOptions& options, bool startup_given,
     return s;
   }
   settings->max_model_len = std::min(settings->max_model_len, core->KvCapacityTok());
+  if (deployment.prefix_caching) settings->prefix_block_tok = deployment.block_size_tok;
   if (!startup_given) settings->startup_ms = static_cast<double>(core->ColdStartNs()) / 1e6;
   spdlog::info("sim: performance model {} on {} (tp {} pp {} dp {} ep {}), cold start {:.1f} s",
                model.name, hardware.name, deployment.tp, deployment.pp, deployment.dp,

@@ -5,12 +5,17 @@
 
 namespace servesweep {
 
-std::string StableHashHex(std::string_view bytes) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
+uint64_t StableHash64(std::string_view bytes, uint64_t basis) {
+  uint64_t hash = basis;
   for (unsigned char c : bytes) {
     hash ^= c;
     hash *= 0x100000001b3ULL;
   }
+  return hash;
+}
+
+std::string StableHashHex(std::string_view bytes) {
+  uint64_t hash = StableHash64(bytes);
   static constexpr char kDigits[] = "0123456789abcdef";
   std::string out(16, '0');
   for (int i = 15; i >= 0; --i) {

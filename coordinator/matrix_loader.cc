@@ -24,6 +24,9 @@
 namespace servesweep::coordinator {
 namespace {
 
+// Tokens per shared-prefix block (Mooncake's hash_ids cover 512-token blocks).
+constexpr uint32_t kPrefixBlockTok = 512;
+
 // Engines this build can launch. Others are refused at load time, before any GPU is spent.
 const std::vector<std::string> kSupportedEngines = {"sim",      "vllm",     "sglang",
                                                     "llamacpp", "template", "external"};
@@ -169,7 +172,7 @@ const std::vector<std::string> kWorkloadKeys = {"name",         "api",          
                                                 "concurrency",  "request_rate",  "seed",
                                                 "ignore_eos",   "temperature",   "trace",
                                                 "trace_format", "trace_speedup", "replay_arrivals",
-                                                "burstiness",   "prompt"};
+                                                "burstiness",   "prompt",        "shared_prefix"};
 
 // `{distribution: uniform, low: 64, high: 512, min: 1, max: 4096}` (or normal: mean/std,
 // lognormal: median/sigma) into a length distribution.
@@ -240,6 +243,16 @@ void ApplyWorkloadKey(Parser& p, const std::string& key, const YAML::Node& value
       p.Fail(value, fmt::format("expected 'prompt' to be text or token_ids, found '{}'", prompt));
     }
     w.setTokenIdPrompts(prompt == "token_ids");
+  }
+  if (key == "shared_prefix" && p.ExpectMap(value, "'shared_prefix'")) {
+    p.CheckKeys(value, "shared_prefix", {"groups", "prefix_len"});
+    if (!value["groups"] || !value["prefix_len"]) {
+      p.Fail(value,
+             "expected 'shared_prefix: {groups: G, prefix_len: TOKENS}', found a key missing");
+      return;
+    }
+    w.setSharedPrefixGroups(p.Uint(value["groups"], "groups", 1));
+    w.setSharedPrefixLenTok(p.Uint(value["prefix_len"], "prefix_len", 1));
   }
   if (key == "burstiness") {
     const double burstiness = p.Real(value, key);
@@ -497,6 +510,13 @@ void ExpandTrace(Parser& p, const YAML::Node& where, const std::string& matrix_p
     plan[i].setOffsetNs(static_cast<int64_t>(requests[i].offset_ns / w.getTraceSpeedup()));
     plan[i].setInputLenTok(std::max<uint32_t>(1, requests[i].input_len_tok));
     plan[i].setOutputLenTok(std::max<uint32_t>(1, requests[i].output_len_tok));
+    const auto& hash_ids = requests[i].hash_ids;
+    if (!hash_ids.empty()) {
+      auto blocks = plan[i].initPrefixBlocks(static_cast<unsigned>(hash_ids.size()));
+      for (size_t b = 0; b < hash_ids.size(); ++b) blocks.set(b, hash_ids[b]);
+      plan[i].setPrefixLenTok(std::min<uint32_t>(
+          plan[i].getInputLenTok(), static_cast<uint32_t>(hash_ids.size()) * kPrefixBlockTok));
+    }
     input_sum += plan[i].getInputLenTok();
     output_sum += plan[i].getOutputLenTok();
   }
@@ -551,6 +571,39 @@ void ExpandLengthDistributions(Parser& p, const YAML::Node& where, schema::Workl
   w.setOutputLenTok(static_cast<uint32_t>((output_sum + n / 2) / n));
   if (w.getName().size() == 0) {
     w.setName(fmt::format("dist-in{}-out{}", w.getInputLenTok(), w.getOutputLenTok()));
+  }
+}
+
+// Shared-prefix groups into the plan: request i's first prefix_len tokens are group
+// (i mod groups)'s, as block ids that hash the group and the block; a plan is made when the
+// lengths are fixed.
+void ExpandSharedPrefixes(Parser& p, const YAML::Node& where, schema::Workload::Builder w) {
+  const uint32_t groups = w.getSharedPrefixGroups();
+  if (groups == 0 || p.failed()) return;
+  if (w.getTrace().size() > 0) {
+    p.Fail(where,
+           "expected either 'trace' (its own shared prefixes) or 'shared_prefix', found both");
+    return;
+  }
+  const uint32_t n = w.getNumRequests();
+  if (n == 0) return;  // reported by CheckRunIsRunnable
+  if (w.getPlan().size() != n) {
+    auto plan = w.initPlan(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      plan[i].setInputLenTok(w.getInputLenTok());
+      plan[i].setOutputLenTok(w.getOutputLenTok());
+    }
+    w.setReplayArrivals(false);
+  }
+  auto plan = w.getPlan();
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t shared = std::min(w.getSharedPrefixLenTok(), plan[i].getInputLenTok());
+    const uint32_t blocks = (shared + kPrefixBlockTok - 1) / kPrefixBlockTok;
+    auto ids = plan[i].initPrefixBlocks(blocks);
+    for (uint32_t b = 0; b < blocks; ++b) {
+      ids.set(b, StableHash64(fmt::format("prefix-group/{}/{}/{}", w.getSeed(), i % groups, b)));
+    }
+    plan[i].setPrefixLenTok(shared);
   }
 }
 
@@ -957,6 +1010,7 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
       spec.setLabel(label.empty() ? "default" : label);
       ExpandTrace(p, root, path, trace_cache, spec.getWorkload());
       ExpandLengthDistributions(p, root, spec.getWorkload());
+      ExpandSharedPrefixes(p, root, spec.getWorkload());
       if (spec.getWorkload().getName().size() == 0) {
         auto w = spec.getWorkload();
         w.setName(fmt::format("fixed-in{}-out{}", w.getInputLenTok(), w.getOutputLenTok()));

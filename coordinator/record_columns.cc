@@ -133,6 +133,10 @@ std::vector<RecordColumn> Build() {
                {"mean", "median", "min"});
   StatsColumns(c, "prefill", "tok_per_s", [](Record r) { return r.getPrefillTokPerSPerRequest(); },
                {"mean", "median", "min"});
+  StatsColumns(c, "ttft_prefix_seen", "ms", [](Record r) { return r.getTtftPrefixSeenMs(); },
+               {"mean", "median", "p99"});
+  StatsColumns(c, "ttft_prefix_new", "ms", [](Record r) { return r.getTtftPrefixNewMs(); },
+               {"mean", "median", "p99"});
   Real(c, "cold_start_ms", [](Record r) { return r.getColdStartMs(); });
 
   // Engine signals scraped from /metrics during the measured phase.

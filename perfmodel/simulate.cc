@@ -58,7 +58,13 @@ Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
   for (size_t i = 0; i < initial; ++i) {
     if (Status s = submit(0); !s.ok()) return s;
   }
+  // The first sample comes before anything runs, as a scraper's first scrape before the load.
   int64_t next_sample_ns = 0;
+  if (workload.sample_interval_ns > 0) {
+    result.samples.push_back(engine->Snapshot());
+    result.samples.back().time_ns = 0;
+    next_sample_ns = workload.sample_interval_ns;
+  }
   auto sample_until = [&](int64_t t_ns) {
     if (workload.sample_interval_ns <= 0) return;
     while (next_sample_ns <= t_ns) {

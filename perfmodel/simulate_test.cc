@@ -110,6 +110,9 @@ TEST(SimulateTest, SamplesEngineStateAtTheInterval) {
     EXPECT_EQ(r.samples[i].time_ns, static_cast<int64_t>(i) * 10'000'000);
   }
   EXPECT_EQ(r.samples.size() - 1, static_cast<size_t>(r.final_snapshot.time_ns / 10'000'000) + 1);
+  // The first sample is taken before anything ran, so counters' differences count everything.
+  EXPECT_EQ(r.samples.front().prefix_queries_tok, 0);
+  EXPECT_EQ(r.samples.front().running, 0);
   int32_t running_max = 0;
   for (const auto& sample : r.samples) running_max = std::max(running_max, sample.running);
   EXPECT_EQ(running_max, 8);

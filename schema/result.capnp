@@ -110,6 +110,11 @@ struct BenchmarkRecord {
   # "" for a measured run; for a virtual run (`plan --simulate`), what simulated it, e.g.
   # "perfmodel: hardware h200, model llama-3.1-8b". Such figures were never measured.
   simulation @48 :Text;
+
+  # Shared-prefix workloads: TTFT of the requests whose first prefix block an earlier request
+  # had sent (possible prefix-cache hits) and of the first senders (misses). NaN otherwise.
+  ttftPrefixSeenMs @49 :LatencyStats;
+  ttftPrefixNewMs @50 :LatencyStats;
 }
 
 enum RunStatus {

@@ -29,6 +29,11 @@ struct PlannedRequest {
   offsetNs @0 :Int64;
   inputLenTok @1 :UInt32;
   outputLenTok @2 :UInt32;
+  # Shared prefixes: the ids of the prompt's leading 512-token blocks (Mooncake's hash_ids, or a
+  # shared-prefix group's); requests with equal leading ids send equal leading tokens, for the
+  # first prefixLenTok tokens of the prompt. Empty: the whole prompt is the request's own.
+  prefixBlocks @3 :List(UInt64);
+  prefixLenTok @4 :UInt32;
 }
 
 struct LengthDistribution {
@@ -69,6 +74,10 @@ struct Workload {
   # the plan (offsets unused: replayArrivals is false) and inputLenTok/outputLenTok hold means.
   inputLenDistribution @18 :LengthDistribution;
   outputLenDistribution @19 :LengthDistribution;
+  # Shared-prefix groups: request i shares its first sharedPrefixLenTok prompt tokens with the
+  # other requests of group i mod sharedPrefixGroups (expanded into the plan's prefix blocks).
+  sharedPrefixGroups @20 :UInt32;
+  sharedPrefixLenTok @21 :UInt32;
 }
 
 struct Slo {

@@ -41,6 +41,9 @@ struct EmulatorSettings {
   std::string persona = "vllm";    // metric names on /metrics: "vllm" or "sglang"
   int64_t max_model_len = 131072;  // prompt + max_tokens above this is a 400, as in vLLM
   int64_t kv_capacity_tok = 1000000;  // the fixed schedule's KV-cache size (usage denominator)
+  // > 0: each prompt's full blocks of this many tokens are hashed for the core's prefix cache
+  // (the performance model's; the fixed schedule ignores them).
+  int64_t prefix_block_tok = 0;
   FaultSettings faults;
 };
 

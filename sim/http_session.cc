@@ -172,7 +172,8 @@ void HttpSession::RouteCompletion(Api api, std::string_view path, std::string_vi
         MakeError(500, "InternalServerError", "Injected fault: the engine failed this request.");
     return SendReply(error.status, kJson, error.body);
   }
-  StartGeneration(request, path, seq, planned);
+  StartGeneration(request, path, seq, planned,
+                  PromptBlockHashes(api, body, ctx_.settings.prefix_block_tok));
 }
 
 void HttpSession::SendReply(unsigned status, const char* content_type, std::string body) {
@@ -193,7 +194,8 @@ void HttpSession::OnWriteDone(ErrorCode ec, bool keep_alive) {
 }
 
 void HttpSession::StartGeneration(const CompletionRequest& request, std::string_view path,
-                                  uint64_t seq, const RequestFaults& faults) {
+                                  uint64_t seq, const RequestFaults& faults,
+                                  std::vector<uint64_t> prefix_block_hashes) {
   gen_ = std::make_unique<Generation>(request, seq, path, faults, ctx_);
   ctx_.metrics.OnRequestStart(request.prompt_tok);
   if (request.stream) pending_head_ = keep_alive_ ? kStreamHead : kStreamHeadClose;
@@ -202,7 +204,7 @@ void HttpSession::StartGeneration(const CompletionRequest& request, std::string_
                        .arrival_ns = SinceEpochNs(arrival_),
                        .prompt_tok = request.prompt_tok,
                        .max_tok = request.max_tok,
-                       .prefix_block_hashes = {}},
+                       .prefix_block_hashes = std::move(prefix_block_hashes)},
                       shared_from_this(), socket_.get_executor());
   if (!Active(seq)) return;  // a non-streaming request answered already
   if (!gen_->last_received) {

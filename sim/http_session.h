@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sim/engine_driver.h"
 #include "sim/fault_plan.h"
@@ -47,7 +48,7 @@ class HttpSession final : public StreamListener, public std::enable_shared_from_
   void OnWriteDone(ErrorCode ec, bool keep_alive);
 
   void StartGeneration(const CompletionRequest& request, std::string_view path, uint64_t seq,
-                       const RequestFaults& faults);
+                       const RequestFaults& faults, std::vector<uint64_t> prefix_block_hashes);
   // Notices a client that hangs up mid-generation (nothing else would until the next write).
   void WatchForHangup(uint64_t seq);
   // Renders one event (streams) or counts it (non-streaming).

@@ -46,6 +46,50 @@ std::optional<int64_t> PromptTokens(const Json& prompt) {
   return std::nullopt;
 }
 
+// Chains the prompt's tokens into block hashes (FNV-1a over each token's bytes, seeded with
+// the previous block's hash).
+class BlockHasher {
+ public:
+  explicit BlockHasher(int64_t block_tok) : block_tok_(block_tok) {}
+  void Add(std::string_view token) {
+    for (unsigned char c : token) hash_ = (hash_ ^ c) * 0x100000001b3ULL;
+    hash_ = (hash_ ^ 0xff) * 0x100000001b3ULL;  // token separator
+    if (++in_block_ == block_tok_) {
+      hashes_.push_back(hash_);
+      in_block_ = 0;
+    }
+  }
+  void AddWords(std::string_view text) {
+    size_t i = 0;
+    while (i < text.size()) {
+      while (i < text.size() && IsSpace(text[i])) ++i;
+      const size_t start = i;
+      while (i < text.size() && !IsSpace(text[i])) ++i;
+      if (i > start) Add(text.substr(start, i - start));
+    }
+  }
+  std::vector<uint64_t> Take() { return std::move(hashes_); }
+
+ private:
+  static bool IsSpace(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  }
+  int64_t block_tok_;
+  int64_t in_block_ = 0;
+  uint64_t hash_ = 0xcbf29ce484222325ULL;
+  std::vector<uint64_t> hashes_;
+};
+
+void HashPrompt(const Json& prompt, BlockHasher& hasher) {
+  if (prompt.is_string()) return hasher.AddWords(prompt.get_ref<const std::string&>());
+  if (!prompt.is_array()) return;
+  if (AllIntegers(prompt)) {
+    for (const Json& id : prompt) hasher.Add(std::to_string(id.get<int64_t>()));
+    return;
+  }
+  if (prompt.size() == 1) HashPrompt(prompt[0], hasher);
+}
+
 std::optional<int64_t> ChatPromptTokens(const Json& messages) {
   if (!messages.is_array() || messages.empty()) return std::nullopt;
   int64_t tokens = 0;
@@ -548,6 +592,29 @@ std::string ResponseRenderer::RenderResponse(int64_t prompt_tok, int64_t complet
                             {"total_tokens", prompt_tok + completion_tok},
                             {"completion_tokens", completion_tok}}}};
   return response.dump();
+}
+
+std::vector<uint64_t> PromptBlockHashes(Api api, std::string_view body, int64_t block_tok) {
+  if (block_tok <= 0) return {};
+  const Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!json.is_object()) return {};
+  BlockHasher hasher(block_tok);
+  if (api == Api::kChat) {
+    auto messages = json.find("messages");
+    if (messages == json.end() || !messages->is_array()) return {};
+    for (const Json& message : *messages) {
+      if (!message.is_object()) continue;
+      auto content = message.find("content");
+      if (content != message.end() && content->is_string()) {
+        hasher.AddWords(content->get_ref<const std::string&>());
+      }
+    }
+  } else {
+    auto prompt = json.find("prompt");
+    if (prompt == json.end()) return {};
+    HashPrompt(*prompt, hasher);
+  }
+  return hasher.Take();
 }
 
 }  // namespace servesweep::sim

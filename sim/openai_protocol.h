@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace servesweep::sim {
 
@@ -35,6 +36,13 @@ ErrorReply MakeError(unsigned status, std::string_view type, std::string_view me
 std::variant<CompletionRequest, ErrorReply> ParseCompletionRequest(Api api, std::string_view body,
                                                                    const std::string& model_name,
                                                                    int64_t max_model_len);
+
+// The chained hashes of the prompt's full blocks of `block_tok` tokens, as an engine's prefix
+// cache keys them: hash k covers tokens 0 .. (k+1) * block_tok - 1 (words of a text prompt or
+// of the chat messages' contents, or token ids), so equal prompt prefixes give equal leading
+// hashes. Empty for a malformed body or a prompt shorter than one block. Parses the JSON:
+// for the performance-model core only, not on the fixed schedule's fast path.
+std::vector<uint64_t> PromptBlockHashes(Api api, std::string_view body, int64_t block_tok);
 
 std::string RenderModelList(const std::string& model_name, int64_t created_s,
                             int64_t max_model_len);

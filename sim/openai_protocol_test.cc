@@ -111,5 +111,33 @@ TEST(FastParseTest, RandomMutationsNeverDisagreeWithTheDom) {
   EXPECT_GT(decided, 1000);  // the mutations exercise the fast path, not only its refusals
 }
 
+TEST(PromptBlockHashes, ChainedOverFullBlocksOfWordsOrIds) {
+  auto words = [](int n, int change_at = -1) {
+    std::string out;
+    for (int i = 0; i < n; ++i) out += (i ? " w" : "w") + std::to_string(i == change_at ? -1 : i);
+    return out;
+  };
+  const std::string body_a = R"({"prompt":")" + words(10) + R"(","max_tokens":1})";
+  const std::string body_b = R"({"prompt":")" + words(9) + R"( other","max_tokens":1})";
+  const auto a = PromptBlockHashes(Api::kCompletions, body_a, 4);
+  const auto b = PromptBlockHashes(Api::kCompletions, body_b, 4);
+  ASSERT_EQ(a.size(), 2u);  // 10 tokens: two full blocks of 4, the partial third is not hashed
+  EXPECT_EQ(a, b);          // they differ only in the partial block
+  // A change in block 0 changes every later hash too (chained, as a prefix cache keys blocks).
+  const std::string body_c = R"({"prompt":")" + words(10, 1) + R"(","max_tokens":1})";
+  const auto c = PromptBlockHashes(Api::kCompletions, body_c, 4);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_NE(c[0], a[0]);
+  EXPECT_NE(c[1], a[1]);
+  // Token ids and chat messages hash too; malformed bodies and block 0 give nothing.
+  EXPECT_EQ(PromptBlockHashes(Api::kCompletions, R"({"prompt":[1,2,3,4,5]})", 2).size(), 2u);
+  EXPECT_EQ(
+      PromptBlockHashes(Api::kChat,
+                        R"({"messages":[{"role":"user","content":")" + words(10) + R"("}]})", 4),
+      a);
+  EXPECT_TRUE(PromptBlockHashes(Api::kCompletions, "{not json", 4).empty());
+  EXPECT_TRUE(PromptBlockHashes(Api::kCompletions, body_a, 0).empty());
+}
+
 }  // namespace
 }  // namespace servesweep::sim

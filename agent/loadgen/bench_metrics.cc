@@ -52,7 +52,7 @@ Stats ComputeStats(std::vector<double> values) {
   s.mean = sum / static_cast<double>(values.size());
   double sq = 0;
   for (double v : values) sq += (v - s.mean) * (v - s.mean);
-  s.std = std::sqrt(sq / static_cast<double>(values.size()));   // population, like np.std
+  s.std = std::sqrt(sq / static_cast<double>(values.size()));  // population, like np.std
   s.median = Percentile(values, 50);
   s.p90 = Percentile(values, 90);
   s.p95 = Percentile(values, 95);
@@ -67,7 +67,7 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
   out.duration_s = result.duration_s;
   // Per-request values in seconds, as vLLM keeps them; scaled to ms at the end like its
   // np.mean(ttfts) * 1000.
-  std::vector<double> ttfts, tpots, all_tpots, itls, e2els, decode, prefill;
+  std::vector<double> ttfts, tpots, all_tpots, itls, e2els, decode, prefill, ttft_seen, ttft_new;
   for (const RequestRecord& r : result.requests) {
     if (!r.success) {
       ++out.failed;
@@ -80,17 +80,18 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
     out.total_input_tokens += r.prompt_tokens;
     out.total_output_tokens += output_len;
     const double ttft_s = Seconds(r.first_token_ns - r.start_ns);
-    const double latency_s = Seconds(r.end_ns - r.start_ns);   // start -> last output chunk
+    const double latency_s = Seconds(r.end_ns - r.start_ns);  // start -> last output chunk
     double tpot_s = 0;
     if (output_len > 1) {
       tpot_s = (latency_s - ttft_s) / static_cast<double>(output_len - 1);
       tpots.push_back(tpot_s);
     }
-    all_tpots.push_back(tpot_s);   // vLLM's goodput uses this list: tpot 0 when output_len <= 1
+    all_tpots.push_back(tpot_s);  // vLLM's goodput uses this list: tpot 0 when output_len <= 1
     for (size_t i = 1; i < r.chunk_times_ns.size(); ++i) {
-      itls.push_back(Seconds(r.chunk_times_ns[i] - r.chunk_times_ns[i - 1]));   // per chunk
+      itls.push_back(Seconds(r.chunk_times_ns[i] - r.chunk_times_ns[i - 1]));  // per chunk
     }
     ttfts.push_back(ttft_s);
+    if (r.prefix_seen >= 0) (r.prefix_seen ? ttft_seen : ttft_new).push_back(ttft_s);
     e2els.push_back(latency_s);
     // servesweep's own per-request rates (not in vLLM).
     if (output_len > 1 && r.end_ns > r.first_token_ns) {
@@ -127,6 +128,8 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
   out.e2el_ms = Scaled(ComputeStats(std::move(e2els)), 1000);
   out.decode_tok_per_s = ComputeStats(std::move(decode));
   out.prefill_tok_per_s = ComputeStats(std::move(prefill));
+  out.ttft_prefix_seen_ms = Scaled(ComputeStats(std::move(ttft_seen)), 1000);
+  out.ttft_prefix_new_ms = Scaled(ComputeStats(std::move(ttft_new)), 1000);
   return out;
 }
 
@@ -139,7 +142,8 @@ nlohmann::json ToVllmJson(const BenchSummary& s) {
   j["total_output_tokens"] = s.total_output_tokens;
   j["request_throughput"] = s.request_throughput;
   // vLLM writes None (null) when no --goodput was given.
-  j["request_goodput"] = std::isnan(s.goodput) ? nlohmann::json(nullptr) : nlohmann::json(s.goodput);
+  j["request_goodput"] =
+      std::isnan(s.goodput) ? nlohmann::json(nullptr) : nlohmann::json(s.goodput);
   j["output_throughput"] = s.output_throughput;
   j["total_token_throughput"] = s.total_token_throughput;
   // vLLM computes np.mean(x or 0): an empty list reports 0, not NaN.

@@ -4,9 +4,8 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
-
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "agent/loadgen/load_generator.h"
 
@@ -22,7 +21,7 @@ struct Stats {
 Stats ComputeStats(std::vector<double> values);
 
 struct SloLimits {
-  double ttft_ms = 0, tpot_ms = 0, e2el_ms = 0;   // 0 = no limit
+  double ttft_ms = 0, tpot_ms = 0, e2el_ms = 0;  // 0 = no limit
 };
 
 struct BenchSummary {
@@ -34,10 +33,14 @@ struct BenchSummary {
   double request_throughput = 0;
   double output_throughput = 0;
   double total_token_throughput = 0;
-  double goodput = 0;             // NaN when no SLO limit is set
+  double goodput = 0;  // NaN when no SLO limit is set
   Stats ttft_ms, tpot_ms, itl_ms, e2el_ms;
-  Stats decode_tok_per_s;         // per request: (output_tokens - 1) / (e2el - ttft)
-  Stats prefill_tok_per_s;        // per request: prompt_tokens / ttft
+  Stats decode_tok_per_s;   // per request: (output_tokens - 1) / (e2el - ttft)
+  Stats prefill_tok_per_s;  // per request: prompt_tokens / ttft
+  // Shared-prefix workloads: TTFT of the requests whose first prefix block an earlier request
+  // had sent (a possible prefix-cache hit) and of those that were first (a miss); empty (NaN)
+  // without planned prefixes.
+  Stats ttft_prefix_seen_ms, ttft_prefix_new_ms;
 };
 
 BenchSummary Summarize(const LoadResult& result, const SloLimits& slo = {});

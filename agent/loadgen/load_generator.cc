@@ -5,18 +5,18 @@
 #include "agent/loadgen/load_generator.h"
 
 #include <curl/curl.h>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string_view>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-#include <spdlog/spdlog.h>
+#include <unordered_set>
 
 #include "agent/loadgen/arrival_schedule.h"
 #include "agent/loadgen/openai_stream.h"
@@ -27,8 +27,8 @@ namespace servesweep::loadgen {
 namespace {
 
 constexpr size_t kMaxErrorBodyBytes = 200;
-constexpr int64_t kProgressIntervalNs = 100'000'000;   // on_progress at most ~10 times/s
-constexpr int kMaxPollMs = 100;                         // so progress reports keep coming
+constexpr int64_t kProgressIntervalNs = 100'000'000;  // on_progress at most ~10 times/s
+constexpr int kMaxPollMs = 100;                       // so progress reports keep coming
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -52,7 +52,7 @@ struct Transfer {
   OpenAiStreamDecoder decoder;
   std::vector<SseEvent> events;
   long http_status = 0;
-  std::string error_body;   // first bytes of a non-200 body
+  std::string error_body;  // first bytes of a non-200 body
   bool saw_done = false;
   bool stream_error = false;
   std::string stream_error_text;
@@ -77,7 +77,7 @@ struct Transfer {
 
   void HandleEvents(int64_t now_ns) {
     for (const SseEvent& ev : events) {
-      if (saw_done || stream_error) break;   // nothing after [DONE] or an error counts
+      if (saw_done || stream_error) break;  // nothing after [DONE] or an error counts
       StreamChunk c = decoder.Decode(ev.data);
       if (c.done) {
         saw_done = true;
@@ -107,7 +107,7 @@ struct Transfer {
 size_t WriteCallback(char* ptr, size_t size, size_t nmemb, void* userdata) {
   auto* t = static_cast<Transfer*>(userdata);
   const size_t n = size * nmemb;
-  const int64_t now_ns = NowNs();   // one timestamp per read: these bytes arrived together
+  const int64_t now_ns = NowNs();  // one timestamp per read: these bytes arrived together
   if (t->http_status == 0) curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->http_status);
   if (t->http_status != 200) {
     if (t->error_body.size() < kMaxErrorBodyBytes) {
@@ -121,18 +121,18 @@ size_t WriteCallback(char* ptr, size_t size, size_t nmemb, void* userdata) {
 }
 
 std::string BuildBody(const LoadSettings& s, uint64_t prompt_index, uint32_t input_len_tok,
-                      uint32_t output_len_tok) {
+                      uint32_t output_len_tok, const PromptPrefix& prefix) {
   nlohmann::json body;
   body["model"] = s.model;
   if (s.api == Api::kChatCompletions) {
-    const std::string prompt = BuildPrompt(s.seed, prompt_index, input_len_tok);
+    const std::string prompt = BuildPrompt(s.seed, prompt_index, input_len_tok, prefix);
     body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", prompt}}});
     // Newer servers read max_completion_tokens, older ones max_tokens: send both.
     body["max_completion_tokens"] = output_len_tok;
   } else if (s.token_id_prompts) {
-    body["prompt"] = BuildPromptTokenIds(s.seed, prompt_index, input_len_tok);
+    body["prompt"] = BuildPromptTokenIds(s.seed, prompt_index, input_len_tok, prefix);
   } else {
-    body["prompt"] = BuildPrompt(s.seed, prompt_index, input_len_tok);
+    body["prompt"] = BuildPrompt(s.seed, prompt_index, input_len_tok, prefix);
   }
   body["max_tokens"] = output_len_tok;
   body["stream"] = true;
@@ -164,7 +164,7 @@ class Engine {
 
   ~Engine() {
     for (auto& t : transfers_) {
-      curl_multi_remove_handle(multi_, t->easy);   // harmless when not added
+      curl_multi_remove_handle(multi_, t->easy);  // harmless when not added
       curl_easy_cleanup(t->easy);
     }
     curl_multi_cleanup(multi_);
@@ -223,8 +223,8 @@ class Engine {
       if (schedule_ns && next < n && (cap == 0 || in_flight < cap)) {
         int64_t wait_ns = t0_ns + (*schedule_ns)[next] - now_ns;
         // Rounded up: waking early would only spin; the lateness shows as client queue time.
-        timeout_ms = static_cast<int>(
-            std::clamp<int64_t>((wait_ns + 999'999) / 1'000'000, 0, kMaxPollMs));
+        timeout_ms =
+            static_cast<int>(std::clamp<int64_t>((wait_ns + 999'999) / 1'000'000, 0, kMaxPollMs));
       }
       if (timeout_ms > 0) curl_multi_poll(multi_, nullptr, 0, timeout_ms, nullptr);
     }
@@ -249,7 +249,7 @@ class Engine {
     curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
     curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
-    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);   // no SIGALRM for DNS timeouts: we are threaded
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for DNS timeouts: we are threaded
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
     curl_easy_setopt(e, CURLOPT_FORBID_REUSE, s_.reuse_connections ? 0L : 1L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
@@ -271,11 +271,17 @@ class Engine {
     Transfer* t = Acquire();
     t->ResetForRequest(&r);
     const auto [input_len_tok, output_len_tok] = LengthsFor(r);
-    t->body = BuildBody(s_, prompt_index, input_len_tok, output_len_tok);
+    PromptPrefix prefix;
+    if (!r.warmup && r.index < s_.plan.size() && !s_.plan[r.index].prefix_blocks.empty()) {
+      const PlannedRequest& planned = s_.plan[r.index];
+      prefix = {&planned.prefix_blocks, planned.prefix_len_tok};
+      // Whether an earlier request of this run sent the same first block (a possible hit).
+      r.prefix_seen = sent_first_blocks_.insert(planned.prefix_blocks[0]).second ? 0 : 1;
+    }
+    t->body = BuildBody(s_, prompt_index, input_len_tok, output_len_tok, prefix);
     curl_easy_setopt(t->easy, CURLOPT_POSTFIELDS, t->body.data());
-    curl_easy_setopt(t->easy, CURLOPT_POSTFIELDSIZE_LARGE,
-                     static_cast<curl_off_t>(t->body.size()));
-    r.start_ns = NowNs();   // as vLLM: just before the request goes to the client library
+    curl_easy_setopt(t->easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
+    r.start_ns = NowNs();  // as vLLM: just before the request goes to the client library
     CURLMcode mc = curl_multi_add_handle(multi_, t->easy);
     if (mc != CURLM_OK) {
       throw std::runtime_error(fmt::format("curl_multi_add_handle: {}", curl_multi_strerror(mc)));
@@ -287,20 +293,20 @@ class Engine {
     const int64_t done_ns = NowNs();
     Transfer* t = nullptr;
     curl_easy_getinfo(easy, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
-    curl_multi_remove_handle(multi_, easy);   // the connection stays in the multi's cache
+    curl_multi_remove_handle(multi_, easy);  // the connection stays in the multi's cache
     RequestRecord& r = *t->rec;
     r.done_ns = done_ns;
     if (t->http_status == 0) curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t->http_status);
     if (t->http_status == 200) {
-      t->parser.Finish(&t->events);   // a last event without its blank line
+      t->parser.Finish(&t->events);  // a last event without its blank line
       t->HandleEvents(done_ns);
     }
 
     const uint32_t output_chunks = static_cast<uint32_t>(r.chunk_times_ns.size());
-    r.output_tokens = t->have_usage && t->usage_completion_tok > 0 ? t->usage_completion_tok
-                                                                   : output_chunks;
-    r.prompt_tokens = t->have_usage && t->usage_prompt_tok > 0 ? t->usage_prompt_tok
-                                                               : LengthsFor(r).first;
+    r.output_tokens =
+        t->have_usage && t->usage_completion_tok > 0 ? t->usage_completion_tok : output_chunks;
+    r.prompt_tokens =
+        t->have_usage && t->usage_prompt_tok > 0 ? t->usage_prompt_tok : LengthsFor(r).first;
     r.success = false;
     if (result != CURLE_OK && !(t->saw_done && result == CURLE_PARTIAL_FILE)) {
       if (result == CURLE_OPERATION_TIMEDOUT) {
@@ -315,7 +321,7 @@ class Engine {
     } else if (output_chunks == 0) {
       r.error = "no output tokens";
     } else {
-      r.success = true;   // [DONE], or a clean end of body (result == CURLE_OK)
+      r.success = true;  // [DONE], or a clean end of body (result == CURLE_OK)
     }
     t->rec = nullptr;
     free_.push_back(t);
@@ -328,6 +334,7 @@ class Engine {
   curl_slist* headers_ = nullptr;
   std::string url_;
   std::vector<std::unique_ptr<Transfer>> transfers_;
+  std::unordered_set<uint64_t> sent_first_blocks_;  // first prefix blocks sent so far
   std::vector<Transfer*> free_;
 };
 
@@ -370,8 +377,8 @@ LoadResult RunLoad(const LoadSettings& settings,
                    const std::function<void(const Progress&)>& on_progress) {
   Validate(settings);
   Engine engine(settings, on_progress);
-  const bool replay = !settings.plan.empty() && settings.replay_arrivals &&
-                      settings.request_rate_per_s == 0;
+  const bool replay =
+      !settings.plan.empty() && settings.replay_arrivals && settings.request_rate_per_s == 0;
   const bool open_loop = settings.request_rate_per_s > 0 || replay;
 
   if (settings.warmup_requests > 0) {
@@ -387,11 +394,9 @@ LoadResult RunLoad(const LoadSettings& settings,
     uint32_t failed = static_cast<uint32_t>(
         std::count_if(warm.begin(), warm.end(), [](const auto& r) { return !r.success; }));
     if (failed > 0) {
-      spdlog::warn("loadgen: {} of {} warm-up requests failed; first error: {}", failed,
-                   warm.size(),
-                   std::find_if(warm.begin(), warm.end(), [](const auto& r) {
-                     return !r.success;
-                   })->error);
+      spdlog::warn(
+          "loadgen: {} of {} warm-up requests failed; first error: {}", failed, warm.size(),
+          std::find_if(warm.begin(), warm.end(), [](const auto& r) { return !r.success; })->error);
     }
   }
 
@@ -406,9 +411,8 @@ LoadResult RunLoad(const LoadSettings& settings,
                                settings.burstiness, settings.seed);
   }
   const int64_t t0_ns = NowNs();
-  const int64_t last_done_ns =
-      engine.RunPhase(result.requests, 0, open_loop ? &schedule : nullptr,
-                      settings.concurrency, t0_ns, /*warmup=*/false);
+  const int64_t last_done_ns = engine.RunPhase(result.requests, 0, open_loop ? &schedule : nullptr,
+                                               settings.concurrency, t0_ns, /*warmup=*/false);
   result.duration_s = static_cast<double>(last_done_ns - t0_ns) / 1e9;
 
   uint32_t failed = 0;

@@ -20,22 +20,26 @@ struct PlannedRequest {
   int64_t offset_ns = 0;
   uint32_t input_len_tok = 0;
   uint32_t output_len_tok = 0;
+  // Shared prefix: the first prefix_len_tok prompt tokens come from these block ids (512
+  // tokens each), so requests with equal leading ids share those tokens.
+  std::vector<uint64_t> prefix_blocks;
+  uint32_t prefix_len_tok = 0;
 };
 
 struct LoadSettings {
-  std::string base_url;               // e.g. "http://127.0.0.1:8000" (no trailing /v1)
+  std::string base_url;  // e.g. "http://127.0.0.1:8000" (no trailing /v1)
   Api api = Api::kCompletions;
   std::string model;
-  std::string api_key;                // sent as a bearer token; never logged
-  uint32_t num_requests = 100;        // measured requests
-  uint32_t warmup_requests = 0;       // sent first, at the same concurrency, and not measured
+  std::string api_key;           // sent as a bearer token; never logged
+  uint32_t num_requests = 100;   // measured requests
+  uint32_t warmup_requests = 0;  // sent first, at the same concurrency, and not measured
   uint32_t input_len_tok = 128;
   uint32_t output_len_tok = 128;
   // Closed loop when request_rate_per_s == 0 (concurrency > 0 required). Open loop (Poisson
   // arrivals on an absolute schedule) when > 0, capped at concurrency when concurrency > 0.
   uint32_t concurrency = 1;
   double request_rate_per_s = 0;
-  double burstiness = 1;              // open loop: gamma gaps (1 = Poisson), as vLLM's --burstiness
+  double burstiness = 1;  // open loop: gamma gaps (1 = Poisson), as vLLM's --burstiness
   // /v1/completions only: send prompts as token-id arrays (exact input lengths on any engine)
   // instead of text.
   bool token_id_prompts = false;
@@ -60,13 +64,16 @@ struct RequestRecord {
   bool warmup = false;
   bool success = false;
   std::string error;
-  uint32_t prompt_tokens = 0;         // from the usage chunk; else the requested input length
-  uint32_t output_tokens = 0;         // from the usage chunk; else the number of output chunks
+  uint32_t prompt_tokens = 0;  // from the usage chunk; else the requested input length
+  uint32_t output_tokens = 0;  // from the usage chunk; else the number of output chunks
   int64_t scheduled_ns = -1;
   int64_t start_ns = -1;
-  int64_t first_token_ns = -1;        // first chunk that carried output text
-  int64_t end_ns = -1;                // last chunk that carried output text
-  int64_t done_ns = -1;               // the transfer finished (after [DONE] / end of body)
+  int64_t first_token_ns = -1;  // first chunk that carried output text
+  int64_t end_ns = -1;          // last chunk that carried output text
+  int64_t done_ns = -1;         // the transfer finished (after [DONE] / end of body)
+  // Planned shared prefix: 1 when an earlier request of the run sent the same first prefix
+  // block (the engine may find it in its prefix cache), 0 when none did, -1 without a prefix.
+  int8_t prefix_seen = -1;
   std::vector<int64_t> chunk_times_ns;
   std::vector<uint32_t> chunk_tokens;
 };
@@ -78,8 +85,8 @@ struct Progress {
 };
 
 struct LoadResult {
-  std::vector<RequestRecord> requests;   // measured requests only, in index order
-  double duration_s = 0;                 // first measured send -> last measured completion
+  std::vector<RequestRecord> requests;  // measured requests only, in index order
+  double duration_s = 0;                // first measured send -> last measured completion
 };
 
 // Throws std::invalid_argument when settings are inconsistent. Failed requests are recorded,

@@ -17,9 +17,20 @@ namespace servesweep::loadgen {
 inline constexpr uint32_t kVocabSize = 64;
 inline constexpr uint32_t kIndexWords = 4;
 
-// Same (seed, index, len_tok) -> same prompt, on every platform (std::mt19937_64 is fully
-// specified; no std:: distribution is used because their output is implementation-defined).
-std::string BuildPrompt(uint64_t seed, uint64_t index, uint32_t len_tok);
+// A shared prefix: the prompt's first len_tok tokens are drawn from the block ids (token t from
+// blocks[t / kPrefixBlockTok] and t % kPrefixBlockTok alone), so prompts with equal leading ids
+// share those tokens; the request's own tokens (index first) follow.
+inline constexpr uint32_t kPrefixBlockTok = 512;
+struct PromptPrefix {
+  const std::vector<uint64_t>* blocks = nullptr;
+  uint32_t len_tok = 0;
+};
+
+// Same (seed, index, len_tok, prefix) -> same prompt, on every platform (std::mt19937_64 is
+// fully specified; no std:: distribution is used because their output is
+// implementation-defined).
+std::string BuildPrompt(uint64_t seed, uint64_t index, uint32_t len_tok,
+                        const PromptPrefix& prefix = {});
 
 // The same prompt as token ids, for /v1/completions `prompt: [ids]`: exactly len_tok input
 // tokens on any engine, no tokenizer needed. Ids are drawn from [kFirstTokenId, kFirstTokenId +
@@ -27,6 +38,7 @@ std::string BuildPrompt(uint64_t seed, uint64_t index, uint32_t len_tok);
 // kIndexWords ids encode the index as above, so prompts of one run never share a prefix block.
 inline constexpr uint32_t kFirstTokenId = 1000;
 inline constexpr uint32_t kTokenIdRange = 16384;
-std::vector<uint32_t> BuildPromptTokenIds(uint64_t seed, uint64_t index, uint32_t len_tok);
+std::vector<uint32_t> BuildPromptTokenIds(uint64_t seed, uint64_t index, uint32_t len_tok,
+                                          const PromptPrefix& prefix = {});
 
 }  // namespace servesweep::loadgen

@@ -202,5 +202,51 @@ baseline: "engine_version == 'b'"
   EXPECT_EQ(s.message(), "m.yaml: expected 'baseline' to select at least one run, found none");
 }
 
+TEST(MatrixSharedPrefix, GroupsShareTheirLeadingBlocks) {
+  LoadedMatrix m;
+  ASSERT_TRUE(Expand(R"(workload: {input_len: 1200, output_len: 5, num_requests: 6, concurrency: 2,
+           shared_prefix: {groups: 2, prefix_len: 1000}}
+)",
+                     &m)
+                  .ok());
+  const auto plan = m.matrix().getRuns()[0].getWorkload().getPlan();
+  ASSERT_EQ(plan.size(), 6u);
+  for (unsigned i = 0; i < 6; ++i) {
+    EXPECT_EQ(plan[i].getInputLenTok(), 1200u);
+    EXPECT_EQ(plan[i].getPrefixLenTok(), 1000u);
+    ASSERT_EQ(plan[i].getPrefixBlocks().size(), 2u);  // 1000 tokens: blocks 0 and 1 (partial)
+  }
+  EXPECT_EQ(plan[0].getPrefixBlocks()[0], plan[2].getPrefixBlocks()[0]);  // group 0
+  EXPECT_EQ(plan[0].getPrefixBlocks()[1], plan[4].getPrefixBlocks()[1]);
+  EXPECT_NE(plan[0].getPrefixBlocks()[0], plan[1].getPrefixBlocks()[0]);  // group 1
+  EXPECT_EQ(plan[1].getPrefixBlocks()[0], plan[5].getPrefixBlocks()[0]);
+  EXPECT_FALSE(m.matrix().getRuns()[0].getWorkload().getReplayArrivals());
+
+  Status s = Expand("workload: {shared_prefix: {groups: 2}}\n", &m);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("expected 'shared_prefix: {groups: G, prefix_len: TOKENS}'"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(MatrixSharedPrefix, MooncakeHashIdsBecomePrefixBlocks) {
+  LoadedMatrix m;
+  const Status s = ExpandMatrix(SERVESWEEP_SOURCE_DIR "/tests/data/m.yaml", std::string(kBase) + R"(
+workload: {trace: mooncake_conversation_sample.jsonl, num_requests: 3, concurrency: 1}
+)",
+                                &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const auto plan = m.matrix().getRuns()[0].getWorkload().getPlan();
+  ASSERT_EQ(plan.size(), 3u);
+  // {"input_length": 6758, "hash_ids": [0, 1, ..., 13]}: 14 blocks cover all 6758 tokens.
+  ASSERT_EQ(plan[0].getPrefixBlocks().size(), 14u);
+  EXPECT_EQ(plan[0].getPrefixBlocks()[0], 0u);
+  EXPECT_EQ(plan[0].getPrefixBlocks()[13], 13u);
+  EXPECT_EQ(plan[0].getPrefixLenTok(), 6758u);
+  // The second request shares block 0 (id 0) and nothing after (14, 15, ...).
+  EXPECT_EQ(plan[1].getPrefixBlocks()[0], 0u);
+  EXPECT_EQ(plan[1].getPrefixBlocks()[1], 14u);
+}
+
 }  // namespace
 }  // namespace servesweep::coordinator
