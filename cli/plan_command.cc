@@ -10,6 +10,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "agent/engines/launch_plan.h"
 #include "agent/virtual_run.h"
 #include "cli/commands.h"
 #include "coordinator/matrix_loader.h"
@@ -19,12 +20,16 @@
 namespace servesweep::cli {
 namespace {
 
+// The port `--commands` shows the head's front end on (agents pick a free one when they run).
+constexpr uint16_t kFrontEndPort = 8000;
+
 struct PlanOptions {
   std::string matrix_path;
   bool simulate = false;
   std::string out_dir;
   std::string hardware;
   bool json = false;
+  bool commands = false;
 };
 
 // A run's GPU-hour estimate from the model, or the problem that prevents one.
@@ -63,7 +68,8 @@ Estimate EstimateRun(schema::RunSpec::Reader spec, const std::string& hardware,
   return e;
 }
 
-int PrintPlan(coordinator::LoadedMatrix& loaded, const std::string& hardware, bool json) {
+int PrintPlan(coordinator::LoadedMatrix& loaded, const std::string& hardware, bool json,
+              bool commands) {
   const auto runs = loaded.matrix().getRuns();
   nlohmann::json out{{"runs", nlohmann::json::array()}};
   double total_hours = 0;
@@ -97,6 +103,10 @@ int PrintPlan(coordinator::LoadedMatrix& loaded, const std::string& hardware, bo
            {"estimated_s", e.known ? nlohmann::json(e.duration_s) : nlohmann::json(nullptr)},
            {"gpu_hours", e.known ? nlohmann::json(e.gpu_hours) : nlohmann::json(nullptr)},
            {"problems", e.problems}});
+      if (commands) {
+        out["runs"].back()["commands"] =
+            agent::DescribeRunLaunches(spec, {}, kFrontEndPort, "servesweep");
+      }
       continue;
     }
     fmt::print("{:<28} {:<8} {:>5} {:>9} {:>9} {:>7} {:>9} {:>8}  {}\n", spec.getRunId().cStr(),
@@ -105,6 +115,8 @@ int PrintPlan(coordinator::LoadedMatrix& loaded, const std::string& hardware, bo
                e.known ? fmt::format("{:.0f}", e.duration_s) : "n/a",
                e.known ? fmt::format("{:.3f}", e.gpu_hours) : "n/a", spec.getLabel().cStr());
     for (const auto& problem : e.problems) fmt::print("  problem: {}\n", problem);
+    if (commands)
+      fmt::print("{}", agent::DescribeRunLaunches(spec, {}, kFrontEndPort, "servesweep"));
   }
   if (json) {
     out["total_gpu_hours"] = total_hours;
@@ -198,6 +210,9 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--hardware", options->hardware,
                   "Hardware profile for runs whose matrix names none (e.g. h200, or a YAML path)");
   cmd->add_flag("--json", options->json, "Print the plan as JSON");
+  cmd->add_flag("--commands", options->commands,
+                "Print, for each run and node, the engine command lines the agents would start "
+                "(nodes named node0, node1, ...; the front end on port 8000)");
   cmd->callback([options, exit_code] {
     coordinator::LoadedMatrix matrix;
     if (Status s = coordinator::LoadMatrixFile(options->matrix_path, &matrix); !s.ok()) {
@@ -206,7 +221,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       return;
     }
     if (!options->simulate) {
-      *exit_code = PrintPlan(matrix, options->hardware, options->json);
+      *exit_code = PrintPlan(matrix, options->hardware, options->json, options->commands);
       return;
     }
     if (options->out_dir.empty()) {

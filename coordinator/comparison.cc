@@ -125,6 +125,17 @@ std::string AxisName(const std::string& difference) {
   return difference.substr(0, difference.find(':'));
 }
 
+// The varied axes of some differences: an engine's version, image and flags go with the engine
+// when the engine itself differs (one axis: "vLLM 0.33 vs SGLang 0.5.23").
+std::set<std::string> VariedAxes(const std::vector<std::string>& differences) {
+  std::set<std::string> axes;
+  for (const auto& d : differences) axes.insert(AxisName(d));
+  if (axes.count("engine")) {
+    std::erase_if(axes, [](const std::string& a) { return a.rfind("engine.", 0) == 0; });
+  }
+  return axes;
+}
+
 // Conditions, varied fields and figures of configuration b against configuration a.
 ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
   ComparedPair pair;
@@ -373,7 +384,7 @@ std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs) {
     std::set<std::string> varied, mismatched;
     for (const auto& config : configs) {
       pairs.push_back(ComparePair(configs[base], config));
-      for (const auto& v : pairs.back().varied) varied.insert(AxisName(v));
+      for (const auto& v : VariedAxes(pairs.back().varied)) varied.insert(v);
       for (const auto& m : pairs.back().mismatches) mismatched.insert(m);
     }
     out += fmt::format("\n### {}\n\n", name);
@@ -423,7 +434,7 @@ std::string RenderComparisonText(const Comparison& comparison, const std::string
   std::string out = fmt::format("A: {}\nB: {}\n", name_a, name_b);
   std::set<std::string> varied_axes;
   for (const auto& pair : comparison.pairs) {
-    for (const auto& v : pair.varied) varied_axes.insert(AxisName(v));
+    for (const auto& v : VariedAxes(pair.varied)) varied_axes.insert(v);
   }
   if (comparison.matched()) {
     out +=

@@ -93,7 +93,8 @@ TEST(PlanSimulate, UnknownProfilesAreNamedBeforeOrWhileSimulating) {
                                    h.Path("unknown")),
                        &output),
             2);
-  EXPECT_NE(output.find("sim.model_profile: expected a model profile"), std::string::npos) << output;
+  EXPECT_NE(output.find("sim.model_profile: expected a model profile"), std::string::npos)
+      << output;
   EXPECT_EQ(h.QueryInt(h.Path("unknown"), "SELECT COUNT(*) FROM runs WHERE status = 'failed'"), 6);
 }
 
@@ -173,6 +174,44 @@ TEST(Plan, EstimatesGpuHoursAndListsProblemsBeforeAnythingRuns) {
       << output;
   EXPECT_NE(output.find("no GPU-hour estimates: name a hardware profile"), std::string::npos)
       << output;
+}
+
+TEST(Examples, ShippedMatricesPlanWithCommandsAndSimulate) {
+  Harness h("examples");
+  for (const std::string name : {"vllm-vs-sglang", "topology-sweep", "pd-disagg"}) {
+    const std::string matrix = SERVESWEEP_SOURCE_DIR "/examples/" + name + ".yaml";
+    std::string output;
+    ASSERT_EQ(Servesweep(fmt::format("plan {} --commands", matrix), &output), 0) << output;
+    EXPECT_NE(output.find("; 0 problem(s)"), std::string::npos) << output;
+    ASSERT_EQ(Servesweep(fmt::format("plan {} --simulate --out {}", matrix, h.Path(name)), &output),
+              0)
+        << output;
+  }
+  std::string commands;
+  ASSERT_EQ(Servesweep("plan " SERVESWEEP_SOURCE_DIR "/examples/vllm-vs-sglang.yaml --commands",
+                       &commands),
+            0);
+  EXPECT_NE(commands.find("[engine] vllm serve meta-llama/Llama-3.1-8B-Instruct"),
+            std::string::npos);
+  EXPECT_NE(commands.find("python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B"),
+            std::string::npos);
+  // vLLM against SGLang: matched at every load point, one varied axis (the engine and its
+  // version go together), no warning.
+  std::ifstream md(h.Path("vllm-vs-sglang") + "/report.md");
+  std::stringstream report;
+  report << md.rdbuf();
+  EXPECT_NE(report.str().find("### concurrency=64"), std::string::npos) << report.str();
+  EXPECT_NE(report.str().find("Matched: every condition is the same. Varied: engine."),
+            std::string::npos)
+      << report.str();
+  EXPECT_EQ(report.str().find("**Warning**"), std::string::npos) << report.str();
+  // Disaggregation keeps decode steps free of prefill: lower TPOT than 4 aggregated replicas.
+  const auto tpot = h.Query(h.Path("pd-disagg"),
+                            "SELECT pd_split, tpot_median_ms FROM results WHERE concurrency = 64 "
+                            "ORDER BY pd_split");
+  ASSERT_EQ(tpot.rows.size(), 3u);
+  EXPECT_EQ(tpot.rows[2][0], "none");
+  EXPECT_LT(std::stod(tpot.rows[1][1]), std::stod(tpot.rows[2][1]));  // 2P2D vs aggregated
 }
 
 }  // namespace

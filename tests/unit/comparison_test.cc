@@ -102,6 +102,22 @@ TEST(Comparison, MoreThanOneVariedAxisIsWarnedAbout) {
   EXPECT_NE(text.find("warning: 2 axes vary at once"), std::string::npos) << text;
 }
 
+TEST(Comparison, AnEnginesVersionGoesWithTheEngine) {
+  auto a = MakeRun("c=1", "concurrency 1", "vllm", 10, 5);
+  auto b = MakeRun("c=1", "concurrency 1", "sglang", 8, 5);
+  a.system.push_back({"engine.version", "0.33.0"});
+  b.system.push_back({"engine.version", "0.5.23"});
+  Comparison c;
+  ASSERT_TRUE(CompareRuns({a}, {b}, &c).ok());
+  const std::string text = RenderComparisonText(c, "a", "b");
+  EXPECT_NE(text.find("varied: engine\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("warning"), std::string::npos) << text;
+  // The same version change without an engine change is an axis of its own.
+  b.system[0].value = "vllm";
+  ASSERT_TRUE(CompareRuns({a}, {b}, &c).ok());
+  EXPECT_NE(RenderComparisonText(c, "a", "b").find("varied: engine.version\n"), std::string::npos);
+}
+
 TEST(Comparison, AComparedLayoutBringsItsOwnGpuCount) {
   auto gpus = [](const std::string& count) {
     auto c = Conditions();

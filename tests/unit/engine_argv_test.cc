@@ -11,6 +11,7 @@
 #include "agent/engine_processes.h"
 #include "agent/engines/engine_adapter.h"
 #include "agent/engines/flag_table.h"
+#include "agent/engines/launch_plan.h"
 #include "coordinator/matrix_loader.h"
 #include "tests/support/harness.h"
 
@@ -113,25 +114,6 @@ layout: {tp: 2})"},
   return cases;
 }
 
-std::string Render(const EngineLaunch& launch) {
-  if (!launch.error.empty()) return "  error: " + launch.error + "\n";
-  std::string out;
-  if (launch.processes.empty()) out += "  (nothing started)\n";
-  for (const auto& process : launch.processes) {
-    std::string line = fmt::format("  [{}]", process.name);
-    for (const auto& [name, value] : process.env) line += fmt::format(" {}={}", name, value);
-    for (const auto& arg : process.argv) line += " " + arg;
-    out += line + "\n";
-  }
-  if (!launch.base_url.empty()) {
-    out += fmt::format("  load: {}  ready: {}  metrics: {} ({})\n", launch.base_url,
-                       launch.health_path.empty() ? "/v1/models" : launch.health_path,
-                       launch.metrics_url.empty() ? launch.metrics_path : launch.metrics_url,
-                       launch.metrics_persona.empty() ? "none" : launch.metrics_persona);
-  }
-  return out;
-}
-
 std::string RenderAll() {
   std::string out;
   for (const auto& c : Cases()) {
@@ -145,24 +127,9 @@ std::string RenderAll() {
     const auto spec = m.matrix().getRuns()[0];
     const uint32_t nodes = std::max<uint32_t>(1, spec.getNodesNeeded());
     out += fmt::format("== {} ({} GPUs, {} node(s))\n", c.title, spec.getGpusNeeded(), nodes);
-    auto adapter = MakeEngineAdapter(spec.getEngine());
-    EXPECT_NE(adapter, nullptr) << c.title;
-    if (!adapter) continue;
-    for (uint32_t rank = 0; rank < nodes; ++rank) {
-      LaunchContext context;
-      context.spec = spec;
-      context.role = rank == 0 ? schema::Role::HEAD : schema::Role::WORKER;
-      context.rank = rank;
-      context.group_size = nodes;
-      context.head_address = "10.0.0.1";
-      for (uint32_t r = 0; r < nodes; ++r) {
-        context.peer_addresses.push_back(fmt::format("10.0.0.{}", r + 1));
-      }
-      context.port = 8000;
-      context.self_executable = "/usr/bin/servesweep";
-      out += fmt::format(" {} rank {}:\n", rank == 0 ? "head" : "worker", rank);
-      out += Render(adapter->Plan(context));
-    }
+    std::vector<std::string> addresses;
+    for (uint32_t r = 0; r < nodes; ++r) addresses.push_back(fmt::format("10.0.0.{}", r + 1));
+    out += DescribeRunLaunches(spec, addresses, 8000, "/usr/bin/servesweep");
   }
   return out;
 }
@@ -205,7 +172,7 @@ workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
   EXPECT_EQ(launch.base_url, "https://api.example.com");
   EXPECT_EQ(launch.api_key, "sk-secret-123");
   EXPECT_TRUE(launch.processes.empty());
-  EXPECT_EQ(Render(launch).find("sk-secret"), std::string::npos);
+  EXPECT_EQ(DescribeLaunch(launch).find("sk-secret"), std::string::npos);
   EXPECT_EQ(context.spec.getEngineConfig().getPriceOutputPerMTok(), 0.4);
   ::unsetenv("SERVESWEEP_TEST_KEY");
 }
