@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/ids.h"
+#include "common/unknown_key.h"
 #include "coordinator/matrix_expression.h"
 #include "perfmodel/profiles.h"
 #include "workload/length_distribution.h"
@@ -30,21 +31,6 @@ constexpr uint32_t kPrefixBlockTok = 512;
 // Engines this build can launch. Others are refused at load time, before any GPU is spent.
 const std::vector<std::string> kSupportedEngines = {"sim",      "vllm",     "sglang",
                                                     "llamacpp", "template", "external"};
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
 
 // Parsing context: the file name for messages, and the first error met.
 class Parser {
@@ -82,17 +68,7 @@ class Parser {
     for (const auto& entry : map) {
       const std::string key = entry.first.Scalar();
       if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
-      std::string best;
-      size_t best_distance = 3;  // suggest only close matches
-      for (const auto& candidate : allowed) {
-        const size_t d = EditDistance(key, candidate);
-        if (d < best_distance) best_distance = d, best = candidate;
-      }
-      std::string expected;
-      for (const auto& candidate : allowed) expected += (expected.empty() ? "" : ", ") + candidate;
-      Fail(entry.first,
-           fmt::format("unknown key '{}' in {}{}; expected one of: {}", key, section,
-                       best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best), expected));
+      Fail(entry.first, UnknownKeyMessage(key, section, allowed));
       return;
     }
   }

@@ -10,26 +10,13 @@
 #include <functional>
 #include <sstream>
 
+#include "common/unknown_key.h"
+
 namespace servesweep::perfmodel {
 namespace {
 
 constexpr std::string_view kHardwareDir = "profiles/hardware/";
 constexpr std::string_view kModelDir = "profiles/models/";
-
-size_t EditDistance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
 
 std::string Found(const YAML::Node& node) {
   switch (node.Type()) {
@@ -164,18 +151,8 @@ class MapReader {
     for (const auto& entry : map_) {
       const std::string key = entry.first.Scalar();
       if (std::find(known_.begin(), known_.end(), key) != known_.end()) continue;
-      std::string best;
-      size_t best_distance = 3;
-      std::string expected;
-      for (const auto& candidate : known_) {
-        const size_t d = EditDistance(key, candidate);
-        if (d < best_distance) best_distance = d, best = candidate;
-        expected += (expected.empty() ? "" : ", ") + candidate;
-      }
       status_ = Status::Ok();
-      Fail(entry.first,
-           fmt::format("unknown key '{}' in {}{}; expected one of: {}", key, section_,
-                       best.empty() ? "" : fmt::format(" (did you mean '{}'?)", best), expected));
+      Fail(entry.first, UnknownKeyMessage(key, section_, known_));
       return;
     }
   }

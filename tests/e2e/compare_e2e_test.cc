@@ -13,26 +13,13 @@
 namespace servesweep::testing {
 namespace {
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// Runs `servesweep args` to completion; returns its exit code, output in *output.
-int Servesweep(const std::string& args, std::string* output) {
-  const int status = RunShell(fmt::format("{} {} 2>&1", ServesweepBinary(), args), output);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 // Two concurrency levels, two repeats each; only the emulator's timing and the output length vary.
 std::string Sweep(Harness& h, const std::string& name, double ttft_ms, int output_len) {
   const std::string matrix = h.WriteFile(
       name + ".yaml", SimMatrix(name, 2, 6, 1, output_len, ttft_ms, 1) + "repeats: 2\n");
   const std::string out = h.Path(name);
   std::string output;
-  EXPECT_EQ(Servesweep(fmt::format("run {} --out {}", matrix, out), &output), 0) << output;
+  EXPECT_EQ(RunServesweep(fmt::format("run {} --out {}", matrix, out), &output), 0) << output;
   return out;
 }
 
@@ -43,14 +30,14 @@ TEST(CompareEndToEnd, MatchedSweepsCompareAndUnmatchedOnesAreRefused) {
   const std::string longer = Sweep(h, "longer", 5, 8);
 
   std::string text;
-  ASSERT_EQ(Servesweep(fmt::format("compare {} {}", fast, slow), &text), 0) << text;
+  ASSERT_EQ(RunServesweep(fmt::format("compare {} {}", fast, slow), &text), 0) << text;
   EXPECT_NE(text.find("matched: every condition"), std::string::npos) << text;
   EXPECT_NE(text.find("varied: sim.ttft_ms"), std::string::npos) << text;
   EXPECT_NE(text.find("== concurrency 1:"), std::string::npos) << text;
   EXPECT_NE(text.find("== concurrency 2:"), std::string::npos) << text;
 
   std::string json_text;
-  ASSERT_EQ(Servesweep(fmt::format("compare {} {} --json", fast, slow), &json_text), 0);
+  ASSERT_EQ(RunServesweep(fmt::format("compare {} {} --json", fast, slow), &json_text), 0);
   const auto json = nlohmann::json::parse(json_text);
   EXPECT_TRUE(json["matched"].get<bool>());
   ASSERT_EQ(json["pairs"].size(), 2u);
@@ -66,16 +53,17 @@ TEST(CompareEndToEnd, MatchedSweepsCompareAndUnmatchedOnesAreRefused) {
   }
 
   std::string refused;
-  EXPECT_EQ(Servesweep(fmt::format("compare {} {}", fast, longer), &refused), 1) << refused;
+  EXPECT_EQ(RunServesweep(fmt::format("compare {} {}", fast, longer), &refused), 1) << refused;
   EXPECT_NE(refused.find("refusing an unmatched comparison"), std::string::npos) << refused;
   EXPECT_NE(refused.find("workload.output_len: 'fixed:4' vs 'fixed:8'"), std::string::npos)
       << refused;
   std::string allowed;
-  ASSERT_EQ(Servesweep(fmt::format("compare {} {} --allow-mismatch", fast, longer), &allowed), 0);
+  ASSERT_EQ(RunServesweep(fmt::format("compare {} {} --allow-mismatch", fast, longer), &allowed),
+            0);
   EXPECT_EQ(allowed.rfind("UNMATCHED comparison", 0), 0u) << allowed;
 
   std::string missing;
-  EXPECT_EQ(Servesweep(fmt::format("compare {} {}", fast, h.Path("nowhere")), &missing), 1);
+  EXPECT_EQ(RunServesweep(fmt::format("compare {} {}", fast, h.Path("nowhere")), &missing), 1);
   EXPECT_NE(missing.find("expected a sweep's results database, found none"), std::string::npos);
 }
 
@@ -92,9 +80,9 @@ axes:
 compare: [sim]
 )");
   std::string output;
-  ASSERT_EQ(Servesweep(fmt::format("run {} --out {}", matrix, h.Path("out")), &output), 0)
+  ASSERT_EQ(RunServesweep(fmt::format("run {} --out {}", matrix, h.Path("out")), &output), 0)
       << output;
-  const std::string report = ReadFile(h.Path("out") + "/report.md");
+  const std::string report = ReadTextFile(h.Path("out") + "/report.md");
   EXPECT_NE(report.find("## Comparison groups"), std::string::npos) << report;
   for (const char* group : {"### concurrency=1", "### concurrency=2"}) {
     const size_t at = report.find(group);

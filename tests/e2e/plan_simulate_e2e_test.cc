@@ -13,11 +13,6 @@
 namespace servesweep::testing {
 namespace {
 
-int Servesweep(const std::string& args, std::string* output) {
-  const int status = RunShell(fmt::format("{} {} 2>&1", ServesweepBinary(), args), output);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 const char* kTopology = R"(name: topo
 engine: sim
 model: meta-llama/Llama-3.1-70B-Instruct
@@ -37,7 +32,7 @@ TEST(PlanSimulate, TopologySweepGoesThroughTheModelIntoTheResultsDatabase) {
   const std::string matrix = h.WriteFile("topo.yaml", kTopology);
   const std::string out = h.Path("out");
   std::string output;
-  ASSERT_EQ(Servesweep(fmt::format("plan {} --simulate --out {}", matrix, out), &output), 0)
+  ASSERT_EQ(RunServesweep(fmt::format("plan {} --simulate --out {}", matrix, out), &output), 0)
       << output;
   EXPECT_EQ(output.rfind("SIMULATED", 0), 0u) << output;
   // tp=8 is left out by `where`: 3 layouts x 2 concurrencies, all committed once, all simulated.
@@ -61,17 +56,15 @@ TEST(PlanSimulate, TopologySweepGoesThroughTheModelIntoTheResultsDatabase) {
                        "WHERE a.concurrency = 32 AND b.concurrency = 1 AND "
                        "a.output_throughput > b.output_throughput"),
             3);
-  std::ifstream md(out + "/report.md");
-  std::stringstream report;
-  report << md.rdbuf();
-  EXPECT_NE(report.str().find("**SIMULATED**"), std::string::npos);
-  EXPECT_NE(report.str().find("### concurrency=32"), std::string::npos);
-  EXPECT_NE(report.str().find("Matched: every condition is the same. Varied: layout.tp."),
+  const std::string report = ReadTextFile(out + "/report.md");
+  EXPECT_NE(report.find("**SIMULATED**"), std::string::npos);
+  EXPECT_NE(report.find("### concurrency=32"), std::string::npos);
+  EXPECT_NE(report.find("Matched: every condition is the same. Varied: layout.tp."),
             std::string::npos)
-      << report.str();
+      << report;
 
   // A second simulation into the same folder is refused: nothing already there is lost.
-  EXPECT_EQ(Servesweep(fmt::format("plan {} --simulate --out {}", matrix, out), &output), 1);
+  EXPECT_EQ(RunServesweep(fmt::format("plan {} --simulate --out {}", matrix, out), &output), 1);
   EXPECT_NE(output.find("expected a new output folder"), std::string::npos) << output;
 }
 
@@ -80,18 +73,18 @@ TEST(PlanSimulate, UnknownProfilesAreNamedBeforeOrWhileSimulating) {
   std::string text = kTopology;
   text.replace(text.find("h200"), 4, "h2000");
   std::string output;
-  EXPECT_EQ(Servesweep(fmt::format("plan {} --simulate --out {}", h.WriteFile("bad.yaml", text),
-                                   h.Path("bad")),
-                       &output),
+  EXPECT_EQ(RunServesweep(fmt::format("plan {} --simulate --out {}", h.WriteFile("bad.yaml", text),
+                                      h.Path("bad")),
+                          &output),
             1);
   EXPECT_NE(output.find("bad.yaml:5:17:"), std::string::npos) << output;
   EXPECT_NE(output.find("h2000"), std::string::npos) << output;
 
   text = kTopology;
   text.replace(text.find("meta-llama/Llama-3.1-70B-Instruct"), 33, "acme/unknown-model");
-  EXPECT_EQ(Servesweep(fmt::format("plan {} --simulate --out {}", h.WriteFile("unknown.yaml", text),
-                                   h.Path("unknown")),
-                       &output),
+  EXPECT_EQ(RunServesweep(fmt::format("plan {} --simulate --out {}",
+                                      h.WriteFile("unknown.yaml", text), h.Path("unknown")),
+                          &output),
             2);
   EXPECT_NE(output.find("sim.model_profile: expected a model profile"), std::string::npos)
       << output;
@@ -102,17 +95,18 @@ TEST(PlanSimulate, MeasuredProbeFiguresBecomeTheHardwareProfile) {
   Harness h("plan-simulate-measured");
   const std::string profile = h.Path("h200-here.yaml");
   std::string output;
-  ASSERT_EQ(Servesweep(fmt::format("probe --hardware-profile {} --from {}", profile,
-                                   SERVESWEEP_SOURCE_DIR "/tests/data/h200-probe-report.json"),
-                       &output),
+  ASSERT_EQ(RunServesweep(fmt::format("probe --hardware-profile {} --from {}", profile,
+                                      SERVESWEEP_SOURCE_DIR "/tests/data/h200-probe-report.json"),
+                          &output),
             0)
       << output;
   std::string text = kTopology;
   text.replace(text.find("sim: {hardware: h200}"), 21, "sim: {hardware: " + profile + "}");
   const std::string out = h.Path("out");
-  ASSERT_EQ(Servesweep(fmt::format("plan {} --simulate --out {}", h.WriteFile("m.yaml", text), out),
-                       &output),
-            0)
+  ASSERT_EQ(
+      RunServesweep(fmt::format("plan {} --simulate --out {}", h.WriteFile("m.yaml", text), out),
+                    &output),
+      0)
       << output;
   EXPECT_EQ(h.QueryInt(out,
                        "SELECT COUNT(*) FROM results WHERE simulation = "
@@ -120,9 +114,9 @@ TEST(PlanSimulate, MeasuredProbeFiguresBecomeTheHardwareProfile) {
             6);
   // Measured HBM (3.96 TB/s at efficiency 1) is below the spec sheet's achievable figure
   // (4.8 TB/s x 0.85): a memory-bound decode at concurrency 1 is slower on the measured profile.
-  ASSERT_EQ(Servesweep(fmt::format("plan {} --simulate --out {}",
-                                   h.WriteFile("spec.yaml", kTopology), h.Path("spec")),
-                       &output),
+  ASSERT_EQ(RunServesweep(fmt::format("plan {} --simulate --out {}",
+                                      h.WriteFile("spec.yaml", kTopology), h.Path("spec")),
+                          &output),
             0);
   const double measured =
       std::stod(h.Query(out, "SELECT tpot_median_ms FROM results WHERE tp = 1 AND concurrency = 1")
@@ -139,7 +133,7 @@ TEST(Plan, EstimatesGpuHoursAndListsProblemsBeforeAnythingRuns) {
   Harness h("plan-estimates");
   const std::string matrix = h.WriteFile("topo.yaml", kTopology);
   std::string json_text;
-  ASSERT_EQ(Servesweep(fmt::format("plan {} --json", matrix), &json_text), 0) << json_text;
+  ASSERT_EQ(RunServesweep(fmt::format("plan {} --json", matrix), &json_text), 0) << json_text;
   const auto plan = nlohmann::json::parse(json_text);
   ASSERT_EQ(plan["runs"].size(), 6u);
   double sum = 0;
@@ -161,7 +155,7 @@ TEST(Plan, EstimatesGpuHoursAndListsProblemsBeforeAnythingRuns) {
   text.replace(text.find("precision: fp8"), 14, "precision: bf16");
   text.replace(text.find("h200"), 4, "h100");
   std::string output;
-  EXPECT_EQ(Servesweep(fmt::format("plan {}", h.WriteFile("bad.yaml", text)), &output), 1);
+  EXPECT_EQ(RunServesweep(fmt::format("plan {}", h.WriteFile("bad.yaml", text)), &output), 1);
   EXPECT_NE(output.find("problem: needs 8 GPUs, the cluster has 4 (1 x 4)"), std::string::npos)
       << output;
   EXPECT_NE(output.find("needs 141.1 GB of weights per GPU over tp=1"), std::string::npos)
@@ -170,7 +164,7 @@ TEST(Plan, EstimatesGpuHoursAndListsProblemsBeforeAnythingRuns) {
   // No hardware named: the run list without estimates, and says why.
   text = kTopology;
   text.replace(text.find("sim: {hardware: h200}"), 21, "");
-  ASSERT_EQ(Servesweep(fmt::format("plan {}", h.WriteFile("nohw.yaml", text)), &output), 0)
+  ASSERT_EQ(RunServesweep(fmt::format("plan {}", h.WriteFile("nohw.yaml", text)), &output), 0)
       << output;
   EXPECT_NE(output.find("no GPU-hour estimates: name a hardware profile"), std::string::npos)
       << output;
@@ -181,15 +175,15 @@ TEST(Examples, ShippedMatricesPlanWithCommandsAndSimulate) {
   for (const std::string name : {"vllm-vs-sglang", "topology-sweep", "pd-disagg"}) {
     const std::string matrix = SERVESWEEP_SOURCE_DIR "/examples/" + name + ".yaml";
     std::string output;
-    ASSERT_EQ(Servesweep(fmt::format("plan {} --commands", matrix), &output), 0) << output;
+    ASSERT_EQ(RunServesweep(fmt::format("plan {} --commands", matrix), &output), 0) << output;
     EXPECT_NE(output.find("; 0 problem(s)"), std::string::npos) << output;
-    ASSERT_EQ(Servesweep(fmt::format("plan {} --simulate --out {}", matrix, h.Path(name)), &output),
-              0)
+    ASSERT_EQ(
+        RunServesweep(fmt::format("plan {} --simulate --out {}", matrix, h.Path(name)), &output), 0)
         << output;
   }
   std::string commands;
-  ASSERT_EQ(Servesweep("plan " SERVESWEEP_SOURCE_DIR "/examples/vllm-vs-sglang.yaml --commands",
-                       &commands),
+  ASSERT_EQ(RunServesweep("plan " SERVESWEEP_SOURCE_DIR "/examples/vllm-vs-sglang.yaml --commands",
+                          &commands),
             0);
   EXPECT_NE(commands.find("[engine] vllm serve meta-llama/Llama-3.1-8B-Instruct"),
             std::string::npos);
@@ -197,14 +191,11 @@ TEST(Examples, ShippedMatricesPlanWithCommandsAndSimulate) {
             std::string::npos);
   // vLLM against SGLang: matched at every load point, one varied axis (the engine and its
   // version go together), no warning.
-  std::ifstream md(h.Path("vllm-vs-sglang") + "/report.md");
-  std::stringstream report;
-  report << md.rdbuf();
-  EXPECT_NE(report.str().find("### concurrency=64"), std::string::npos) << report.str();
-  EXPECT_NE(report.str().find("Matched: every condition is the same. Varied: engine."),
-            std::string::npos)
-      << report.str();
-  EXPECT_EQ(report.str().find("**Warning**"), std::string::npos) << report.str();
+  const std::string report = ReadTextFile(h.Path("vllm-vs-sglang") + "/report.md");
+  EXPECT_NE(report.find("### concurrency=64"), std::string::npos) << report;
+  EXPECT_NE(report.find("Matched: every condition is the same. Varied: engine."), std::string::npos)
+      << report;
+  EXPECT_EQ(report.find("**Warning**"), std::string::npos) << report;
   // Disaggregation keeps decode steps free of prefill: lower TPOT than 4 aggregated replicas.
   const auto tpot = h.Query(h.Path("pd-disagg"),
                             "SELECT pd_split, tpot_median_ms FROM results WHERE concurrency = 64 "

@@ -10,11 +10,6 @@
 namespace servesweep::testing {
 namespace {
 
-int Servesweep(const std::string& args, std::string* output) {
-  const int status = RunShell(fmt::format("{} {} 2>&1", ServesweepBinary(), args), output);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 double Figure(Harness& h, const std::string& out, const std::string& column, int concurrency) {
   const auto table = h.Query(
       out, fmt::format("SELECT {} FROM results WHERE concurrency = {}", column, concurrency));
@@ -34,10 +29,11 @@ zip:
     num_requests: [16, 96]
 )");
   std::string output;
-  ASSERT_EQ(Servesweep(fmt::format("run {} --out {}", matrix, h.Path("real")), &output), 0)
+  ASSERT_EQ(RunServesweep(fmt::format("run {} --out {}", matrix, h.Path("real")), &output), 0)
       << output;
   ASSERT_EQ(
-      Servesweep(fmt::format("plan {} --simulate --out {}", matrix, h.Path("virtual")), &output), 0)
+      RunServesweep(fmt::format("plan {} --simulate --out {}", matrix, h.Path("virtual")), &output),
+      0)
       << output;
   EXPECT_EQ(h.QueryInt(h.Path("real"),
                        "SELECT COUNT(*) FROM results WHERE result_status = 'ok' "
@@ -72,10 +68,11 @@ workload: {input_len: 2304, output_len: 8, num_requests: 32, warmup_requests: 0,
            concurrency: 2, prompt: token_ids, shared_prefix: {groups: 4, prefix_len: 2048}}
 )");
   std::string output;
-  ASSERT_EQ(Servesweep(fmt::format("run {} --out {}", matrix, h.Path("real")), &output), 0)
+  ASSERT_EQ(RunServesweep(fmt::format("run {} --out {}", matrix, h.Path("real")), &output), 0)
       << output;
   ASSERT_EQ(
-      Servesweep(fmt::format("plan {} --simulate --out {}", matrix, h.Path("virtual")), &output), 0)
+      RunServesweep(fmt::format("plan {} --simulate --out {}", matrix, h.Path("virtual")), &output),
+      0)
       << output;
   for (const std::string& out : {h.Path("real"), h.Path("virtual")}) {
     // 28 of the 32 requests find their group's 2048 tokens cached (the first of each group does

@@ -361,13 +361,14 @@ axes:
 TEST(SweepEndToEnd, TraceReplaySendsEachRequestAtItsTimeWithItsLengths) {
   Harness h("trace-replay");
   const std::string out = h.Path("out");
-  const size_t run = h.Start("run", {"run", SERVESWEEP_SOURCE_DIR "/examples/trace-replay.yaml",
-                                     "--out", out});
+  const size_t run =
+      h.Start("run", {"run", SERVESWEEP_SOURCE_DIR "/examples/trace-replay.yaml", "--out", out});
   ASSERT_EQ(ExitCode(h.process(run), seconds(60)), 0) << h.Log("run");
   // The emulator counts every prompt word and emits exactly max_tokens: the trace's lengths.
   const std::vector<std::pair<int, int>> trace_head = {{374, 44}, {396, 109}, {879, 55}, {91, 16}};
-  const auto rows = h.Query(out, "SELECT prompt_tokens, output_tokens, scheduled_ns FROM requests "
-                                 "ORDER BY idx LIMIT 4");
+  const auto rows = h.Query(out,
+                            "SELECT prompt_tokens, output_tokens, scheduled_ns FROM requests "
+                            "ORDER BY idx LIMIT 4");
   ASSERT_EQ(rows.rows.size(), 4u);
   for (size_t i = 0; i < trace_head.size(); ++i) {
     EXPECT_EQ(std::stoi(rows.rows[i][0]), trace_head[i].first) << i;
@@ -485,10 +486,10 @@ TEST(CommandLine, BenchWritesVllmCompatibleJson) {
 
   // Token-id prompts: the emulator counts the ids, so the input lengths stay exact.
   const std::string ids_json = h.Path("ids.json");
-  const size_t ids = h.Start("bench-ids", {"bench", "--url", url, "--model", "m", "--concurrency",
-                                           "4", "--num-requests", "10", "--input-len", "33",
-                                           "--output-len", "3", "--token-id-prompts",
-                                           "--result-json", ids_json});
+  const size_t ids =
+      h.Start("bench-ids", {"bench", "--url", url, "--model", "m", "--concurrency", "4",
+                            "--num-requests", "10", "--input-len", "33", "--output-len", "3",
+                            "--token-id-prompts", "--result-json", ids_json});
   ASSERT_EQ(ExitCode(h.process(ids), seconds(30)), 0) << h.Log("bench-ids");
   std::ifstream ids_in(ids_json);
   EXPECT_EQ(nlohmann::json::parse(ids_in).at("total_input_tokens"), 330);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -99,6 +100,18 @@ std::string ReadSourceFile(const std::string& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+int RunServesweep(const std::string& args, std::string* output) {
+  const int status = RunShell(fmt::format("{} {} 2>&1", ServesweepBinary(), args), output);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string ReadTextFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 std::string SimMatrix(const std::string& name, int runs, int num_requests, int concurrency,

@@ -49,6 +49,13 @@ class Harness {
 // Runs a shell command line; returns its wait status, its stdout and stderr in *output.
 int RunShell(const std::string& command, std::string* output);
 
+// Runs `servesweep <args>` to completion; returns its exit code (-1 if it did not exit), its
+// stdout and stderr together in *output.
+int RunServesweep(const std::string& args, std::string* output);
+
+// The whole text of a file ("" if unreadable).
+std::string ReadTextFile(const std::string& path);
+
 // The text of a file of the source tree, e.g. "tests/golden/slurm_gpu.sbatch".
 std::string ReadSourceFile(const std::string& path);
 
