@@ -119,6 +119,29 @@ TEST(SimulateTest, SamplesEngineStateAtTheInterval) {
   EXPECT_EQ(r.samples.back().generation_tok, 16 * 50);
 }
 
+// Throughput rises with concurrency while the batch grows, then plateaus once the KV cache is
+// full: requests wait and preemptions appear (Llama 70B fp8 on one H200: about 55 GB of KV,
+// some 38 requests of 4400 tokens).
+TEST(SimulateTest, ThroughputRisesThenPlateausWhenTheKvCacheIsFull) {
+  const Profiles s = Load("h200", "llama-3.1-70b");
+  DeploymentConfig d;
+  d.precision = "fp8";
+  std::vector<double> throughput;
+  std::vector<int64_t> preemptions;
+  for (int c : {1, 4, 16, 64, 128}) {
+    const SimulationResult r = Simulate(s, d, Uniform(2 * c + 64, 4000, 400, c));
+    throughput.push_back(r.summary.output_tok_per_s);
+    preemptions.push_back(r.final_snapshot.preemptions);
+  }
+  EXPECT_GT(throughput[1], 2 * throughput[0]);  // batching pays while the cache has room
+  EXPECT_GT(throughput[2], 1.5 * throughput[1]);
+  EXPECT_EQ(preemptions[0], 0);
+  EXPECT_EQ(preemptions[1], 0);
+  // Full cache: more concurrency buys at most 10% more, and preemptions appear.
+  EXPECT_LT(throughput[4], 1.1 * throughput[3]);
+  EXPECT_GT(preemptions[4], 0);
+}
+
 TEST(SimulateTest, RefusesDuplicateIds) {
   const Profiles s = Load("h100", "llama-3.1-8b");
   Workload w = Uniform(3, 10, 10, 1);

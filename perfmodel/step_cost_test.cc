@@ -85,6 +85,41 @@ TEST(StepCostTest, TensorParallelHalvesMemoryTimeAndAddsAllReduces) {
   EXPECT_GT(c2.total_ns, c1.total_ns / 2);  // the all-reduces keep it above half
 }
 
+// A tiny model: its weights read in microseconds, so the 2 x layers all-reduces (each with a
+// 5 us NVLink latency) cost more than TP saves: TP=2 is slower per step. A large one gains.
+TEST(StepCostTest, TensorParallelIsSlowerForATinyModelAndFasterForALargeOne) {
+  HardwareProfile hw;
+  ASSERT_TRUE(LoadHardwareProfile("h100", &hw).ok());
+  ModelProfile tiny;
+  const Status parsed = ParseModelProfile(R"(name: tiny-120m
+layers: 12
+hidden_size: 768
+intermediate_size: 3072
+vocab_size: 32000
+attention: {kind: gqa, heads: 12, kv_heads: 12, head_dim: 64}
+)",
+                                          "tiny.yaml", &tiny);
+  ASSERT_TRUE(parsed.ok()) << parsed.message();
+  DeploymentConfig tp2;
+  tp2.tp = 2;
+  CostModel tiny1, tiny2;
+  ASSERT_TRUE(CostModel::Create(hw, tiny, {}, &tiny1).ok());
+  ASSERT_TRUE(CostModel::Create(hw, tiny, tp2, &tiny2).ok());
+  EXPECT_GT(tiny2.Step(kOneDecodeAt1000).total_ns, tiny1.Step(kOneDecodeAt1000).total_ns);
+  const CostModel large1 = Make("h100", "llama-3.1-70b", [] {
+    DeploymentConfig d;
+    d.precision = "fp8";
+    return d;
+  }());
+  const CostModel large2 = Make("h100", "llama-3.1-70b", [] {
+    DeploymentConfig d;
+    d.precision = "fp8";
+    d.tp = 2;
+    return d;
+  }());
+  EXPECT_LT(large2.Step(kOneDecodeAt1000).total_ns, large1.Step(kOneDecodeAt1000).total_ns);
+}
+
 // PP=2 with one request: each stage reads half the weights, but the stages run one after the
 // other, so the step is no shorter; it gains two activation send/recv hops.
 TEST(StepCostTest, PipelineParallelDoesNotShortenASingleDecode) {

@@ -40,14 +40,15 @@ zip:
                        "AND failed = 0 AND completed IN (16, 96) AND simulation = 'none'"),
             2);
   for (int c : {1, 8}) {
-    // The real-time run measures over HTTP what the model scheduled: the same TTFT and TPOT as
-    // the virtual run, up to timer and socket latency (a few ms on a busy 2-core machine).
-    const double real_ttft = Figure(h, h.Path("real"), "ttft_median_ms", c);
-    const double virtual_ttft = Figure(h, h.Path("virtual"), "ttft_median_ms", c);
-    EXPECT_NEAR(real_ttft, virtual_ttft, 3 + 0.2 * virtual_ttft) << "concurrency " << c;
-    const double real_tpot = Figure(h, h.Path("real"), "tpot_median_ms", c);
-    const double virtual_tpot = Figure(h, h.Path("virtual"), "tpot_median_ms", c);
-    EXPECT_NEAR(real_tpot, virtual_tpot, 1 + 0.2 * virtual_tpot) << "concurrency " << c;
+    // The real-time run measures over HTTP what the model scheduled: the virtual run's figures
+    // within 2% (issue #4), TTFT with half a millisecond more for the loopback socket and timer.
+    for (const char* column : {"output_throughput", "tpot_median_ms", "ttft_median_ms"}) {
+      const double real = Figure(h, h.Path("real"), column, c);
+      const double virtual_run = Figure(h, h.Path("virtual"), column, c);
+      const double slack = std::string(column) == "ttft_median_ms" ? 0.5 : 0;
+      EXPECT_NEAR(real, virtual_run, 0.02 * virtual_run + slack)
+          << column << " at concurrency " << c;
+    }
   }
   // Batching is the model's: 8 streams share each step, so a step (TPOT) is slower than alone,
   // and the engine's own gauges, scraped from /metrics, saw them running together.
