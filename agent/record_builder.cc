@@ -93,7 +93,8 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
   auto describe = [&](schema::LengthDistribution::Reader d, uint32_t mean_tok) {
     if (traced) return fmt::format("{} mean:{}", w.getTrace().cStr(), mean_tok);
     if (d.getKind().size() == 0 || d.getKind() == "fixed") return fmt::format("fixed:{}", mean_tok);
-    workload::LengthDistribution dist{d.getKind(), d.getA(), d.getB(), d.getMin(), d.getMax()};
+    workload::LengthDistribution dist{d.getKind(), d.getA(), d.getB(),    d.getMin(),
+                                      d.getMax(),  {},       d.getTrace()};
     return fmt::format("{} mean:{}", workload::Describe(dist), mean_tok);
   };
   record.setInputLenDist(describe(w.getInputLenDistribution(), w.getInputLenTok()));

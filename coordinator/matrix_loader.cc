@@ -155,11 +155,28 @@ const std::vector<std::string> kWorkloadKeys = {"name",         "api",          
 void ApplyLengthDistribution(Parser& p, const std::string& key, const YAML::Node& value,
                              schema::LengthDistribution::Builder d) {
   p.CheckKeys(value, "'" + key + "'",
-              {"distribution", "low", "high", "mean", "std", "median", "sigma", "min", "max"});
+              {"distribution", "low", "high", "mean", "std", "median", "sigma", "min", "max",
+               "trace", "trace_format"});
+  if (value["distribution"] && value["distribution"].IsScalar() &&
+      value["distribution"].Scalar() == "empirical") {
+    if (!value["trace"]) {
+      p.Fail(value, fmt::format("expected '{}.trace' (the trace whose lengths to draw from) for "
+                                "an empirical distribution, found none",
+                                key));
+      return;
+    }
+    d.setKind("empirical");
+    d.setTrace(p.Text(value["trace"], "trace"));
+    if (value["trace_format"]) d.setTraceFormat(p.Text(value["trace_format"], "trace_format"));
+    if (value["min"]) d.setMin(p.Uint(value["min"], "min", 1));
+    if (value["max"]) d.setMax(p.Uint(value["max"], "max", 1));
+    return;
+  }
   if (!value["distribution"]) {
-    p.Fail(
-        value,
-        fmt::format("expected '{}.distribution' (uniform, normal or lognormal), found none", key));
+    p.Fail(value, fmt::format(
+                      "expected '{}.distribution' (uniform, normal, lognormal or empirical), found "
+                      "none",
+                      key));
     return;
   }
   const std::string kind = p.Text(value["distribution"], "distribution");
@@ -169,8 +186,8 @@ void ApplyLengthDistribution(Parser& p, const std::string& key, const YAML::Node
       : kind == "lognormal" ? std::vector<std::pair<std::string, std::string>>{{"median", "sigma"}}
                             : std::vector<std::pair<std::string, std::string>>{};
   if (params.empty()) {
-    p.Fail(value["distribution"], fmt::format("expected '{}.distribution' to be uniform, normal or "
-                                              "lognormal, found '{}'",
+    p.Fail(value["distribution"], fmt::format("expected '{}.distribution' to be uniform, normal, "
+                                              "lognormal or empirical, found '{}'",
                                               key, kind));
     return;
   }
@@ -517,10 +534,42 @@ workload::LengthDistribution FromSchema(schema::LengthDistribution::Reader d, ui
 
 // Samples each request's lengths into the plan when a length is not fixed (seeded by the
 // workload's seed: the same matrix gives the same lengths). The means become input/output_len.
-void ExpandLengthDistributions(Parser& p, const YAML::Node& where, schema::Workload::Builder w) {
-  const auto in = FromSchema(w.getInputLenDistribution(), w.getInputLenTok());
-  const auto out = FromSchema(w.getOutputLenDistribution(), w.getOutputLenTok());
+// The lengths an empirical distribution draws from: the trace's input (or output) lengths.
+void ReadEmpiricalLengths(Parser& p, const YAML::Node& where, const std::string& matrix_path,
+                          TraceCache& cache, schema::LengthDistribution::Reader d, bool input,
+                          workload::LengthDistribution* out) {
+  if (out->kind != "empirical" || p.failed()) return;
+  std::filesystem::path path(std::string(d.getTrace().cStr()));
+  if (path.is_relative()) path = std::filesystem::path(matrix_path).parent_path() / path;
+  workload::TraceFormat format;
+  if (Status s = workload::ParseTraceFormat(d.getTraceFormat().cStr(), path.string(), &format);
+      !s.ok()) {
+    return p.Fail(where, s.message());
+  }
+  auto& requests = cache[fmt::format("{}|{}|all", path.string(), static_cast<int>(format))];
+  if (requests.empty()) {
+    if (Status s = workload::ReadTrace(path.string(), format, 0, &requests); !s.ok()) {
+      return p.Fail(where, s.message());
+    }
+  }
+  if (requests.empty()) {
+    return p.Fail(where, fmt::format("{}: expected requests to draw lengths from, found none",
+                                     path.string()));
+  }
+  out->source = std::string(d.getTrace().cStr());
+  for (const auto& r : requests) {
+    out->values.push_back(std::max<uint32_t>(1, input ? r.input_len_tok : r.output_len_tok));
+  }
+}
+
+void ExpandLengthDistributions(Parser& p, const YAML::Node& where, const std::string& matrix_path,
+                               TraceCache& cache, schema::Workload::Builder w) {
+  auto in = FromSchema(w.getInputLenDistribution(), w.getInputLenTok());
+  auto out = FromSchema(w.getOutputLenDistribution(), w.getOutputLenTok());
   if ((in.kind == "fixed" && out.kind == "fixed") || p.failed()) return;
+  ReadEmpiricalLengths(p, where, matrix_path, cache, w.getInputLenDistribution(), true, &in);
+  ReadEmpiricalLengths(p, where, matrix_path, cache, w.getOutputLenDistribution(), false, &out);
+  if (p.failed()) return;
   if (w.getTrace().size() > 0) {
     p.Fail(where, "expected either 'trace' or length distributions, found both");
     return;
@@ -985,7 +1034,7 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
       if (repeats > 1) label += fmt::format(" repeat={}", repeat);
       spec.setLabel(label.empty() ? "default" : label);
       ExpandTrace(p, root, path, trace_cache, spec.getWorkload());
-      ExpandLengthDistributions(p, root, spec.getWorkload());
+      ExpandLengthDistributions(p, root, path, trace_cache, spec.getWorkload());
       ExpandSharedPrefixes(p, root, spec.getWorkload());
       if (spec.getWorkload().getName().size() == 0) {
         auto w = spec.getWorkload();

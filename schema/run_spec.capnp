@@ -38,12 +38,16 @@ struct PlannedRequest {
 
 struct LengthDistribution {
   # "" or "fixed" (the workload's inputLenTok / outputLenTok), "uniform" (a..b), "normal"
-  # (mean a, std b) or "lognormal" (median a, sigma b of the log), clamped to [min, max].
+  # (mean a, std b), "lognormal" (median a, sigma b of the log) or "empirical" (a trace's),
+  # clamped to [min, max].
   kind @0 :Text;
   a @1 :Float64;
   b @2 :Float64;
   min @3 :UInt32 = 1;
   max @4 :UInt32 = 1048576;
+  # "empirical": lengths drawn (with replacement, seeded) from a trace's input or output lengths.
+  trace @5 :Text;
+  traceFormat @6 :Text;
 }
 
 struct Workload {
