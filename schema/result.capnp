@@ -110,6 +110,27 @@ struct BenchmarkRecord {
   # "" for a measured run; for a virtual run (`plan --simulate`), what simulated it, e.g.
   # "perfmodel: hardware h200, model llama-3.1-8b". Such figures were never measured.
   simulation @48 :Text;
+
+  # Ordinals 49-51 belong to the quality gate's fields (another branch); these placeholders keep
+  # the ordinals sequential until that branch merges and replaces them.
+  reserved49 @49 :Text;
+  reserved50 @50 :Text;
+  reserved51 @51 :Text;
+
+  # GPU telemetry of the head node, nvidia-smi every second over the measured phase (series in
+  # RunResult.engineSamples as gpu<i>.util_pct, .memory_used_mib, .power_w, .sm_clock_mhz).
+  # NaN without samples; gpuTelemetry says where they came from or why there are none.
+  gpuTelemetry @52 :Text;            # "nvidia-smi: 8 GPU(s), 120 samples each" or "n/a: <why>"
+  gpuUtilMeanPct @53 :Float64;       # mean over GPUs and samples
+  gpuMemoryUsedMaxMib @54 :Float64;  # highest on any GPU
+  gpuPowerMeanW @55 :Float64;        # mean per GPU
+  gpuSmClockMeanMhz @56 :Float64;    # mean over GPUs and samples
+
+  # Provenance of the head node ("n/a: <why>" when unknown).
+  driverVersion @57 :Text;
+  cudaVersion @58 :Text;           # as the driver reports it (nvidia-smi)
+  ncclVersion @59 :Text;           # libnccl.so.2 the agent loads, else what the engine reports
+  gpuTopology @60 :Text;           # `nvidia-smi topo -m` as printed
 }
 
 enum RunStatus {
