@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -47,6 +48,22 @@ std::string RunCapture(const std::vector<std::string>& argv, const std::string& 
   }
   if (*status != 0) return "";
   return ReadWholeFile(log_path);
+}
+
+// Drops ANSI escape sequences (ESC [ ... letter): `nvidia-smi topo -m` underlines its header even
+// when printing to a file.
+std::string StripAnsiCodes(const std::string& text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\x1b' && i + 1 < text.size() && text[i + 1] == '[') {
+      size_t j = i + 2;
+      while (j < text.size() && !std::isalpha(static_cast<unsigned char>(text[j]))) ++j;
+      i = j;
+      continue;
+    }
+    out += text[i];
+  }
+  return out;
 }
 
 constexpr const char* kFigures[] = {"util_pct", "memory_used_mib", "power_w", "sm_clock_mhz"};
@@ -147,6 +164,8 @@ std::vector<ScrapedSample> GpuTelemetrySampler::Samples() const {
   return samples_;
 }
 
+std::string CleanTopology(const std::string& topo_m) { return StripAnsiCodes(topo_m); }
+
 GpuTelemetrySummary SummarizeGpuSamples(const std::vector<ScrapedSample>& samples) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   GpuTelemetrySummary summary{nan, nan, nan, nan};
@@ -224,7 +243,8 @@ GpuProvenance ReadGpuProvenance(const std::string& log_prefix, const std::string
   const auto timeout = std::chrono::seconds(20);
   const std::string banner = RunCapture({"nvidia-smi"}, log_prefix + ".nvidia-smi.log", timeout);
   ParseNvidiaSmiBanner(banner, &p.driver_version, &p.cuda_version);
-  p.topology = RunCapture({"nvidia-smi", "topo", "-m"}, log_prefix + ".topo.txt", timeout);
+  p.topology =
+      CleanTopology(RunCapture({"nvidia-smi", "topo", "-m"}, log_prefix + ".topo.txt", timeout));
   if (banner.empty()) p.why_missing = fmt::format("nvidia-smi failed on agent {}", agent_id);
   return p;
 }

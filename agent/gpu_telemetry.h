@@ -84,6 +84,9 @@ struct GpuProvenance {
 // Parses the banner of plain `nvidia-smi` ("Driver Version: 570.86.15   CUDA Version: 12.8").
 void ParseNvidiaSmiBanner(const std::string& text, std::string* driver, std::string* cuda);
 
+// `nvidia-smi topo -m` output without the ANSI codes it prints even into a file.
+std::string CleanTopology(const std::string& topo_m);
+
 // NCCL's version as the library reports it (ncclGetVersion through dlopen of libnccl.so.2),
 // e.g. "2.21.5"; "" when the agent cannot load it.
 std::string NcclLibraryVersion();

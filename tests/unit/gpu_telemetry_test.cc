@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -18,6 +19,7 @@
 #include "agent/record_builder.h"
 #include "common/clock.h"
 #include "common/ids.h"
+#include "tests/support/harness.h"
 
 namespace servesweep::agent {
 namespace {
@@ -83,6 +85,35 @@ TEST(GpuTelemetry, ProvenanceParsers) {
   EXPECT_EQ(version.rfind("0.33.0", 0), 0u) << version;
   EXPECT_EQ(ParseNcclLine(output), "2.27.3");
   EXPECT_EQ(ParseNcclLine("version: 0.5.23\n"), "");
+}
+
+// Real output of an idle H200 (tests/data/h200-nvidia-smi/README.md).
+TEST(GpuTelemetry, ParsesARealH200sOutput) {
+  std::string driver, cuda;
+  ParseNvidiaSmiBanner(testing::ReadSourceFile("tests/data/h200-nvidia-smi/banner.txt"), &driver,
+                       &cuda);
+  EXPECT_EQ(driver, "580.159.04");
+  EXPECT_EQ(cuda, "13.0");
+  std::vector<ScrapedSample> samples;
+  std::stringstream rows(testing::ReadSourceFile("tests/data/h200-nvidia-smi/query.csv"));
+  for (std::string row; std::getline(rows, row);) {
+    EXPECT_TRUE(ParseGpuTelemetryLine(row, 0, &samples)) << row;
+  }
+  const GpuTelemetrySummary summary = SummarizeGpuSamples(samples);
+  EXPECT_EQ(summary.gpus, 1u);
+  EXPECT_EQ(summary.rows, 4u);
+  EXPECT_DOUBLE_EQ(summary.util_mean_pct, 0);
+  EXPECT_DOUBLE_EQ(summary.memory_used_max_mib, 0);
+  EXPECT_NEAR(summary.power_mean_w, (76.81 + 76.89 + 76.96 + 76.92) / 4, 1e-9);
+  EXPECT_DOUBLE_EQ(summary.sm_clock_mean_mhz, 345);
+  const std::string raw = testing::ReadSourceFile("tests/data/h200-nvidia-smi/topo-m.txt");
+  ASSERT_NE(raw.find('\x1b'), std::string::npos) << "the capture keeps nvidia-smi's ANSI codes";
+  const std::string topology = CleanTopology(raw);
+  EXPECT_EQ(topology.find('\x1b'), std::string::npos);
+  EXPECT_EQ(topology.rfind("\tGPU0\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\nGPU0\t X \t0-15", 0),
+            0u)
+      << topology;
+  EXPECT_EQ(NcclVersionFromCode(22803), "2.28.3");  // libnccl.so.2 on that machine
 }
 
 // A scratch folder with the fake nvidia-smi as `nvidia-smi`, put first on PATH for the test.
@@ -188,6 +219,42 @@ TEST(GpuTelemetry, WithoutNvidiaSmiThereAreNoSamplesAndTheRecordSaysWhy) {
   EXPECT_EQ(std::string(record.getGpuTelemetry().cStr()), "n/a: no nvidia-smi on agent a1");
   EXPECT_TRUE(std::isnan(record.getGpuUtilMeanPct()));
   EXPECT_TRUE(std::isnan(record.getGpuPowerMeanW()));
+}
+
+}  // namespace
+}  // namespace servesweep::agent
+
+namespace servesweep::agent {
+namespace {
+
+// On a machine with GPUs: the real nvidia-smi, as the agent runs it. Skipped elsewhere.
+TEST(GpuTelemetry, RealNvidiaSmiWhereThereIsOne) {
+  if (!OnPath("nvidia-smi")) GTEST_SKIP() << "no nvidia-smi on PATH";
+  const auto dir = std::filesystem::temp_directory_path() / ("servesweep-smi-" + RandomHex(8));
+  std::filesystem::create_directories(dir);
+  GpuTelemetrySampler sampler;
+  sampler.Start((dir / "gpu.csv").string(), 500, SteadyNowNs());
+  ASSERT_TRUE(sampler.available());
+  std::this_thread::sleep_for(std::chrono::milliseconds(2600));
+  sampler.Stop();
+  const GpuTelemetrySummary summary = SummarizeGpuSamples(sampler.Samples());
+  EXPECT_GE(summary.gpus, 1u);
+  EXPECT_GE(summary.rows, 3u * summary.gpus);
+  EXPECT_GE(summary.util_mean_pct, 0);
+  EXPECT_LE(summary.util_mean_pct, 100);
+  EXPECT_GE(summary.memory_used_max_mib, 0);  // 0 MiB on an idle GPU
+  EXPECT_GT(summary.sm_clock_mean_mhz, 0);
+  const GpuProvenance provenance = ReadGpuProvenance((dir / "run").string(), "real");
+  EXPECT_NE(provenance.driver_version, "");
+  EXPECT_NE(provenance.cuda_version, "");
+  EXPECT_NE(provenance.topology.find("GPU0"), std::string::npos) << provenance.topology;
+  std::cout << "driver " << provenance.driver_version << ", CUDA " << provenance.cuda_version
+            << ", NCCL '" << provenance.nccl_version << "', " << summary.gpus << " GPU(s), util "
+            << summary.util_mean_pct << " %, memory max " << summary.memory_used_max_mib
+            << " MiB, power " << summary.power_mean_w << " W, SM clock "
+            << summary.sm_clock_mean_mhz << " MHz\n";
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
 }
 
 }  // namespace
