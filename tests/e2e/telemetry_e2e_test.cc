@@ -7,9 +7,12 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <sstream>
+#include <tuple>
 
 #include "common/ids.h"
+#include "common/net.h"
 #include "tests/support/harness.h"
 
 namespace servesweep::testing {
@@ -141,6 +144,80 @@ axes:
   EXPECT_NE(error_of(0).find("answered HTTP 500"), std::string::npos) << error_of(0);
   EXPECT_EQ(error_of(1).rfind("done", 0), 0u) << error_of(1);
   EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM results WHERE cold_start_ms > 0"), 1);
+}
+
+}  // namespace
+}  // namespace servesweep::testing
+
+namespace servesweep::testing {
+namespace {
+
+// A disaggregated vLLM layout over two agents (prefill pool and decode pool) with their own
+// addresses: the coordinator's assignment carries both, so the router on the head is given the
+// decode instance at the second agent's address and reaches it there. `vllm` and `vllm-router`
+// are stand-ins (tests/data/fake-vllm*) serving the emulator; the processes, sockets, agents and
+// coordinator are real.
+TEST(Telemetry, DisaggregationOverTwoAgentsReachesTheDecodeAgentAtItsAddress) {
+  Harness h("pd-two-agents");
+  const std::string bin = h.Path("bin");
+  std::filesystem::create_directories(bin);
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"fake-vllm", "vllm"}, {"fake-vllm-router", "vllm-router"}}) {
+    std::filesystem::copy_file(std::string(SERVESWEEP_SOURCE_DIR) + "/tests/data/" + from,
+                               bin + "/" + to);
+  }
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", (bin + ":" + old_path).c_str(), 1);
+  ::setenv("SERVESWEEP_TEST_BINARY", ServesweepBinary().c_str(), 1);
+  const std::string router_args = h.Path("router.args");
+  ::setenv("FAKE_ROUTER_ARGS", router_args.c_str(), 1);
+  const int dist_port = 41000 + static_cast<int>(std::stoul(RandomHex(4), nullptr, 16) % 150) * 100;
+  const std::string matrix = h.WriteFile("pd.yaml", fmt::format(R"(name: pd
+engine: vllm
+model: m
+timeout_s: 40
+max_attempts: 1
+engine_config: {{dist_port: {}}}
+layout: {{tp: 1, prefill_instances: 1, decode_instances: 1, gpus_per_node: 1}}
+workload: {{input_len: 8, output_len: 4, num_requests: 4, concurrency: 2}}
+)",
+                                                                dist_port));
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
+  const std::string out = h.Path("out");
+  const size_t coordinator =
+      h.Start("coordinator", {"coordinator", matrix, "--bind", endpoint, "--out", out});
+  for (const auto& [id, pool, address] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"agent-p", "prefill", "127.0.0.1"}, {"agent-d", "decode", "127.0.0.2"}}) {
+    h.Start(id, {"agent", "--connect", endpoint, "--id", id, "--emulate-gpus", "1", "--pool", pool,
+                 "--address", address, "--spool", h.Path(id + "/spool"), "--work-dir",
+                 h.Path(id + "/work")});
+  }
+  ::setenv("PATH", old_path.c_str(), 1);
+  ASSERT_TRUE(Harness::WaitFor([&] { return h.process(coordinator).Poll().has_value(); },
+                               std::chrono::seconds(90)))
+      << h.Log("coordinator");
+  auto status = h.Query(out, "SELECT status, last_error FROM runs");
+  ASSERT_EQ(status.rows.size(), 1u);
+  EXPECT_EQ(status.rows[0][0], "done") << status.rows[0][1] << "\n" << h.Log("agent-p");
+  std::ifstream in(router_args);
+  std::string args((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(args.find(fmt::format("--prefill http://127.0.0.1:{}", dist_port + 1)),
+            std::string::npos)
+      << args;
+  EXPECT_NE(args.find(fmt::format("--decode http://127.0.0.2:{}", dist_port + 2)),
+            std::string::npos)
+      << args;
+  std::ifstream reached_file(router_args + ".reached");
+  std::string reached((std::istreambuf_iterator<char>(reached_file)),
+                      std::istreambuf_iterator<char>());
+  EXPECT_NE(reached.find(fmt::format("reached http://127.0.0.2:{}", dist_port + 2)),
+            std::string::npos)
+      << reached;
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(*) FROM results WHERE pd_split = '1P1D' AND "
+                       "completed = 4 AND agents = 'agent-p agent-d'"),
+            1);
 }
 
 }  // namespace
