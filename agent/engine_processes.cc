@@ -167,6 +167,16 @@ void ReadProvenance(const EngineLaunch& launch, const std::string& log_prefix, N
   std::stringstream text;
   text << in.rdbuf();
   ParseVersionOutput(text.str(), &node->engine_version, &node->engine_commit);
+  if (std::string nccl = ParseNcclLine(text.str()); !nccl.empty()) node->nccl_version = nccl;
+}
+
+std::string ParseNcclLine(const std::string& output) {
+  std::stringstream lines(output);
+  for (std::string line; std::getline(lines, line);) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (line.rfind("nccl: ", 0) == 0 && line.size() > 6) return line.substr(6, 100);
+  }
+  return "";
 }
 
 }  // namespace servesweep::agent

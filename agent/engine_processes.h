@@ -48,9 +48,13 @@ class EngineGroup {
 Status CheckPrograms(const EngineLaunch& launch, const std::string& agent_id);
 
 // Runs the launch's version command (30 s at most; its output in `<log_prefix>.version.log`)
-// and fingerprints its model file into `node`. Never fails the run: what it cannot tell stays
+// for the engine's version, commit and (Python engines) the NCCL its torch loads, and
+// fingerprints its model file into `node`. Never fails the run: what it cannot tell stays
 // empty and the record says so.
 void ReadProvenance(const EngineLaunch& launch, const std::string& log_prefix, NodeFacts* node);
+
+// The NCCL version a version command printed on a line "nccl: 2.21.5" ("" when none).
+std::string ParseNcclLine(const std::string& output);
 
 // "fnv1a64:<hex> <file> <bytes> bytes": the whole file up to 1 GiB, else its first 64 MiB and size.
 std::string FingerprintFile(const std::string& path);

@@ -1,4 +1,5 @@
-// A blocking HTTP GET for the agent's control paths (engine readiness, /metrics scrapes).
+// Blocking HTTP GET and POST for the agent's control paths (engine readiness and its probe
+// request, /metrics scrapes).
 // Never used for load: the load generator has its own event-driven client.
 //
 // Thread-safety: each call uses its own easy handle; safe from any thread once
@@ -19,5 +20,8 @@ struct HttpResponse {
 // `bearer_token`, when not empty, is sent as `Authorization: Bearer ...` and never logged.
 Status HttpGet(const std::string& url, long timeout_ms, HttpResponse* out,
                const std::string& bearer_token = "");
+// POSTs `json_body` with `Content-Type: application/json`.
+Status HttpPostJson(const std::string& url, const std::string& json_body, long timeout_ms,
+                    HttpResponse* out, const std::string& bearer_token = "");
 
 }  // namespace servesweep::agent

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "agent/gpu_telemetry.h"
 #include "agent/scraper/engine_signals.h"
 #include "workload/length_distribution.h"
 
@@ -111,6 +112,33 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
                         : "closed-loop");
   record.setWarm(w.getWarmupRequests() > 0);
   record.setWarmupRequests(w.getWarmupRequests());
+  const std::string why = node.why_no_gpu_facts.empty() ? "not reported" : node.why_no_gpu_facts;
+  auto or_why = [&why](const std::string& value) {
+    return value.empty() ? fmt::format("n/a: {}", why) : value;
+  };
+  record.setDriverVersion(or_why(node.driver_version));
+  record.setCudaVersion(or_why(node.cuda_version));
+  record.setNcclVersion(node.nccl_version.empty()
+                            ? std::string("n/a: no libnccl.so.2 on the agent, none reported by the "
+                                          "engine")
+                            : node.nccl_version);
+  record.setGpuTopology(or_why(node.gpu_topology));
+  FillGpuTelemetry({}, "the run did not reach its measured phase", record);
+}
+
+void FillGpuTelemetry(const std::vector<ScrapedSample>& samples, const std::string& why_none,
+                      schema::BenchmarkRecord::Builder record) {
+  const GpuTelemetrySummary summary = SummarizeGpuSamples(samples);
+  record.setGpuUtilMeanPct(summary.util_mean_pct);
+  record.setGpuMemoryUsedMaxMib(summary.memory_used_max_mib);
+  record.setGpuPowerMeanW(summary.power_mean_w);
+  record.setGpuSmClockMeanMhz(summary.sm_clock_mean_mhz);
+  if (summary.gpus == 0) {
+    record.setGpuTelemetry(fmt::format("n/a: {}", why_none.empty() ? "no samples" : why_none));
+  } else {
+    record.setGpuTelemetry(fmt::format("nvidia-smi: {} GPU(s), {} sample(s) each", summary.gpus,
+                                       summary.rows / summary.gpus));
+  }
 }
 
 void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summary,

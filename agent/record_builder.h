@@ -22,6 +22,11 @@ struct NodeFacts {
   std::string engine_commit;
   std::string model_fingerprint;  // of the local weights or config; recorded as the checkpoint
                                   // revision when the matrix names none
+  std::string driver_version;     // GPU driver, CUDA (as the driver reports it), NCCL
+  std::string cuda_version;
+  std::string nccl_version;
+  std::string gpu_topology;      // `nvidia-smi topo -m`
+  std::string why_no_gpu_facts;  // why the four above are unknown, e.g. "no nvidia-smi on agent a"
 };
 
 // The run's conditions: from the spec and the node; filled for every result, failed or not.
@@ -32,6 +37,11 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
 void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summary,
                  const std::vector<ScrapedSample>& samples, double cold_start_ms,
                  schema::BenchmarkRecord::Builder record);
+
+// GPU telemetry of the measured phase: the summary of `samples` (gpu<i>.* series), or NaN and
+// "n/a: <why_none>" without any.
+void FillGpuTelemetry(const std::vector<ScrapedSample>& samples, const std::string& why_none,
+                      schema::BenchmarkRecord::Builder record);
 
 void FillStats(const loadgen::Stats& stats, schema::LatencyStats::Builder out);
 

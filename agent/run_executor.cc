@@ -7,9 +7,11 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <nlohmann/json.hpp>
 
 #include "agent/engine_processes.h"
 #include "agent/engines/engine_adapter.h"
+#include "agent/gpu_telemetry.h"
 #include "agent/http_get.h"
 #include "agent/loadgen/bench_metrics.h"
 #include "agent/loadgen/load_generator.h"
@@ -24,8 +26,49 @@ namespace {
 
 constexpr double kReadyTimeoutCapS = 1800;
 constexpr size_t kLogTailLines = 40;
+constexpr int kGpuTelemetryIntervalMs = 1000;
 
 }  // namespace
+
+LaunchContext LaunchContextFor(schema::Assign::Reader assign) {
+  LaunchContext context;
+  context.spec = assign.getSpec();
+  context.role = assign.getRole();
+  context.rank = assign.getRank();
+  context.group_size = assign.getGroupSize();
+  context.head_address = assign.getHeadAddress();
+  for (auto address : assign.getPeerAddresses()) {
+    context.peer_addresses.emplace_back(address.cStr());
+  }
+  return context;
+}
+
+Status ProbeCompletion(const std::string& base_url, const std::string& model, bool chat,
+                       const std::string& api_key, long timeout_ms) {
+  nlohmann::json body = {{"model", model}, {"max_tokens", 1}, {"stream", false}};
+  if (chat) {
+    body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", "Hello"}}});
+  } else {
+    body["prompt"] = "Hello";
+  }
+  const std::string url = base_url + (chat ? "/v1/chat/completions" : "/v1/completions");
+  HttpResponse response;
+  if (Status s = HttpPostJson(url, body.dump(), timeout_ms, &response, api_key); !s.ok()) {
+    return Status::Error(fmt::format("probe request failed: {}", s.message()));
+  }
+  const std::string excerpt = response.body.substr(0, 300);
+  if (response.status_code != 200) {
+    return Status::Error(fmt::format("probe request to {} answered HTTP {}: {}", url,
+                                     response.status_code, excerpt));
+  }
+  const auto json = nlohmann::json::parse(response.body, nullptr, false);
+  if (json.is_discarded() || !json.contains("choices") || !json["choices"].is_array() ||
+      json["choices"].empty()) {
+    return Status::Error(
+        fmt::format("probe request to {} answered 200 without choices: {}", url, excerpt));
+  }
+  return Status::Ok();
+}
 
 RunExecutor::RunExecutor(schema::Assign::Reader assign, ExecutorContext context)
     : context_(std::move(context)) {
@@ -131,20 +174,29 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   if (!adapter)
     return fail(fmt::format("engine '{}' cannot be started on agent {}", spec.getEngine().cStr(),
                             context_.agent_id));
-  LaunchContext launch_context;
-  launch_context.spec = spec;
-  launch_context.role = schema::Role::HEAD;
-  launch_context.rank = assign.getRank();
-  launch_context.group_size = assign.getGroupSize();
-  launch_context.head_address = assign.getHeadAddress();
+  LaunchContext launch_context = LaunchContextFor(assign);
   launch_context.port = FreeLoopbackPort();
   launch_context.self_executable = SelfExecutable();
   const EngineLaunch launch = adapter->Plan(launch_context);
 
   std::filesystem::create_directories(context_.work_dir);
   const std::string log_prefix = fmt::format("{}/{}.{}", context_.work_dir, run_id_, attempt_);
-  NodeFacts node{context_.gpu_model, context_.interconnect, launch.version, "", ""};
+  NodeFacts node;
+  node.gpu_model = context_.gpu_model;
+  node.interconnect = context_.interconnect;
+  node.engine_version = launch.version;
   if (launch.error.empty()) ReadProvenance(launch, log_prefix, &node);
+  const bool local_engine = launch.error.empty() && !launch.processes.empty();
+  if (local_engine) {
+    const GpuProvenance gpu = ReadGpuProvenance(log_prefix, context_.agent_id);
+    node.driver_version = gpu.driver_version;
+    node.cuda_version = gpu.cuda_version;
+    node.gpu_topology = gpu.topology;
+    node.why_no_gpu_facts = gpu.why_missing;
+    if (node.nccl_version.empty()) node.nccl_version = gpu.nccl_version;
+  } else {
+    node.why_no_gpu_facts = "no engine started on the agent";
+  }
   FillConditions(spec, node, result.initRecord());
   if (!launch.error.empty()) return fail(fmt::format("engine not started: {}", launch.error));
   if (Status s = CheckPrograms(launch, context_.agent_id); !s.ok()) return fail(s.message());
@@ -168,7 +220,8 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
         engines.LogPaths()));
   };
 
-  // Readiness: /health answers 200 (where the engine has one), then the model is listed.
+  // Readiness: /health answers 200 (where the engine has one), the model is listed, and one real
+  // request is answered; cold start ends there.
   SetPhase("starting");
   const double ready_timeout_s = std::min(kReadyTimeoutCapS, spec.getTimeoutS());
   double cold_start_ms = std::numeric_limits<double>::quiet_NaN();
@@ -179,7 +232,6 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
     HttpResponse health;
     if (HttpGet(launch.base_url + launch.health_path, 1000, &health).ok() &&
         health.status_code == 200) {
-      cold_start_ms = static_cast<double>(SteadyNowNs() - spawn_ns) / 1e6;
       break;
     }
     if (static_cast<double>(SteadyNowNs() - spawn_ns) / 1e9 > ready_timeout_s) {
@@ -194,7 +246,18 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
     return engine_failure(fmt::format("engine ready but /v1/models does not list '{}' (HTTP {})",
                                       spec.getModel().cStr(), models.status_code));
   }
-  if (launch.health_path.empty() && !launch.processes.empty()) {
+  // One real request: an engine that lists its model may still fail to generate.
+  {
+    const double left_s = ready_timeout_s - static_cast<double>(SteadyNowNs() - spawn_ns) / 1e9;
+    const long probe_timeout_ms = static_cast<long>(std::max(30.0, left_s) * 1000);
+    if (Status s = ProbeCompletion(launch.base_url, spec.getModel().cStr(),
+                                   spec.getWorkload().getApi() == schema::ApiKind::CHAT_COMPLETIONS,
+                                   launch.api_key, probe_timeout_ms);
+        !s.ok()) {
+      return engine_failure(fmt::format("engine listed its model, but {}", s.message()));
+    }
+  }
+  if (!launch.processes.empty()) {
     cold_start_ms = static_cast<double>(SteadyNowNs() - spawn_ns) / 1e6;
   }
 
@@ -226,12 +289,19 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
                                   : launch.metrics_path.empty()
                                       ? std::string()
                                       : launch.base_url + launch.metrics_path;
+  const int64_t measured_origin_ns = SteadyNowNs();
   if (!metrics_url.empty() && !launch.metrics_persona.empty()) {
-    scraper.Start(metrics_url, launch.metrics_persona, 1000, SteadyNowNs());
+    scraper.Start(metrics_url, launch.metrics_persona, 1000, measured_origin_ns);
+  }
+  GpuTelemetrySampler gpu_sampler;
+  if (local_engine) {
+    gpu_sampler.Start(log_prefix + ".gpu.csv", kGpuTelemetryIntervalMs, measured_origin_ns);
   }
   loadgen::LoadResult load = loadgen::RunLoad(
       settings, [this](const loadgen::Progress& p) { completed_.store(p.completed); });
   scraper.Stop();
+  const bool gpu_sampled = gpu_sampler.available();
+  gpu_sampler.Stop();
   SetPhase("draining");
   const bool engine_died = engines.AnyExited();
   SetEnginePgids({});
@@ -242,8 +312,17 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   slo.tpot_ms = spec.getSlo().getTpotMs();
   slo.e2el_ms = spec.getSlo().getE2elMs();
   const loadgen::BenchSummary summary = loadgen::Summarize(load, slo);
-  const auto samples = scraper.Samples();
+  auto samples = scraper.Samples();
   FillFigures(spec, summary, samples, cold_start_ms, result.getRecord());
+  const auto gpu_samples = gpu_sampler.Samples();
+  FillGpuTelemetry(gpu_samples,
+                   !local_engine ? "no engine started on the agent"
+                   : gpu_sampled ? "nvidia-smi printed no samples"
+                   : node.why_no_gpu_facts.empty()
+                       ? fmt::format("nvidia-smi did not start on agent {}", context_.agent_id)
+                       : node.why_no_gpu_facts,
+                   result.getRecord());
+  samples.insert(samples.end(), gpu_samples.begin(), gpu_samples.end());
 
   auto requests = result.initRequests(static_cast<unsigned>(load.requests.size()));
   for (size_t i = 0; i < load.requests.size(); ++i)
@@ -277,12 +356,7 @@ void RunExecutor::ExecuteWorker() {
   auto adapter = MakeEngineAdapter(assign.getSpec().getEngine());
   EngineGroup engines;
   if (adapter) {
-    LaunchContext launch_context;
-    launch_context.spec = assign.getSpec();
-    launch_context.role = schema::Role::WORKER;
-    launch_context.rank = assign.getRank();
-    launch_context.group_size = assign.getGroupSize();
-    launch_context.head_address = assign.getHeadAddress();
+    LaunchContext launch_context = LaunchContextFor(assign);
     launch_context.self_executable = SelfExecutable();
     const EngineLaunch launch = adapter->Plan(launch_context);
     if (!launch.error.empty()) {

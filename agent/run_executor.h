@@ -1,6 +1,7 @@
 // Executes one assigned run on its own thread. Head: start the engine, wait until it is ready
-// (cold start measured apart), run the load while scraping /metrics, stop the engine, and build
-// the RunResult. Worker: start the engine's worker part (if any) and hold until released.
+// (health, model list, one probe request; cold start measured apart), run the load while
+// scraping /metrics and sampling GPU telemetry, stop the engine, and build the RunResult.
+// Worker: start the engine's worker part (if any) and hold until released.
 // The agent's loop keeps heartbeating meanwhile and polls Finished().
 //
 // Thread-safety: Cancel(), Finished(), progress accessors may be called from the owning thread
@@ -16,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "agent/engines/engine_adapter.h"
+#include "common/status.h"
 #include "schema/wire.capnp.h"
 
 namespace servesweep::agent {
@@ -26,6 +29,16 @@ struct ExecutorContext {
   std::string gpu_model;
   std::string interconnect;
 };
+
+// What the adapters get of an assignment: spec, role, rank, group size, the head's address and
+// every agent's address in placement order (port and executable are the executor's to set).
+// The context reads `assign`, which must outlive it.
+LaunchContext LaunchContextFor(schema::Assign::Reader assign);
+
+// Readiness's last step: one tiny completion (1 token, not streamed) on the run's API
+// (/v1/completions, or /v1/chat/completions), which must answer 200 with choices.
+Status ProbeCompletion(const std::string& base_url, const std::string& model, bool chat,
+                       const std::string& api_key, long timeout_ms);
 
 class RunExecutor {
  public:

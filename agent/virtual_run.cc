@@ -230,8 +230,10 @@ void ExecuteVirtualRun(schema::RunSpec::Reader spec, const std::string& default_
   node.gpu_model = fmt::format("{} (simulated)", sim.hardware.name);
   node.interconnect = "simulated";
   node.engine_version = "perfmodel";
+  node.why_no_gpu_facts = "simulated run";
   auto record = result.initRecord();
   FillConditions(spec, node, record);
+  FillGpuTelemetry({}, "simulated run", record);
   loadgen::SloLimits slo;
   slo.ttft_ms = spec.getSlo().getTtftMs();
   slo.tpot_ms = spec.getSlo().getTpotMs();

@@ -527,9 +527,10 @@ void Coordinator::Dispatch(int64_t now_ns) {
     if (Status s = store_->MarkRunning(run.run_id, run.attempts, JoinIds(run.placement)); !s.ok()) {
       spdlog::error("{}", s.message());
     }
-    const std::string head_address = agents_.Find(run.placement[0])->address;
+    std::vector<std::string> addresses;
     for (uint32_t rank = 0; rank < run.placement.size(); ++rank) {
       agents_.Find(run.placement[rank])->busy_run_id = run.run_id;
+      addresses.push_back(agents_.Find(run.placement[rank])->address);
     }
     std::erase_if(idle, [](const AgentEntry* agent) { return !agent->busy_run_id.empty(); });
     spdlog::info("run {} [{}] attempt {} -> {}", run.run_id, run.label, run.attempts,
@@ -537,15 +538,8 @@ void Coordinator::Dispatch(int64_t now_ns) {
     std::vector<std::string> unreachable;
     for (uint32_t rank = 0; rank < run.placement.size(); ++rank) {
       capnp::MallocMessageBuilder message;
-      auto assign = NewEnvelope(message).initAssign();
-      assign.setSpec(spec);
-      assign.setAttempt(run.attempts);
-      assign.setRole(rank == 0 ? schema::Role::HEAD : schema::Role::WORKER);
-      assign.setRank(rank);
-      assign.setGroupSize(static_cast<uint32_t>(run.placement.size()));
-      assign.setHeadAddress(head_address);
-      auto ids = assign.initAgentIds(static_cast<unsigned>(run.placement.size()));
-      for (uint32_t i = 0; i < run.placement.size(); ++i) ids.set(i, run.placement[i]);
+      FillAssign(spec, run.attempts, rank, run.placement, addresses,
+                 NewEnvelope(message).initAssign());
       if (!Send(run.placement[rank], message)) unreachable.push_back(run.placement[rank]);
     }
     for (const auto& id : unreachable) LoseAgent(id, "unreachable when assigning");

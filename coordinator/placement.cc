@@ -89,4 +89,19 @@ bool CouldEverPlaceInPools(schema::RunSpec::Reader spec, const std::vector<uint3
          Fits(spec, PoolGpus(spec, spec.getLayout().getDecodeInstances()), decode_gpus);
 }
 
+void FillAssign(schema::RunSpec::Reader spec, uint32_t attempt, uint32_t rank,
+                const std::vector<std::string>& agent_ids,
+                const std::vector<std::string>& addresses, schema::Assign::Builder assign) {
+  assign.setSpec(spec);
+  assign.setAttempt(attempt);
+  assign.setRole(rank == 0 ? schema::Role::HEAD : schema::Role::WORKER);
+  assign.setRank(rank);
+  assign.setGroupSize(static_cast<uint32_t>(agent_ids.size()));
+  assign.setHeadAddress(addresses.empty() ? "" : addresses[0]);
+  auto ids = assign.initAgentIds(static_cast<unsigned>(agent_ids.size()));
+  for (uint32_t i = 0; i < agent_ids.size(); ++i) ids.set(i, agent_ids[i]);
+  auto peers = assign.initPeerAddresses(static_cast<unsigned>(addresses.size()));
+  for (uint32_t i = 0; i < addresses.size(); ++i) peers.set(i, addresses[i]);
+}
+
 }  // namespace servesweep::coordinator

@@ -13,6 +13,7 @@
 
 #include "coordinator/agent_registry.h"
 #include "schema/run_spec.capnp.h"
+#include "schema/wire.capnp.h"
 
 namespace servesweep::coordinator {
 
@@ -27,5 +28,12 @@ bool CouldEverPlace(schema::RunSpec::Reader spec, const std::vector<uint32_t>& a
 // must fit one of them).
 bool CouldEverPlaceInPools(schema::RunSpec::Reader spec, const std::vector<uint32_t>& prefill_gpus,
                            const std::vector<uint32_t>& decode_gpus);
+
+// The assignment of placement rank `rank`: role, rank, group size, the head's address, and every
+// agent's id and address in placement order (the disaggregated routers need each instance's
+// agent). `addresses[i]` is the address agent `agent_ids[i]` announced.
+void FillAssign(schema::RunSpec::Reader spec, uint32_t attempt, uint32_t rank,
+                const std::vector<std::string>& agent_ids,
+                const std::vector<std::string>& addresses, schema::Assign::Builder assign);
 
 }  // namespace servesweep::coordinator

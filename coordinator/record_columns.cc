@@ -87,6 +87,9 @@ std::vector<RecordColumn> Build() {
   Text(c, "gpu_model", [](Record r) { return std::string(r.getGpuModel()); });
   Int(c, "gpu_count", [](Record r) { return int64_t{r.getGpuCount()}; });
   Text(c, "interconnect", [](Record r) { return std::string(r.getInterconnect()); });
+  Text(c, "driver_version", [](Record r) { return std::string(r.getDriverVersion()); });
+  Text(c, "cuda_version", [](Record r) { return std::string(r.getCudaVersion()); });
+  Text(c, "nccl_version", [](Record r) { return std::string(r.getNcclVersion()); });
   Text(c, "precision", [](Record r) { return std::string(r.getPrecision()); });
   Text(c, "quantization", [](Record r) { return std::string(r.getQuantization()); });
   Text(c, "kv_cache_dtype", [](Record r) { return std::string(r.getKvCacheDtype()); });
@@ -147,6 +150,13 @@ std::vector<RecordColumn> Build() {
   Real(c, "prefix_cache_hits", [](Record r) { return r.getPrefixCacheHits(); });
   Real(c, "prefix_cache_queries", [](Record r) { return r.getPrefixCacheQueries(); });
   Real(c, "spec_decode_acceptance", [](Record r) { return r.getSpecDecodeAcceptance(); });
+
+  // GPU telemetry (nvidia-smi every second) during the measured phase.
+  Text(c, "gpu_telemetry", [](Record r) { return std::string(r.getGpuTelemetry()); });
+  Real(c, "gpu_util_mean_pct", [](Record r) { return r.getGpuUtilMeanPct(); });
+  Real(c, "gpu_memory_used_max_mib", [](Record r) { return r.getGpuMemoryUsedMaxMib(); });
+  Real(c, "gpu_power_mean_w", [](Record r) { return r.getGpuPowerMeanW(); });
+  Real(c, "gpu_sm_clock_mean_mhz", [](Record r) { return r.getGpuSmClockMeanMhz(); });
 
   // Cost on a priced endpoint (engine_config.price): the successful requests' tokens at the
   // price per million, over the completed requests. NaN without a price.

@@ -111,10 +111,31 @@ struct BenchmarkRecord {
   # "perfmodel: hardware h200, model llama-3.1-8b". Such figures were never measured.
   simulation @48 :Text;
 
+  # Ordinals 49-52 belong to the quality gate's fields (merged next).
+  reserved49 @49 :Text;
+  reserved50 @50 :Text;
+  reserved51 @51 :Text;
+  reserved52 @52 :Text;
+
+  # GPU telemetry of the head node, nvidia-smi every second over the measured phase (series in
+  # RunResult.engineSamples as gpu<i>.util_pct, .memory_used_mib, .power_w, .sm_clock_mhz).
+  # NaN without samples; gpuTelemetry says where they came from or why there are none.
+  gpuTelemetry @53 :Text;            # "nvidia-smi: 8 GPU(s), 120 samples each" or "n/a: <why>"
+  gpuUtilMeanPct @54 :Float64;       # mean over GPUs and samples
+  gpuMemoryUsedMaxMib @55 :Float64;  # highest on any GPU
+  gpuPowerMeanW @56 :Float64;        # mean per GPU
+  gpuSmClockMeanMhz @57 :Float64;    # mean over GPUs and samples
+
+  # Provenance of the head node ("n/a: <why>" when unknown).
+  driverVersion @58 :Text;
+  cudaVersion @59 :Text;           # as the driver reports it (nvidia-smi)
+  ncclVersion @60 :Text;           # libnccl.so.2 the agent loads, else what the engine reports
+  gpuTopology @61 :Text;           # `nvidia-smi topo -m` as printed
+
   # Shared-prefix workloads: TTFT of the requests whose first prefix block an earlier request
   # had sent (possible prefix-cache hits) and of the first senders (misses). NaN otherwise.
-  ttftPrefixSeenMs @49 :LatencyStats;
-  ttftPrefixNewMs @50 :LatencyStats;
+  ttftPrefixSeenMs @62 :LatencyStats;
+  ttftPrefixNewMs @63 :LatencyStats;
 }
 
 enum RunStatus {

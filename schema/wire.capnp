@@ -57,6 +57,7 @@ struct Assign {
   groupSize @4 :UInt32;
   headAddress @5 :Text;
   agentIds @6 :List(Text);        # the whole placement, head first
+  peerAddresses @7 :List(Text);   # each agent's address (Inventory.address), in placement order
 }
 
 struct Progress {

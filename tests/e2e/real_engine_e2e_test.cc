@@ -99,6 +99,16 @@ TEST(RealEngine, LlamacppSweepLaunchesMeasuresScrapesAndTearsDown) {
                        "'fnv1a64:%SmolLM2-135M-Instruct.Q4_1.gguf%'"),
             4);
   EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM results WHERE cold_start_ms > 0"), 4);
+  // GPU telemetry and provenance are filled either way: figures where nvidia-smi is, else why not.
+  const char* telemetry = OnPath("nvidia-smi") ? "nvidia-smi: %" : "n/a: no nvidia-smi on agent %";
+  EXPECT_EQ(h.QueryInt(out, fmt::format("SELECT COUNT(*) FROM results WHERE gpu_telemetry LIKE "
+                                        "'{}'",
+                                        telemetry)),
+            4);
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(*) FROM results WHERE driver_version = '' OR "
+                       "cuda_version = '' OR nccl_version = ''"),
+            0);
   // Torn down: no llama-server of this test is left.
   EXPECT_EQ(ProcessesWith("--alias " + alias), 0);
 }

@@ -3,6 +3,7 @@
 // text is tests/golden/engine_argv.txt; SERVESWEEP_UPDATE_GOLDEN=1 rewrites it (then review the
 // diff against the engines' own argument parsers named in agent/engines/flags/).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -12,7 +13,9 @@
 #include "agent/engines/engine_adapter.h"
 #include "agent/engines/flag_table.h"
 #include "agent/engines/launch_plan.h"
+#include "agent/run_executor.h"
 #include "coordinator/matrix_loader.h"
+#include "coordinator/placement.h"
 #include "tests/support/harness.h"
 
 namespace servesweep::agent {
@@ -142,6 +145,63 @@ TEST(EngineArgv, MatchesTheGoldenTable) {
   }
   const std::string expected = testing::ReadSourceFile("tests/golden/engine_argv.txt");
   EXPECT_EQ(actual, expected) << "regenerate with SERVESWEEP_UPDATE_GOLDEN=1 and review the diff";
+}
+
+// Disaggregated layouts over two agents, through the whole assignment path: the coordinator's
+// FillAssign (placement order, each agent's announced address) -> the Assign message -> the
+// agent's LaunchContextFor -> the adapter. The router on the head must reach the instances on
+// the other agent at that agent's own address.
+// `old_coordinator`: the assignment carries the head's address only, as before peerAddresses.
+std::string RenderTwoAgentPd(const std::vector<std::string>& addresses, bool old_coordinator) {
+  std::string out;
+  const std::vector<std::string> agent_ids = {"node-a", "node-b"};
+  for (const char* engine : {"vllm", "sglang"}) {
+    coordinator::LoadedMatrix m;
+    const std::string text = fmt::format(R"(name: golden
+engine: {}
+model: llama-70b
+engine_config: {{dist_port: 30000}}
+layout: {{tp: 4, prefill_instances: 2, decode_instances: 2, gpus_per_node: 8}}
+workload: {{input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}}
+)",
+                                         engine);
+    Status s = coordinator::ExpandMatrix("golden.yaml", text, &m);
+    EXPECT_TRUE(s.ok()) << s.message();
+    if (!s.ok()) return out;
+    const auto spec = m.matrix().getRuns()[0];
+    EXPECT_EQ(spec.getNodesNeeded(), 2u);
+    out += fmt::format("== {} 2P2D tp 4 on agents {} at {}\n", engine, fmt::join(agent_ids, ", "),
+                       fmt::join(addresses, ", "));
+    for (uint32_t rank = 0; rank < agent_ids.size(); ++rank) {
+      capnp::MallocMessageBuilder message;
+      auto assign = message.initRoot<schema::Assign>();
+      coordinator::FillAssign(spec, 1, rank, agent_ids, addresses, assign);
+      if (old_coordinator) assign.initPeerAddresses(0);
+      LaunchContext context = LaunchContextFor(assign.asReader());
+      context.port = 8000;
+      out += fmt::format(" {} rank {}:\n", rank == 0 ? "head" : "worker", rank);
+      out += Render(MakeEngineAdapter(engine)->Plan(context));
+    }
+  }
+  return out;
+}
+
+TEST(EngineArgv, TwoAgentDisaggregationGetsEveryAgentsAddressFromTheAssignment) {
+  const std::string actual = RenderTwoAgentPd({"192.168.7.21", "192.168.7.22"}, false);
+  const std::string path =
+      std::string(SERVESWEEP_SOURCE_DIR) + "/tests/golden/engine_argv_two_agent_pd.txt";
+  if (std::getenv("SERVESWEEP_UPDATE_GOLDEN") != nullptr) std::ofstream(path) << actual;
+  EXPECT_EQ(actual, testing::ReadSourceFile("tests/golden/engine_argv_two_agent_pd.txt"))
+      << "regenerate with SERVESWEEP_UPDATE_GOLDEN=1 and review the diff";
+  // The decode instances are on the second agent, and the router says so.
+  EXPECT_NE(actual.find("--decode http://192.168.7.22:30003"), std::string::npos) << actual;
+  EXPECT_NE(actual.find("--prefill http://192.168.7.21:30001"), std::string::npos) << actual;
+}
+
+TEST(EngineArgv, AnAssignmentWithoutAddressesFailsTheDisaggregatedRunWithItsReason) {
+  const std::string actual = RenderTwoAgentPd({"192.168.7.21", "192.168.7.22"}, true);
+  EXPECT_NE(actual.find("the router needs the address of agent rank 1"), std::string::npos)
+      << actual;
 }
 
 TEST(EngineArgv, ExternalEndpointReadsItsKeyAndNeverPutsItInTheLaunch) {

@@ -18,7 +18,11 @@ std::string Arrival(const std::string& workload) {
   EXPECT_TRUE(s.ok()) << s.message();
   capnp::MallocMessageBuilder message;
   auto record = message.initRoot<schema::BenchmarkRecord>();
-  FillConditions(m.matrix().getRuns()[0], {"NVIDIA H200", "nvlink", "0.10.1", "", ""}, record);
+  NodeFacts node;
+  node.gpu_model = "NVIDIA H200";
+  node.interconnect = "nvlink";
+  node.engine_version = "0.10.1";
+  FillConditions(m.matrix().getRuns()[0], node, record);
   EXPECT_EQ(record.getEngineCommit(), "n/a: not reported");
   EXPECT_EQ(record.getKvCacheDtype(), "n/a: engine default");
   EXPECT_EQ(record.getGpuModel(), "NVIDIA H200");

@@ -1,0 +1,224 @@
+// End-to-end: GPU telemetry, GPU provenance and the readiness probe in a real sweep
+// (`servesweep run`, a real agent, a real engine process). The GPUs are a fake nvidia-smi on
+// PATH (tests/data/fake-nvidia-smi, a real child process printing CSV rows every interval), so
+// this runs on machines without GPUs; without it the record says there was no nvidia-smi.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <tuple>
+
+#include "common/ids.h"
+#include "common/net.h"
+#include "tests/support/harness.h"
+
+namespace servesweep::testing {
+namespace {
+
+// Puts a folder first on PATH (with the fake nvidia-smi, or none) for the agents this test
+// starts; without the fake, folders that hold a real nvidia-smi are left out.
+class PathWithFakeNvidiaSmi {
+ public:
+  PathWithFakeNvidiaSmi(const Harness& h, bool install) {
+    const std::string bin = h.Path("bin");
+    std::filesystem::create_directories(bin);
+    if (install) {
+      std::filesystem::copy_file(std::string(SERVESWEEP_SOURCE_DIR) + "/tests/data/fake-nvidia-smi",
+                                 bin + "/nvidia-smi",
+                                 std::filesystem::copy_options::overwrite_existing);
+    }
+    old_ = std::getenv("PATH") ? std::getenv("PATH") : "";
+    std::string path = bin;
+    std::stringstream dirs(old_);
+    for (std::string d; std::getline(dirs, d, ':');) {
+      if (install || !std::filesystem::exists(d + "/nvidia-smi")) path += ":" + d;
+    }
+    ::setenv("PATH", path.c_str(), 1);
+  }
+  ~PathWithFakeNvidiaSmi() { ::setenv("PATH", old_.c_str(), 1); }
+
+ private:
+  std::string old_;
+};
+
+// Files under `dir` whose name ends with `suffix`.
+int FilesEndingWith(const std::string& dir, const std::string& suffix) {
+  int count = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix) ++count;
+  }
+  return count;
+}
+
+void RunSweep(Harness& h, const std::string& matrix_text, const std::string& out) {
+  const std::string path = h.WriteFile("m.yaml", matrix_text);
+  const size_t run = h.Start("run", {"run", path, "--out", out});
+  ASSERT_TRUE(Harness::WaitFor([&] { return h.process(run).Poll().has_value(); },
+                               std::chrono::seconds(120)))
+      << h.Log("run");
+}
+
+TEST(Telemetry, GpuSeriesSummaryAndProvenanceAreKeptWithTheRun) {
+  Harness h("telemetry");
+  PathWithFakeNvidiaSmi fake(h, true);
+  const std::string out = h.Path("out");
+  // About 3 s of measured load: 8 requests of ~0.75 s at concurrency 2.
+  RunSweep(h, SimMatrix("telemetry", 1, 8, 2, 16, 5, 50), out);
+  ASSERT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), 1) << h.Log("run");
+  // The fake's GPUs: 0 at 75 % / 40000 MiB / 300.5 W / 1980 MHz, 1 at 25 % / 20000 MiB / no
+  // power / 1755 MHz.
+  auto row = h.Query(out,
+                     "SELECT gpu_telemetry, gpu_util_mean_pct, gpu_memory_used_max_mib, "
+                     "gpu_power_mean_w, gpu_sm_clock_mean_mhz, driver_version, cuda_version "
+                     "FROM results");
+  ASSERT_EQ(row.rows.size(), 1u);
+  EXPECT_EQ(row.rows[0][0].rfind("nvidia-smi: 2 GPU(s), ", 0), 0u) << row.rows[0][0];
+  EXPECT_DOUBLE_EQ(std::stod(row.rows[0][1]), 50);
+  EXPECT_DOUBLE_EQ(std::stod(row.rows[0][2]), 40000);
+  EXPECT_DOUBLE_EQ(std::stod(row.rows[0][3]), 300.5);
+  EXPECT_DOUBLE_EQ(std::stod(row.rows[0][4]), (1980 + 1755) / 2.0);
+  EXPECT_EQ(row.rows[0][5], "570.86.15");
+  EXPECT_EQ(row.rows[0][6], "12.8");
+  // The series: one sample a second per GPU and figure, in the measured phase.
+  const int64_t util0 =
+      h.QueryInt(out, "SELECT COUNT(*) FROM engine_samples WHERE name='gpu0.util_pct'");
+  EXPECT_GE(util0, 2);
+  EXPECT_LE(util0, 8);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM engine_samples WHERE name='gpu1.power_w'"), 0);
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(*) FROM engine_samples WHERE name='gpu1.util_pct' AND "
+                       "value = 25"),
+            util0);
+  // Topology and the raw CSV beside the run's engine logs.
+  EXPECT_EQ(FilesEndingWith(out, ".topo.txt"), 1);
+  EXPECT_EQ(FilesEndingWith(out, ".gpu.csv"), 1);
+}
+
+TEST(Telemetry, WithoutNvidiaSmiTheRecordSaysSo) {
+  Harness h("no-telemetry");
+  PathWithFakeNvidiaSmi none(h, false);
+  const std::string out = h.Path("out");
+  RunSweep(h, SimMatrix("no-telemetry", 1, 4, 2, 8, 5, 5), out);
+  ASSERT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), 1) << h.Log("run");
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(*) FROM results WHERE gpu_telemetry LIKE "
+                       "'n/a: no nvidia-smi on agent %' AND gpu_util_mean_pct IS NULL"),
+            1);
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(*) FROM results WHERE driver_version LIKE "
+                       "'n/a: no nvidia-smi on agent %'"),
+            1);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM engine_samples WHERE name LIKE 'gpu%'"), 0);
+}
+
+// An engine that is healthy and lists its model but cannot generate fails readiness with the
+// probe's reason; the sweep goes on with the next run.
+TEST(Telemetry, AFailingProbeRequestFailsTheRunWithItsReason) {
+  Harness h("probe");
+  const std::string out = h.Path("out");
+  RunSweep(h, R"(name: probe
+engine: template
+model: m
+timeout_s: 20
+max_attempts: 1
+local: {agents: 1, gpus_per_agent: 1}
+workload: {input_len: 8, output_len: 4, num_requests: 4, concurrency: 2}
+axes:
+  engine_config:
+    - {command: ["{servesweep}", sim, --host, 127.0.0.1, --port, "{port}", --model, "{model}", --fault-error-rate, "1"]}
+    - {command: ["{servesweep}", sim, --host, 127.0.0.1, --port, "{port}", --model, "{model}"]}
+)",
+           out);
+  auto error_of = [&](int index) {
+    auto table =
+        h.Query(out, fmt::format("SELECT status, last_error FROM runs WHERE idx={}", index));
+    return table.rows.empty() ? std::string("no run") : table.rows[0][0] + ": " + table.rows[0][1];
+  };
+  EXPECT_NE(error_of(0).find("failed: engine listed its model, but probe request to "),
+            std::string::npos)
+      << error_of(0);
+  EXPECT_NE(error_of(0).find("answered HTTP 500"), std::string::npos) << error_of(0);
+  EXPECT_EQ(error_of(1).rfind("done", 0), 0u) << error_of(1);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM results WHERE cold_start_ms > 0"), 1);
+}
+
+}  // namespace
+}  // namespace servesweep::testing
+
+namespace servesweep::testing {
+namespace {
+
+// A disaggregated vLLM layout over two agents (prefill pool and decode pool) with their own
+// addresses: the coordinator's assignment carries both, so the router on the head is given the
+// decode instance at the second agent's address and reaches it there. `vllm` and `vllm-router`
+// are stand-ins (tests/data/fake-vllm*) serving the emulator; the processes, sockets, agents and
+// coordinator are real.
+TEST(Telemetry, DisaggregationOverTwoAgentsReachesTheDecodeAgentAtItsAddress) {
+  Harness h("pd-two-agents");
+  const std::string bin = h.Path("bin");
+  std::filesystem::create_directories(bin);
+  for (const auto& [from, to] : std::vector<std::pair<std::string, std::string>>{
+           {"fake-vllm", "vllm"}, {"fake-vllm-router", "vllm-router"}}) {
+    std::filesystem::copy_file(std::string(SERVESWEEP_SOURCE_DIR) + "/tests/data/" + from,
+                               bin + "/" + to);
+  }
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ::setenv("PATH", (bin + ":" + old_path).c_str(), 1);
+  ::setenv("SERVESWEEP_TEST_BINARY", ServesweepBinary().c_str(), 1);
+  const std::string router_args = h.Path("router.args");
+  ::setenv("FAKE_ROUTER_ARGS", router_args.c_str(), 1);
+  const int dist_port = 41000 + static_cast<int>(std::stoul(RandomHex(4), nullptr, 16) % 150) * 100;
+  const std::string matrix = h.WriteFile("pd.yaml", fmt::format(R"(name: pd
+engine: vllm
+model: m
+timeout_s: 40
+max_attempts: 1
+engine_config: {{dist_port: {}}}
+layout: {{tp: 1, prefill_instances: 1, decode_instances: 1, gpus_per_node: 1}}
+workload: {{input_len: 8, output_len: 4, num_requests: 4, concurrency: 2}}
+)",
+                                                                dist_port));
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
+  const std::string out = h.Path("out");
+  const size_t coordinator =
+      h.Start("coordinator", {"coordinator", matrix, "--bind", endpoint, "--out", out});
+  for (const auto& [id, pool, address] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"agent-p", "prefill", "127.0.0.1"}, {"agent-d", "decode", "127.0.0.2"}}) {
+    h.Start(id, {"agent", "--connect", endpoint, "--id", id, "--emulate-gpus", "1", "--pool", pool,
+                 "--address", address, "--spool", h.Path(id + "/spool"), "--work-dir",
+                 h.Path(id + "/work")});
+  }
+  ::setenv("PATH", old_path.c_str(), 1);
+  ASSERT_TRUE(Harness::WaitFor([&] { return h.process(coordinator).Poll().has_value(); },
+                               std::chrono::seconds(90)))
+      << h.Log("coordinator");
+  auto status = h.Query(out, "SELECT status, last_error FROM runs");
+  ASSERT_EQ(status.rows.size(), 1u);
+  EXPECT_EQ(status.rows[0][0], "done") << status.rows[0][1] << "\n" << h.Log("agent-p");
+  std::ifstream in(router_args);
+  std::string args((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(args.find(fmt::format("--prefill http://127.0.0.1:{}", dist_port + 1)),
+            std::string::npos)
+      << args;
+  EXPECT_NE(args.find(fmt::format("--decode http://127.0.0.2:{}", dist_port + 2)),
+            std::string::npos)
+      << args;
+  std::ifstream reached_file(router_args + ".reached");
+  std::string reached((std::istreambuf_iterator<char>(reached_file)),
+                      std::istreambuf_iterator<char>());
+  EXPECT_NE(reached.find(fmt::format("reached http://127.0.0.2:{}", dist_port + 2)),
+            std::string::npos)
+      << reached;
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(*) FROM results WHERE pd_split = '1P1D' AND "
+                       "completed = 4 AND agents = 'agent-p agent-d'"),
+            1);
+}
+
+}  // namespace
+}  // namespace servesweep::testing
