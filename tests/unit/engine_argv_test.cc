@@ -180,7 +180,7 @@ workload: {{input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}}
       LaunchContext context = LaunchContextFor(assign.asReader());
       context.port = 8000;
       out += fmt::format(" {} rank {}:\n", rank == 0 ? "head" : "worker", rank);
-      out += Render(MakeEngineAdapter(engine)->Plan(context));
+      out += DescribeLaunch(MakeEngineAdapter(engine)->Plan(context));
     }
   }
   return out;
