@@ -8,6 +8,7 @@
 
 #include "agent/scraper/engine_signals.h"
 #include "workload/length_distribution.h"
+#include "workload/task_set.h"
 
 namespace servesweep::agent {
 namespace {
@@ -105,6 +106,41 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
                         : "closed-loop");
   record.setWarm(w.getWarmupRequests() > 0);
   record.setWarmupRequests(w.getWarmupRequests());
+  // Quality: NaN until the tasks are scored (FillQuality); no task set says so.
+  const auto quality = spec.getQuality();
+  record.setQualityTaskSet(quality.getTaskSet().size() > 0
+                               ? fmt::format("{} ({} tasks, max_tokens {})",
+                                             quality.getTaskSet().cStr(), quality.getTasks().size(),
+                                             quality.getMaxTokens())
+                               : std::string("n/a: no quality task set"));
+  record.setQualityAccuracy(std::numeric_limits<double>::quiet_NaN());
+}
+
+QualityScore ScoreQuality(schema::RunSpec::Reader spec,
+                          const std::vector<loadgen::Answer>& answers) {
+  QualityScore score;
+  const auto quality = spec.getQuality();
+  const auto tasks = quality.getTasks();
+  score.tasks = tasks.size();
+  for (uint32_t i = 0; i < tasks.size() && i < answers.size(); ++i) {
+    if (!answers[i].ok) {
+      ++score.failed;
+      if (score.first_error.empty()) score.first_error = answers[i].error;
+      continue;
+    }
+    if (workload::AnswerMatches(tasks[i].getAnswer().cStr(), answers[i].text,
+                                quality.getNumericAnswers())) {
+      ++score.correct;
+    }
+  }
+  return score;
+}
+
+void FillQuality(const QualityScore& score, schema::BenchmarkRecord::Builder record) {
+  record.setQualityTasks(score.tasks);
+  record.setQualityCorrect(score.correct);
+  record.setQualityAccuracy(score.tasks > 0 ? static_cast<double>(score.correct) / score.tasks
+                                            : std::numeric_limits<double>::quiet_NaN());
 }
 
 void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summary,

@@ -7,10 +7,12 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <optional>
 
 #include "agent/engine_processes.h"
 #include "agent/engines/engine_adapter.h"
 #include "agent/http_get.h"
+#include "agent/loadgen/answer_client.h"
 #include "agent/loadgen/bench_metrics.h"
 #include "agent/loadgen/load_generator.h"
 #include "agent/record_builder.h"
@@ -232,6 +234,26 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   loadgen::LoadResult load = loadgen::RunLoad(
       settings, [this](const loadgen::Progress& p) { completed_.store(p.completed); });
   scraper.Stop();
+  // The quality gate: every task at temperature 0, after the measured phase (not timed, not in
+  // the figures or the engine signals).
+  std::optional<QualityScore> quality;
+  if (spec.getQuality().getTasks().size() > 0 && !cancelled() && !engines.AnyExited()) {
+    SetPhase("quality");
+    loadgen::AnswerSettings ask;
+    ask.base_url = launch.base_url;
+    ask.api = settings.api;
+    ask.model = spec.getModel();
+    ask.api_key = launch.api_key;
+    ask.max_tokens = spec.getQuality().getMaxTokens();
+    ask.concurrency = std::max<uint32_t>(1, std::min<uint32_t>(8, settings.concurrency));
+    std::vector<std::string> prompts;
+    for (auto task : spec.getQuality().getTasks()) prompts.emplace_back(task.getPrompt());
+    quality = ScoreQuality(spec, loadgen::AskAll(ask, prompts));
+    if (quality->failed > 0) {
+      spdlog::warn("run {}: {} of {} quality tasks got no answer (first error: {})", run_id_,
+                   quality->failed, quality->tasks, quality->first_error);
+    }
+  }
   SetPhase("draining");
   const bool engine_died = engines.AnyExited();
   SetEnginePgids({});
@@ -244,6 +266,7 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   const loadgen::BenchSummary summary = loadgen::Summarize(load, slo);
   const auto samples = scraper.Samples();
   FillFigures(spec, summary, samples, cold_start_ms, result.getRecord());
+  if (quality) FillQuality(*quality, result.getRecord());
 
   auto requests = result.initRequests(static_cast<unsigned>(load.requests.size()));
   for (size_t i = 0; i < load.requests.size(); ++i)

@@ -110,6 +110,13 @@ struct BenchmarkRecord {
   # "" for a measured run; for a virtual run (`plan --simulate`), what simulated it, e.g.
   # "perfmodel: hardware h200, model llama-3.1-8b". Such figures were never measured.
   simulation @48 :Text;
+
+  # The quality gate (after the measured phase; not timed, not in the figures above): tasks
+  # sent, answers that matched exactly, their ratio (NaN without a task set), and the task set.
+  qualityTasks @49 :UInt32;
+  qualityCorrect @50 :UInt32;
+  qualityAccuracy @51 :Float64;
+  qualityTaskSet @52 :Text;
 }
 
 enum RunStatus {

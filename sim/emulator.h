@@ -42,6 +42,11 @@ struct EmulatorSettings {
   int64_t max_model_len = 131072;  // prompt + max_tokens above this is a 400, as in vLLM
   int64_t kv_capacity_tok = 1000000;  // the fixed schedule's KV-cache size (usage denominator)
   FaultSettings faults;
+  // Arithmetic questions in the quality task set's format are answered correctly with this
+  // probability (a hash of answer_seed and the question decides), else wrongly; the answer is
+  // token 0 of the reply, so the token count and timing are unchanged.
+  double answer_accuracy = 1;
+  uint64_t answer_seed = 1;
 };
 
 class Emulator {
