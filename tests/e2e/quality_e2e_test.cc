@@ -28,17 +28,19 @@ int Servesweep(const std::string& args, std::string* output) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-std::string QualityMatrix(const std::string& name, const std::string& accuracies, bool compare) {
+std::string QualityMatrix(const std::string& name, const std::string& accuracies, bool compare,
+                          const std::string& api = "completions") {
   return fmt::format(R"(name: {}
 engine: sim
 model: test-model
 sim: {{ttft_ms: 2, itl_ms: 1}}
-workload: {{input_len: 16, output_len: 4, num_requests: 6, warmup_requests: 1, concurrency: 2}}
+workload: {{api: {}, input_len: 16, output_len: 4, num_requests: 6, warmup_requests: 1,
+           concurrency: 2}}
 quality: {{task_set: arithmetic, count: 40, seed: 1, margin: 0.05, max_tokens: 4}}
 axes:
   sim: [{}]
 {})",
-                     name, accuracies, compare ? "compare: [sim]\n" : "");
+                     name, api, accuracies, compare ? "compare: [sim]\n" : "");
 }
 
 TEST(QualityEndToEnd, AccuracyLandsInTheResultsAndTheGateFlagsTheWorseConfiguration) {
@@ -78,22 +80,22 @@ TEST(QualityEndToEnd, AccuracyLandsInTheResultsAndTheGateFlagsTheWorseConfigurat
             std::string::npos)
       << report;
 
-  // Across two sweeps: `servesweep compare` says the same, and in JSON.
+  // Across two sweeps (chat this time): `servesweep compare` says the same, and in JSON.
   const std::string good = h.Path("good"), bad = h.Path("bad");
   ASSERT_EQ(
-      Servesweep(
-          fmt::format(
-              "run {} --out {}",
-              h.WriteFile("good.yaml", QualityMatrix("good", "{answer_accuracy: 1}", false)), good),
-          &output),
+      Servesweep(fmt::format("run {} --out {}",
+                             h.WriteFile("good.yaml", QualityMatrix("good", "{answer_accuracy: 1}",
+                                                                    false, "chat")),
+                             good),
+                 &output),
       0)
       << output;
   ASSERT_EQ(
-      Servesweep(
-          fmt::format(
-              "run {} --out {}",
-              h.WriteFile("bad.yaml", QualityMatrix("bad", "{answer_accuracy: 0.5}", false)), bad),
-          &output),
+      Servesweep(fmt::format("run {} --out {}",
+                             h.WriteFile("bad.yaml", QualityMatrix("bad", "{answer_accuracy: 0.5}",
+                                                                   false, "chat")),
+                             bad),
+                 &output),
       0)
       << output;
   std::string text;

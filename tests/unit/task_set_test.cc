@@ -15,7 +15,8 @@
 namespace servesweep::workload {
 namespace {
 
-constexpr const char* kPinnedFirstPrompt = "PIN";
+constexpr const char* kPinnedFirstPrompt =
+    "Question: What is 20 * 15? Reply with the number only.\nAnswer:";
 
 std::string TempFile(const std::string& name, const std::string& text) {
   const auto dir = std::filesystem::temp_directory_path() /
