@@ -245,7 +245,7 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
     ask.model = spec.getModel();
     ask.api_key = launch.api_key;
     ask.max_tokens = spec.getQuality().getMaxTokens();
-    ask.concurrency = std::max<uint32_t>(1, std::min<uint32_t>(8, settings.concurrency));
+    ask.concurrency = settings.concurrency > 0 ? std::min<uint32_t>(8, settings.concurrency) : 8;
     std::vector<std::string> prompts;
     for (auto task : spec.getQuality().getTasks()) prompts.emplace_back(task.getPrompt());
     quality = ScoreQuality(spec, loadgen::AskAll(ask, prompts));
