@@ -9,6 +9,7 @@
 #include "agent/gpu_telemetry.h"
 #include "agent/scraper/engine_signals.h"
 #include "workload/length_distribution.h"
+#include "workload/task_set.h"
 
 namespace servesweep::agent {
 namespace {
@@ -124,6 +125,14 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
                             : node.nccl_version);
   record.setGpuTopology(or_why(node.gpu_topology));
   FillGpuTelemetry({}, "the run did not reach its measured phase", record);
+  // Quality: NaN until the tasks are scored (FillQuality); no task set says so.
+  const auto quality = spec.getQuality();
+  record.setQualityTaskSet(quality.getTaskSet().size() > 0
+                               ? fmt::format("{} ({} tasks, max_tokens {})",
+                                             quality.getTaskSet().cStr(), quality.getTasks().size(),
+                                             quality.getMaxTokens())
+                               : std::string("n/a: no quality task set"));
+  record.setQualityAccuracy(std::numeric_limits<double>::quiet_NaN());
 }
 
 void FillGpuTelemetry(const std::vector<ScrapedSample>& samples, const std::string& why_none,
@@ -139,6 +148,33 @@ void FillGpuTelemetry(const std::vector<ScrapedSample>& samples, const std::stri
     record.setGpuTelemetry(fmt::format("nvidia-smi: {} GPU(s), {} sample(s) each", summary.gpus,
                                        summary.rows / summary.gpus));
   }
+}
+
+QualityScore ScoreQuality(schema::RunSpec::Reader spec,
+                          const std::vector<loadgen::Answer>& answers) {
+  QualityScore score;
+  const auto quality = spec.getQuality();
+  const auto tasks = quality.getTasks();
+  score.tasks = tasks.size();
+  for (uint32_t i = 0; i < tasks.size() && i < answers.size(); ++i) {
+    if (!answers[i].ok) {
+      ++score.failed;
+      if (score.first_error.empty()) score.first_error = answers[i].error;
+      continue;
+    }
+    if (workload::AnswerMatches(tasks[i].getAnswer().cStr(), answers[i].text,
+                                quality.getNumericAnswers())) {
+      ++score.correct;
+    }
+  }
+  return score;
+}
+
+void FillQuality(const QualityScore& score, schema::BenchmarkRecord::Builder record) {
+  record.setQualityTasks(score.tasks);
+  record.setQualityCorrect(score.correct);
+  record.setQualityAccuracy(score.tasks > 0 ? static_cast<double>(score.correct) / score.tasks
+                                            : std::numeric_limits<double>::quiet_NaN());
 }
 
 void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summary,

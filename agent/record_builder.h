@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/loadgen/answer_client.h"
 #include "agent/loadgen/bench_metrics.h"
 #include "agent/scraper/metrics_scraper.h"
 #include "schema/result.capnp.h"
@@ -42,6 +43,17 @@ void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summ
 // "n/a: <why_none>" without any.
 void FillGpuTelemetry(const std::vector<ScrapedSample>& samples, const std::string& why_none,
                       schema::BenchmarkRecord::Builder record);
+// The quality gate: the spec's tasks scored against the answers (exact match after
+// normalisation, workload/task_set.h). A failed request counts as a wrong answer.
+struct QualityScore {
+  uint32_t tasks = 0;
+  uint32_t correct = 0;
+  uint32_t failed = 0;      // requests that got no answer
+  std::string first_error;  // of the first failed request
+};
+QualityScore ScoreQuality(schema::RunSpec::Reader spec,
+                          const std::vector<loadgen::Answer>& answers);
+void FillQuality(const QualityScore& score, schema::BenchmarkRecord::Builder record);
 
 void FillStats(const loadgen::Stats& stats, schema::LatencyStats::Builder out);
 

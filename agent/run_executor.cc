@@ -8,11 +8,13 @@
 #include <filesystem>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "agent/engine_processes.h"
 #include "agent/engines/engine_adapter.h"
 #include "agent/gpu_telemetry.h"
 #include "agent/http_get.h"
+#include "agent/loadgen/answer_client.h"
 #include "agent/loadgen/bench_metrics.h"
 #include "agent/loadgen/load_generator.h"
 #include "agent/record_builder.h"
@@ -302,6 +304,26 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   scraper.Stop();
   const bool gpu_sampled = gpu_sampler.available();
   gpu_sampler.Stop();
+  // The quality gate: every task at temperature 0, after the measured phase (not timed, not in
+  // the figures or the engine signals).
+  std::optional<QualityScore> quality;
+  if (spec.getQuality().getTasks().size() > 0 && !cancelled() && !engines.AnyExited()) {
+    SetPhase("quality");
+    loadgen::AnswerSettings ask;
+    ask.base_url = launch.base_url;
+    ask.api = settings.api;
+    ask.model = spec.getModel();
+    ask.api_key = launch.api_key;
+    ask.max_tokens = spec.getQuality().getMaxTokens();
+    ask.concurrency = settings.concurrency > 0 ? std::min<uint32_t>(8, settings.concurrency) : 8;
+    std::vector<std::string> prompts;
+    for (auto task : spec.getQuality().getTasks()) prompts.emplace_back(task.getPrompt());
+    quality = ScoreQuality(spec, loadgen::AskAll(ask, prompts));
+    if (quality->failed > 0) {
+      spdlog::warn("run {}: {} of {} quality tasks got no answer (first error: {})", run_id_,
+                   quality->failed, quality->tasks, quality->first_error);
+    }
+  }
   SetPhase("draining");
   const bool engine_died = engines.AnyExited();
   SetEnginePgids({});
@@ -323,6 +345,7 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
                        : node.why_no_gpu_facts,
                    result.getRecord());
   samples.insert(samples.end(), gpu_samples.begin(), gpu_samples.end());
+  if (quality) FillQuality(*quality, result.getRecord());
 
   auto requests = result.initRequests(static_cast<unsigned>(load.requests.size()));
   for (size_t i = 0; i < load.requests.size(); ++i)

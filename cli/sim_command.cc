@@ -92,6 +92,14 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--kv-capacity-tok", settings->kv_capacity_tok, "KV-cache size in tokens")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  // Quality tasks (docs/quality.md): how often arithmetic questions are answered correctly.
+  cmd->add_option("--answer-accuracy", settings->answer_accuracy,
+                  "Probability that an arithmetic quality question is answered correctly")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--answer-seed", settings->answer_seed,
+                  "Seed of which questions are answered wrongly")
+      ->capture_default_str();
   // Fault injection: deterministic given --fault-seed (request n's faults depend on seed and n).
   sim::FaultSettings& faults = settings->faults;
   const std::string group = "Fault injection";

@@ -36,7 +36,10 @@ constexpr FigureColumn kFigures[] = {
     {"itl_median_ms", false},
     {"e2el_median_ms", false},
     {"e2el_p99_ms", false},
+    {"quality_accuracy", true},
 };
+
+constexpr const char* kNotAWin = "not a win: quality gate FAILED";
 
 std::string Number(double v) { return fmt::format("{}", v); }
 
@@ -136,6 +139,34 @@ std::set<std::string> VariedAxes(const std::vector<std::string>& differences) {
   return axes;
 }
 
+// The quality gate of b against a (the baseline).
+QualityGate GateOf(const Configuration& a, const Configuration& b) {
+  QualityGate gate;
+  const std::string& set_a = a.first->quality_task_set;
+  const std::string& set_b = b.first->quality_task_set;
+  if (set_a.empty() && set_b.empty()) return gate;
+  if (set_a != set_b) {
+    gate.text = fmt::format("quality gate not applied: task sets differ ('{}' vs '{}')",
+                            set_a.empty() ? "none" : set_a, set_b.empty() ? "none" : set_b);
+    return gate;
+  }
+  const Spread sa = SpreadOf(a.ok_runs, "quality_accuracy");
+  const Spread sb = SpreadOf(b.ok_runs, "quality_accuracy");
+  if (sa.runs == 0 || sb.runs == 0) {
+    gate.text = "quality gate not applied: accuracy not measured";
+    return gate;
+  }
+  gate.applied = true;
+  gate.accuracy_a = sa.median;
+  gate.accuracy_b = sb.median;
+  gate.margin = a.first->quality_margin;
+  gate.failed = sb.median < sa.median - gate.margin - 1e-9;
+  gate.text = fmt::format("quality gate {}: accuracy {:.2f} {} baseline {:.2f} - {:.2f}",
+                          gate.failed ? "FAILED" : "passed", sb.median,
+                          gate.failed ? "<" : ">=", sa.median, gate.margin);
+  return gate;
+}
+
 // Conditions, varied fields and figures of configuration b against configuration a.
 ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
   ComparedPair pair;
@@ -161,6 +192,15 @@ ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
     f.change_pct = f.a.median != 0 ? (f.b.median - f.a.median) / f.a.median * 100 : NAN;
     f.verdict = Verdict(f);
     pair.figures.push_back(std::move(f));
+  }
+  pair.quality = GateOf(a, b);
+  if (pair.quality.failed) {
+    // A speed-up bought with answer quality is not a win.
+    for (auto& f : pair.figures) {
+      if (f.column != std::string("quality_accuracy") && f.verdict.rfind("B better", 0) == 0) {
+        f.verdict = kNotAWin;
+      }
+    }
   }
   return pair;
 }
@@ -242,6 +282,14 @@ void DescribeRun(schema::RunSpec::Reader spec, const std::map<std::string, std::
     const auto sim = spec.getSim();
     s.push_back({"sim.ttft_ms", Number(sim.getTtftMs())});
     s.push_back({"sim.itl_ms", Number(sim.getItlMs())});
+    s.push_back({"sim.answer_accuracy", Number(sim.getAnswerAccuracy())});
+  }
+  const auto quality = spec.getQuality();
+  if (quality.getTaskSet().size() > 0) {
+    out->quality_task_set =
+        fmt::format("{}: {} tasks, seed {}, max_tokens {}", quality.getTaskSet().cStr(),
+                    quality.getTasks().size(), quality.getSeed(), quality.getMaxTokens());
+    out->quality_margin = quality.getMarginAccuracy();
   }
   out->baseline = spec.getBaseline();
   out->compare_group = spec.getCompareGroup();
@@ -369,9 +417,13 @@ std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs) {
       "\n## Comparison groups\n\nRuns that differ only in the compared axes (`compare:` in the "
       "matrix), each against the group's baseline. Medians [min..max] (ok repeats); a change is "
       "within noise when the ranges overlap (docs/compare.md).\n";
-  const char* shown[] = {"request_throughput", "output_throughput", "ttft_median_ms",
-                         "tpot_median_ms"};
   for (const auto& [name, members] : groups) {
+    const bool quality = std::any_of(members.begin(), members.end(), [](const ComparedRun& r) {
+      return !r.quality_task_set.empty();
+    });
+    std::vector<const char*> shown = {"request_throughput", "output_throughput", "ttft_median_ms",
+                                      "tpot_median_ms"};
+    if (quality) shown.push_back("quality_accuracy");
     const auto configs = Configurations(members);
     size_t base = 0;
     for (size_t i = 0; i < configs.size(); ++i) {
@@ -406,11 +458,12 @@ std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs) {
     out += "\n\n| configuration |";
     for (const char* column : shown) out += fmt::format(" {} |", column);
     out += "\n|---|";
-    for (size_t i = 0; i < std::size(shown); ++i) out += "---|";
+    for (size_t i = 0; i < shown.size(); ++i) out += "---|";
     out += "\n";
     for (size_t i = 0; i < configs.size(); ++i) {
-      out += fmt::format("| {}{} |", WithoutTokens(configs[i].label, name),
-                         i == base ? " (baseline)" : "");
+      out += fmt::format("| {}{}{} |", WithoutTokens(configs[i].label, name),
+                         i == base ? " (baseline)" : "",
+                         pairs[i].quality.failed ? " **quality gate FAILED**" : "");
       for (const char* column : shown) {
         const auto f = std::find_if(pairs[i].figures.begin(), pairs[i].figures.end(),
                                     [&](const ComparedFigure& x) { return x.column == column; });
@@ -424,6 +477,21 @@ std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs) {
         out += " |";
       }
       out += "\n";
+    }
+    std::string gates;
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (i == base || pairs[i].quality.text.empty()) continue;
+      gates += fmt::format(
+          "- {}: {}\n", WithoutTokens(configs[i].label, name),
+          pairs[i].quality.failed
+              ? fmt::format("**{}** (its speed changes are not wins)", pairs[i].quality.text)
+              : pairs[i].quality.text);
+    }
+    if (!gates.empty()) {
+      out += fmt::format(
+          "\nQuality gate (accuracy may fall at most the margin below the "
+          "baseline's; docs/quality.md):\n\n{}",
+          gates);
     }
   }
   return out;
@@ -462,6 +530,10 @@ std::string RenderComparisonText(const Comparison& comparison, const std::string
     out += fmt::format("\n== {}: A '{}' vs B '{}'\n", pair.load_point, pair.label_a, pair.label_b);
     for (const auto& m : pair.mismatches) out += fmt::format("  condition differs: {}\n", m);
     for (const auto& v : pair.varied) out += fmt::format("  varied: {}\n", v);
+    if (!pair.quality.text.empty()) {
+      out += fmt::format("  {}{}\n", pair.quality.text,
+                         pair.quality.failed ? " (B's speed-ups are not wins)" : "");
+    }
     out += fmt::format("  {:<26} {:>28} {:>28} {:>8}  {}\n", "figure", "A median [min..max] (n)",
                        "B median [min..max] (n)", "change", "verdict");
     for (const auto& f : pair.figures) {
@@ -488,6 +560,10 @@ std::string RenderComparisonJson(const Comparison& comparison, const std::string
     nlohmann::json p{{"load_point", pair.load_point}, {"label_a", pair.label_a},
                      {"label_b", pair.label_b},       {"mismatches", pair.mismatches},
                      {"varied", pair.varied},         {"figures", nlohmann::json::array()}};
+    p["quality_gate"] = {
+        {"applied", pair.quality.applied},       {"failed", pair.quality.failed},
+        {"accuracy_a", pair.quality.accuracy_a}, {"accuracy_b", pair.quality.accuracy_b},
+        {"margin", pair.quality.margin},         {"text", pair.quality.text}};
     for (const auto& f : pair.figures) {
       p["figures"].push_back(
           {{"column", f.column},

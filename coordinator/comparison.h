@@ -38,6 +38,11 @@ struct ComparedRun {
   std::map<std::string, double> figures;  // record columns by name (ok runs)
   bool baseline = false;                  // selected by the matrix's `baseline`
   std::string compare_group;              // the matrix's comparison group, "" if none
+  // The quality gate (`quality:` in the matrix): the task set ("" if none: no gate), e.g.
+  // "arithmetic: 50 tasks, seed 1, max_tokens 16", and the margin below the baseline's accuracy
+  // that fails a configuration.
+  std::string quality_task_set;
+  double quality_margin = 0;
 };
 
 // The conditions and system fields of a run spec; `record` gives measured conditions (GPU model,
@@ -58,12 +63,22 @@ struct ComparedFigure {
   std::string verdict;    // "B better", "B worse", "within noise", "noise unknown (1 run)", ...
 };
 
+// B's answer quality against A's (the baseline): B fails when its median accuracy is below A's
+// by more than the margin. A failed B's speed-ups are not wins: their verdicts say so.
+struct QualityGate {
+  bool applied = false;  // both sides answered the same task set
+  bool failed = false;
+  double accuracy_a = 0, accuracy_b = 0, margin = 0;  // medians over the ok repeats
+  std::string text;  // "quality gate FAILED: accuracy 0.50 < baseline 0.96 - 0.02", or why not
+};
+
 struct ComparedPair {
   std::string load_point;
   std::string label_a, label_b;
   std::vector<std::string> mismatches;  // "workload.input_len: 'fixed 128' vs 'fixed 256'"
   std::vector<std::string> varied;      // "engine: 'sim' vs 'vllm'"
   std::vector<ComparedFigure> figures;
+  QualityGate quality;
 };
 
 struct Comparison {

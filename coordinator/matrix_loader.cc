@@ -20,6 +20,7 @@
 #include "coordinator/matrix_expression.h"
 #include "perfmodel/profiles.h"
 #include "workload/length_distribution.h"
+#include "workload/task_set.h"
 #include "workload/trace_reader.h"
 
 namespace servesweep::coordinator {
@@ -281,15 +282,24 @@ void ApplyWorkload(Parser& p, const YAML::Node& node, schema::Workload::Builder 
 
 void ApplySim(Parser& p, const YAML::Node& node, schema::SimSettings::Builder sim) {
   if (!p.ExpectMap(node, "'sim'")) return;
-  p.CheckKeys(
-      node, "sim",
-      {"ttft_ms", "itl_ms", "startup_ms", "hardware", "model_profile", "spec_accepted_tok"});
+  p.CheckKeys(node, "sim",
+              {"ttft_ms", "itl_ms", "startup_ms", "hardware", "model_profile", "spec_accepted_tok",
+               "answer_accuracy"});
   for (const auto& entry : node) {
     const std::string key = entry.first.Scalar();
     if (key == "ttft_ms") sim.setTtftMs(p.Real(entry.second, key));
     if (key == "itl_ms") sim.setItlMs(p.Real(entry.second, key));
     if (key == "startup_ms") sim.setStartupMs(p.Real(entry.second, key));
     if (key == "spec_accepted_tok") sim.setSpecAcceptedTok(p.Real(entry.second, key));
+    if (key == "answer_accuracy") {
+      const double accuracy = p.Real(entry.second, key);
+      if (accuracy > 1) {
+        p.Fail(entry.second,
+               fmt::format("expected 'answer_accuracy' to be a probability in [0, 1], found {}",
+                           accuracy));
+      }
+      sim.setAnswerAccuracy(accuracy);
+    }
     // Profiles are checked here, so a typo fails before any run starts.
     if (key == "hardware") {
       perfmodel::HardwareProfile hardware;
@@ -307,6 +317,43 @@ void ApplySim(Parser& p, const YAML::Node& node, schema::SimSettings::Builder si
       }
       sim.setModelProfile(name);
     }
+  }
+}
+
+// `quality: {task_set: arithmetic | FILE.jsonl, count, seed, margin, max_tokens, numeric}`; the
+// tasks themselves are expanded per run by ExpandQuality.
+void ApplyQuality(Parser& p, const YAML::Node& node, schema::QualitySettings::Builder q) {
+  if (!p.ExpectMap(node, "'quality'")) return;
+  p.CheckKeys(node, "quality", {"task_set", "count", "seed", "margin", "max_tokens", "numeric"});
+  bool numeric_set = false;
+  for (const auto& entry : node) {
+    const std::string key = entry.first.Scalar();
+    if (key == "task_set") q.setTaskSet(p.Text(entry.second, key));
+    if (key == "count") q.setCount(p.Uint(entry.second, key, 1));
+    if (key == "seed") q.setSeed(p.Uint(entry.second, key, 0));
+    if (key == "margin") {
+      const double margin = p.Real(entry.second, key);
+      if (margin > 1) {
+        p.Fail(entry.second,
+               fmt::format("expected 'margin' to be an accuracy difference in [0, 1], found {}",
+                           margin));
+      }
+      q.setMarginAccuracy(margin);
+    }
+    if (key == "max_tokens") q.setMaxTokens(p.Uint(entry.second, key, 1));
+    if (key == "numeric") {
+      q.setNumericAnswers(p.Bool(entry.second, key));
+      numeric_set = true;
+    }
+  }
+  if (p.failed()) return;
+  if (q.getTaskSet().size() == 0) {
+    p.Fail(node, "expected 'task_set' in 'quality' (arithmetic, or a .jsonl file), found none");
+    return;
+  }
+  if (q.getTaskSet() == "arithmetic") {
+    if (q.getCount() == 0) q.setCount(50);
+    if (!numeric_set) q.setNumericAnswers(true);
   }
 }
 
@@ -396,7 +443,7 @@ void ApplyEngineConfig(Parser& p, const YAML::Node& node, schema::EngineConfig::
 const std::vector<std::string> kRunKeys = {
     "engine", "engine_version", "engine_flags", "image", "model", "checkpoint_revision",
     "precision", "quantization", "kv_cache_dtype", "layout", "workload", "slo", "sim", "timeout_s",
-    "max_attempts", "engine_config",
+    "max_attempts", "engine_config", "quality",
     // workload shorthands, so `concurrency: [1, 8]` can be an axis
     "input_len", "output_len", "num_requests", "concurrency", "request_rate"};
 
@@ -442,6 +489,7 @@ void ApplyRunKey(Parser& p, const std::string& key, const YAML::Node& value,
   if (key == "slo") ApplySlo(p, value, spec.getSlo());
   if (key == "sim") ApplySim(p, value, spec.getSim());
   if (key == "engine_config") ApplyEngineConfig(p, value, spec.getEngineConfig());
+  if (key == "quality") ApplyQuality(p, value, spec.initQuality());
   if (key == "input_len" || key == "output_len" || key == "num_requests" || key == "concurrency" ||
       key == "request_rate") {
     ApplyWorkloadKey(p, key, value, spec.getWorkload());
@@ -520,6 +568,53 @@ void ExpandTrace(Parser& p, const YAML::Node& where, const std::string& matrix_p
   w.setTrace(fmt::format("{}:{}", format == workload::TraceFormat::kAzureCsv ? "azure" : "mooncake",
                          path.filename().string()));
   if (w.getName().size() == 0) w.setName(fmt::format("trace-{}", path.stem().string()));
+}
+
+// Task sets already read or generated, by source: every run of a sweep carries the same tasks.
+using TaskCache = std::map<std::string, std::vector<workload::QualityTask>>;
+
+// Expands `quality.task_set` into the run spec's tasks (generated arithmetic, or the JSONL file
+// relative to the matrix), so agents need no file. taskSet becomes "arithmetic" or
+// "jsonl:<file name>".
+void ExpandQuality(Parser& p, const YAML::Node& where, const std::string& matrix_path,
+                   TaskCache& cache, schema::QualitySettings::Builder q) {
+  if (q.getTaskSet().size() == 0 || q.getTasks().size() > 0 || p.failed()) return;
+  const std::string source = q.getTaskSet().cStr();
+  std::string key, label;
+  std::filesystem::path path;
+  if (source == "arithmetic") {
+    key = fmt::format("arithmetic|{}|{}", q.getCount(), q.getSeed());
+    label = "arithmetic";
+  } else {
+    path = std::filesystem::path(source);
+    if (path.is_relative()) path = std::filesystem::path(matrix_path).parent_path() / path;
+    if (path.extension() != ".jsonl") {
+      p.Fail(where, fmt::format("expected 'quality.task_set' to be 'arithmetic' or a .jsonl file "
+                                "of {{\"prompt\", \"answer\"}} lines, found '{}'",
+                                source));
+      return;
+    }
+    key = fmt::format("jsonl|{}|{}", path.string(), q.getCount());
+    label = "jsonl:" + path.filename().string();
+  }
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    std::vector<workload::QualityTask> tasks;
+    if (source == "arithmetic") {
+      tasks = workload::GenerateArithmeticTasks(q.getCount(), q.getSeed());
+    } else if (Status s = workload::LoadTaskJsonl(path.string(), q.getCount(), &tasks); !s.ok()) {
+      p.Fail(where, s.message());
+      return;
+    }
+    it = cache.emplace(key, std::move(tasks)).first;
+  }
+  auto list = q.initTasks(static_cast<unsigned>(it->second.size()));
+  for (size_t i = 0; i < it->second.size(); ++i) {
+    list[i].setPrompt(it->second[i].prompt);
+    list[i].setAnswer(it->second[i].answer);
+  }
+  q.setTaskSet(label);
+  q.setCount(static_cast<uint32_t>(it->second.size()));
 }
 
 workload::LengthDistribution FromSchema(schema::LengthDistribution::Reader d, uint32_t fixed) {
@@ -1014,6 +1109,7 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
   matrix.setSourcePath(path);
   matrix.setSourceHash(StableHashHex(text));
   TraceCache trace_cache;
+  TaskCache task_cache;
   auto probe_settings = matrix.initProbes();
   probe_settings.setEnabled(probes_enabled);
   probe_settings.setExcludeUnhealthy(exclude_unhealthy);
@@ -1036,6 +1132,10 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
       ExpandTrace(p, root, path, trace_cache, spec.getWorkload());
       ExpandLengthDistributions(p, root, path, trace_cache, spec.getWorkload());
       ExpandSharedPrefixes(p, root, spec.getWorkload());
+      if (spec.hasQuality()) {
+        ExpandQuality(p, root["quality"] ? root["quality"] : root, path, task_cache,
+                      spec.getQuality());
+      }
       if (spec.getWorkload().getName().size() == 0) {
         auto w = spec.getWorkload();
         w.setName(fmt::format("fixed-in{}-out{}", w.getInputLenTok(), w.getOutputLenTok()));

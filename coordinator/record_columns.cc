@@ -181,6 +181,18 @@ std::vector<RecordColumn> Build() {
                  return std::string(r.getSpec().getEngineConfig().getCurrency());
                },
                false, true});
+
+  // The quality gate (docs/quality.md): tasks answered after the measured phase.
+  Text(c, "quality_task_set", [](Record r) {
+    return r.getQualityTaskSet().size() > 0 ? std::string(r.getQualityTaskSet())
+                                            : std::string("n/a: no quality task set");
+  });
+  Int(c, "quality_tasks", [](Record r) { return int64_t{r.getQualityTasks()}; });
+  Int(c, "quality_correct", [](Record r) { return int64_t{r.getQualityCorrect()}; });
+  Real(c, "quality_accuracy", [](Record r) {
+    return r.getQualityTasks() > 0 ? r.getQualityAccuracy()
+                                   : std::numeric_limits<double>::quiet_NaN();
+  });
   for (size_t i = first_figure; i < c.size(); ++i) c[i].figure = true;
   return c;
 }

@@ -113,24 +113,28 @@ std::string ReportMarkdown(ResultsStore& store, const Table& summary) {
   md +=
       "Figures over the measured requests (warm-up excluded), computed as `vllm bench serve` "
       "does; definitions in docs/metrics.md. Throughput in tokens/s, latencies in ms; rate \"-\" "
-      "is closed loop.\n\n";
+      "is closed loop; accuracy \"-\" means no quality task set (docs/quality.md).\n\n";
   md +=
       "| run | status | engine | GPUs | tp/pp/dp | conc. | rate | ok/failed | req/s | out tok/s "
-      "| out tok/s/GPU | TTFT p50 | TTFT p99 | TPOT p50 | ITL p50 | E2E p50 | E2E p95 | cold "
+      "| out tok/s/GPU | accuracy | TTFT p50 | TTFT p99 | TPOT p50 | ITL p50 | E2E p50 | E2E p95 | "
+      "cold "
       "start |\n";
-  md += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  md += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (size_t r = 0; r < summary.rows.size(); ++r) {
     const Row row(summary, r);
     md += fmt::format(
         "| {} | {} | {} | {} | {}/{}/{} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} "
-        "| "
-        "{} | {} |\n",
+        "| {} | {} | {} |\n",
         row.Text("label"), row.Text("status"), row.Text("engine"), row.Text("gpu_count"),
         row.Text("tp"), row.Text("pp"), row.Text("dp"), row.Text("concurrency"),
         row.Text("arrival") == "closed-loop" ? std::string("-")
                                              : row.Number("request_rate_per_s", 1),
         row.Text("completed"), row.Text("failed"), row.Number("request_throughput", 2),
         row.Number("output_throughput", 1), row.Number("output_throughput_per_gpu", 1),
+        row.Null("quality_accuracy")
+            ? std::string("-")
+            : fmt::format("{} ({}/{})", row.Number("quality_accuracy", 2),
+                          row.Text("quality_correct"), row.Text("quality_tasks")),
         row.Number("ttft_median_ms", 1), row.Number("ttft_p99_ms", 1),
         row.Number("tpot_median_ms", 2), row.Number("itl_median_ms", 2),
         row.Number("e2el_median_ms", 1), row.Number("e2el_p95_ms", 1),

@@ -111,11 +111,12 @@ struct BenchmarkRecord {
   # "perfmodel: hardware h200, model llama-3.1-8b". Such figures were never measured.
   simulation @48 :Text;
 
-  # Ordinals 49-52 belong to the quality gate's fields (merged next).
-  reserved49 @49 :Text;
-  reserved50 @50 :Text;
-  reserved51 @51 :Text;
-  reserved52 @52 :Text;
+  # The quality gate (after the measured phase; not timed, not in the figures above): tasks
+  # sent, answers that matched exactly, their ratio (NaN without a task set), and the task set.
+  qualityTasks @49 :UInt32;
+  qualityCorrect @50 :UInt32;
+  qualityAccuracy @51 :Float64;
+  qualityTaskSet @52 :Text;
 
   # GPU telemetry of the head node, nvidia-smi every second over the measured phase (series in
   # RunResult.engineSamples as gpu<i>.util_pct, .memory_used_mib, .power_w, .sm_clock_mhz).

@@ -103,6 +103,9 @@ struct SimSettings {
   # Speculative decoding (engine_config.spec_num_tokens > 0): mean draft tokens accepted per
   # step, which the model cannot know; the engine reports it as its acceptance.
   specAcceptedTok @5 :Float64;
+  # Quality tasks: the probability that an arithmetic question in the shipped format
+  # (workload/task_set.h) is answered correctly (seeded per question); 1 = always.
+  answerAccuracy @6 :Float64 = 1;
 }
 
 struct EngineConfig {
@@ -168,6 +171,25 @@ struct RunSpec {
   # non-empty groups differ only in the compared axes. "" when the matrix has no `compare`.
   compareGroup @23 :Text;
   engineConfig @24 :EngineConfig;
+  quality @25 :QualitySettings;
+}
+
+struct QualityTask {
+  # One question with a known answer.
+  prompt @0 :Text;
+  answer @1 :Text;
+}
+
+struct QualitySettings {
+  # The quality gate (`quality:` in the matrix): after the measured phase the head sends every
+  # task at temperature 0 and scores exact matches. taskSet "" = no quality tasks.
+  taskSet @0 :Text;          # "arithmetic" (generated) or "jsonl:<file>"
+  count @1 :UInt32;          # tasks (arithmetic: generated; jsonl: the first count, 0 = all)
+  seed @2 :UInt64;
+  marginAccuracy @3 :Float64;   # a configuration below the baseline's accuracy by more fails
+  maxTokens @4 :UInt32 = 16;
+  numericAnswers @5 :Bool;   # score the first number of the reply (arithmetic) or its whole text
+  tasks @6 :List(QualityTask);  # expanded by the coordinator, so agents need no file
 }
 
 struct ProbeSettings {

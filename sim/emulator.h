@@ -45,6 +45,11 @@ struct EmulatorSettings {
   // (the performance model's; the fixed schedule ignores them).
   int64_t prefix_block_tok = 0;
   FaultSettings faults;
+  // Arithmetic questions in the quality task set's format are answered correctly with this
+  // probability (a hash of answer_seed and the question decides), else wrongly; the answer is
+  // token 0 of the reply, so the token count and timing are unchanged.
+  double answer_accuracy = 1;
+  uint64_t answer_seed = 1;
 };
 
 class Emulator {

@@ -197,6 +197,11 @@ void HttpSession::StartGeneration(const CompletionRequest& request, std::string_
                                   uint64_t seq, const RequestFaults& faults,
                                   std::vector<uint64_t> prefix_block_hashes) {
   gen_ = std::make_unique<Generation>(request, seq, path, faults, ctx_);
+  if (request.question) {
+    gen_->renderer.set_first_token_text(" " + AnswerArithmetic(*request.question,
+                                                               ctx_.settings.answer_accuracy,
+                                                               ctx_.settings.answer_seed));
+  }
   ctx_.metrics.OnRequestStart(request.prompt_tok);
   if (request.stream) pending_head_ = keep_alive_ ? kStreamHead : kStreamHeadClose;
   // Events already due (ttft = 0) are delivered inside Submit when single-threaded.

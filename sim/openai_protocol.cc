@@ -36,12 +36,16 @@ bool AllIntegers(const Json& array) {
 }
 
 // A prompt is a string, a token-id array, or a one-element array holding either.
-std::optional<int64_t> PromptTokens(const Json& prompt) {
-  if (prompt.is_string()) return CountWords(prompt.get_ref<const std::string&>());
+std::optional<int64_t> PromptTokens(const Json& prompt,
+                                    std::optional<ArithmeticQuestion>* question) {
+  if (prompt.is_string()) {
+    *question = FindArithmeticQuestion(prompt.get_ref<const std::string&>());
+    return CountWords(prompt.get_ref<const std::string&>());
+  }
   if (!prompt.is_array()) return std::nullopt;
   if (AllIntegers(prompt)) return static_cast<int64_t>(prompt.size());
   if (prompt.size() == 1 && (prompt[0].is_string() || prompt[0].is_array())) {
-    return PromptTokens(prompt[0]);
+    return PromptTokens(prompt[0], question);
   }
   return std::nullopt;
 }
@@ -90,7 +94,8 @@ void HashPrompt(const Json& prompt, BlockHasher& hasher) {
   if (prompt.size() == 1) HashPrompt(prompt[0], hasher);
 }
 
-std::optional<int64_t> ChatPromptTokens(const Json& messages) {
+std::optional<int64_t> ChatPromptTokens(const Json& messages,
+                                        std::optional<ArithmeticQuestion>* question) {
   if (!messages.is_array() || messages.empty()) return std::nullopt;
   int64_t tokens = 0;
   for (const Json& message : messages) {
@@ -98,6 +103,7 @@ std::optional<int64_t> ChatPromptTokens(const Json& messages) {
     auto content = message.find("content");
     if (content != message.end() && content->is_string()) {
       tokens += CountWords(content->get_ref<const std::string&>());
+      if (auto q = FindArithmeticQuestion(content->get_ref<const std::string&>())) *question = q;
     }
   }
   return tokens;
@@ -292,18 +298,21 @@ bool ScanIntArray(Scanner& s, int64_t* count) {
 }
 
 // A completions prompt: a string, a token-id array, [string] or [[ids]].
-bool ScanPrompt(Scanner& s, int64_t* tokens) {
+// (The question's own characters never need escapes, so the raw text is searched.)
+bool ScanPrompt(Scanner& s, int64_t* tokens, std::optional<ArithmeticQuestion>* question) {
   std::string_view raw;
   bool escaped = false;
   if (s.Peek('"')) {
     if (!s.String(&raw, &escaped)) return false;
     *tokens = CountRawWords(raw, escaped);
+    *question = FindArithmeticQuestion(raw);
     return true;
   }
   if (!s.Eat('[')) return false;
   if (s.Peek('"')) {
     if (!s.String(&raw, &escaped) || !s.Eat(']')) return false;
     *tokens = CountRawWords(raw, escaped);
+    *question = FindArithmeticQuestion(raw);
     return true;
   }
   if (s.Eat('[')) return ScanIntArray(s, tokens) && s.Eat(']');
@@ -311,7 +320,7 @@ bool ScanPrompt(Scanner& s, int64_t* tokens) {
 }
 
 // Chat messages: a non-empty array of objects; the words of each string `content` count.
-bool ScanMessages(Scanner& s, int64_t* tokens) {
+bool ScanMessages(Scanner& s, int64_t* tokens, std::optional<ArithmeticQuestion>* question) {
   *tokens = 0;
   if (!s.Eat('[') || s.Peek(']')) return false;
   do {
@@ -328,6 +337,7 @@ bool ScanMessages(Scanner& s, int64_t* tokens) {
           if (s.Peek('"')) {
             if (!s.String(&raw, &escaped)) return false;
             *tokens += CountRawWords(raw, escaped);
+            if (auto q = FindArithmeticQuestion(raw)) *question = q;
             continue;
           }
         }
@@ -385,7 +395,8 @@ std::optional<CompletionRequest> FastParseCompletionRequest(Api api, std::string
       } else if (key == prompt_key) {
         if (prompt_tok) return std::nullopt;
         int64_t tokens = 0;
-        ok = api == Api::kChat ? ScanMessages(s, &tokens) : ScanPrompt(s, &tokens);
+        ok = api == Api::kChat ? ScanMessages(s, &tokens, &out.question)
+                               : ScanPrompt(s, &tokens, &out.question);
         prompt_tok = tokens;
       } else if (key == "max_tokens") {
         if (max_tokens) return std::nullopt;
@@ -442,6 +453,46 @@ std::optional<CompletionRequest> FastParseCompletionRequest(Api api, std::string
   return out;
 }
 
+std::optional<ArithmeticQuestion> FindArithmeticQuestion(std::string_view text) {
+  constexpr std::string_view kLead = "What is ";
+  auto number = [](std::string_view t, size_t* i, int64_t* out) {
+    const size_t begin = *i;
+    int64_t v = 0;
+    while (*i < t.size() && t[*i] >= '0' && t[*i] <= '9' && *i - begin < 9) {
+      v = v * 10 + (t[*i] - '0');
+      ++*i;
+    }
+    *out = v;
+    return *i > begin;
+  };
+  for (size_t at = text.find(kLead); at != std::string_view::npos; at = text.find(kLead, at + 1)) {
+    size_t i = at + kLead.size();
+    ArithmeticQuestion q;
+    if (!number(text, &i, &q.a) || i + 3 > text.size() || text[i] != ' ') continue;
+    q.op = text[i + 1];
+    if ((q.op != '+' && q.op != '-' && q.op != '*') || text[i + 2] != ' ') continue;
+    i += 3;
+    if (!number(text, &i, &q.b) || i >= text.size() || text[i] != '?') continue;
+    return q;
+  }
+  return std::nullopt;
+}
+
+std::string AnswerArithmetic(const ArithmeticQuestion& question, double accuracy, uint64_t seed) {
+  const int64_t correct = question.op == '+'   ? question.a + question.b
+                          : question.op == '-' ? question.a - question.b
+                                               : question.a * question.b;
+  uint64_t z = seed ^ (static_cast<uint64_t>(question.a) * 0x9e3779b97f4a7c15ULL) ^
+               (static_cast<uint64_t>(question.b) * 0xc2b2ae3d27d4eb4fULL) ^
+               static_cast<uint64_t>(question.op);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z ^= z >> 31;
+  const double draw = static_cast<double>(z >> 11) * 0x1.0p-53;  // uniform in [0, 1)
+  if (draw < accuracy) return std::to_string(correct);
+  return std::to_string(correct + 1 + static_cast<int64_t>(z % 9));
+}
+
 ErrorReply MakeError(unsigned status, std::string_view type, std::string_view message) {
   OrderedJson body = {
       {"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", status}}}};
@@ -469,8 +520,9 @@ std::variant<CompletionRequest, ErrorReply> ParseCompletionRequest(Api api, std:
   const char* prompt_field = api == Api::kChat ? "messages" : "prompt";
   const Json* prompt = Field(request, prompt_field);
   if (prompt == nullptr) return BadRequest(fmt::format("`{}` is required.", prompt_field));
-  const std::optional<int64_t> prompt_tok =
-      api == Api::kChat ? ChatPromptTokens(*prompt) : PromptTokens(*prompt);
+  const std::optional<int64_t> prompt_tok = api == Api::kChat
+                                                ? ChatPromptTokens(*prompt, &out.question)
+                                                : PromptTokens(*prompt, &out.question);
   if (!prompt_tok) {
     return BadRequest(api == Api::kChat
                           ? "`messages` must be a non-empty array of message objects."
@@ -547,6 +599,10 @@ void ResponseRenderer::AppendTokenEvent(std::string& out, int64_t first_tok, int
              ? std::string_view("\"choices\":[{\"index\":0,\"delta\":{\"content\":\"")
              : std::string_view("\"choices\":[{\"index\":0,\"text\":\"");
   for (int64_t k = first_tok; k < first_tok + count; ++k) {
+    if (k == 0 && !first_token_text_.empty()) {
+      out += first_token_text_;
+      continue;
+    }
     out += " t";
     AppendInt(out, k);
   }
@@ -572,7 +628,9 @@ void ResponseRenderer::AppendDoneEvent(std::string& out) { out += "data: [DONE]\
 
 std::string ResponseRenderer::RenderResponse(int64_t prompt_tok, int64_t completion_tok) const {
   std::string text;
-  for (int64_t k = 0; k < completion_tok; ++k) text += TokenText(k);
+  for (int64_t k = 0; k < completion_tok; ++k) {
+    text += k == 0 && !first_token_text_.empty() ? first_token_text_ : TokenText(k);
+  }
   OrderedJson choice = {{"index", 0}};
   if (api_ == Api::kChat) {
     choice["message"] = {{"role", "assistant"}, {"content", text}, {"tool_calls", Json::array()}};

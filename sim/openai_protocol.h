@@ -16,12 +16,29 @@ namespace servesweep::sim {
 
 enum class Api { kCompletions, kChat };
 
+// An arithmetic question in the quality task set's format ("What is 37 + 58?";
+// workload/task_set.h): the emulator can answer it (EmulatorSettings::answer_accuracy).
+struct ArithmeticQuestion {
+  int64_t a = 0;
+  char op = '+';  // '+', '-' or '*'
+  int64_t b = 0;
+};
+
+// The first "What is A <op> B?" in text (A and B non-negative integers of at most 9 digits).
+std::optional<ArithmeticQuestion> FindArithmeticQuestion(std::string_view text);
+
+// The emulator's answer: the correct number with probability `accuracy`, else a wrong one; the
+// draw is a hash of (seed, question), so a question is answered the same way every time, as a
+// model at temperature 0 would.
+std::string AnswerArithmetic(const ArithmeticQuestion& question, double accuracy, uint64_t seed);
+
 struct CompletionRequest {
   Api api = Api::kCompletions;
   int64_t prompt_tok = 0;
   int64_t max_tok = 16;  // output is exactly this many tokens (the emulator never stops early)
   bool stream = false;
   bool include_usage = false;
+  std::optional<ArithmeticQuestion> question;  // found in the prompt (the last message for chat)
 };
 
 struct ErrorReply {
@@ -71,6 +88,9 @@ class ResponseRenderer {
   void AppendUsageEvent(std::string& out, int64_t prompt_tok, int64_t completion_tok) const;
   static void AppendDoneEvent(std::string& out);
 
+  // Replaces token 0's text (" t0"), e.g. with " 95" to answer a question; JSON-safe text only.
+  void set_first_token_text(std::string text) { first_token_text_ = std::move(text); }
+
   // The whole non-streaming response body.
   std::string RenderResponse(int64_t prompt_tok, int64_t completion_tok) const;
 
@@ -79,6 +99,7 @@ class ResponseRenderer {
   int64_t created_s_;
   std::string_view model_json_;  // must outlive the renderer
   std::string id_;
+  std::string first_token_text_;  // "" = " t0"
   std::string head_;  // `data: {"id":...,"object":...,"created":...,"model":...,`
 };
 

@@ -15,7 +15,10 @@ std::string Describe(const std::variant<CompletionRequest, ErrorReply>& r) {
   if (const auto* e = std::get_if<ErrorReply>(&r)) return "error " + std::to_string(e->status);
   const auto& c = std::get<CompletionRequest>(r);
   return "ok prompt=" + std::to_string(c.prompt_tok) + " max=" + std::to_string(c.max_tok) +
-         " stream=" + std::to_string(c.stream) + " usage=" + std::to_string(c.include_usage);
+         " stream=" + std::to_string(c.stream) + " usage=" + std::to_string(c.include_usage) +
+         (c.question ? " question=" + std::to_string(c.question->a) + c.question->op +
+                           std::to_string(c.question->b)
+                     : std::string());
 }
 
 // The DOM path alone: ParseCompletionRequest on the body with one more, ignored, field whose
@@ -48,6 +51,10 @@ const std::vector<std::pair<Api, std::string>>& Corpus() {
       {Api::kChat,
        R"({"messages":[{"role":"user","content":"hi"}],"max_tokens":7,"stream_options":null})"},
       {Api::kChat, R"({"messages":[{}],"stream":true})"},
+      {Api::kCompletions,
+       R"({"model":"m","prompt":"Question: What is 37 + 58? Reply with the number only.\nAnswer:","max_tokens":16,"temperature":0,"stream":false})"},
+      {Api::kChat,
+       R"({"messages":[{"role":"user","content":"Question: What is 12 * 7? Reply with the number only.\nAnswer:"}],"max_tokens":8})"},
   };
   return corpus;
 }
@@ -137,6 +144,42 @@ TEST(PromptBlockHashes, ChainedOverFullBlocksOfWordsOrIds) {
       a);
   EXPECT_TRUE(PromptBlockHashes(Api::kCompletions, "{not json", 4).empty());
   EXPECT_TRUE(PromptBlockHashes(Api::kCompletions, body_a, 0).empty());
+}
+
+TEST(ArithmeticAnswers, FindsTheQuestionAndAnswersWithTheSeededAccuracy) {
+  const auto q = FindArithmeticQuestion("Question: What is 37 - 58? Reply with the number only.");
+  ASSERT_TRUE(q.has_value());
+  EXPECT_EQ(q->a, 37);
+  EXPECT_EQ(q->op, '-');
+  EXPECT_EQ(q->b, 58);
+  EXPECT_FALSE(FindArithmeticQuestion("What is the capital of France?").has_value());
+  EXPECT_FALSE(FindArithmeticQuestion("What is 3 / 4?").has_value());
+  EXPECT_EQ(AnswerArithmetic(*q, 1.0, 1), "-21");
+  EXPECT_NE(AnswerArithmetic(*q, 0.0, 1), "-21");
+
+  // Over many questions the share answered correctly is close to the accuracy, and a question
+  // is answered the same way every time (temperature 0).
+  int correct = 0;
+  const int n = 2000;
+  for (int i = 0; i < n; ++i) {
+    const ArithmeticQuestion question{i, '+', 3 * i + 1};
+    const std::string answer = AnswerArithmetic(question, 0.5, 7);
+    EXPECT_EQ(answer, AnswerArithmetic(question, 0.5, 7));
+    correct += answer == std::to_string(4 * i + 1);
+  }
+  EXPECT_NEAR(static_cast<double>(correct) / n, 0.5, 0.05);
+
+  // Both parsers find it; the reply's first token carries the answer.
+  const auto parsed = ParseCompletionRequest(
+      Api::kCompletions, R"({"prompt":"Question: What is 12 * 7? Reply.\nAnswer:","max_tokens":3})",
+      "m", 1000);
+  ASSERT_TRUE(std::get<CompletionRequest>(parsed).question.has_value());
+  ResponseRenderer renderer(Api::kCompletions, 1, 0, "\"m\"");
+  renderer.set_first_token_text(" 84");
+  EXPECT_NE(renderer.RenderResponse(5, 3).find("\"text\":\" 84 t1 t2\""), std::string::npos);
+  std::string events;
+  renderer.AppendTokenEvent(events, 0, 2, false);
+  EXPECT_NE(events.find("\"text\":\" 84 t1\""), std::string::npos) << events;
 }
 
 }  // namespace

@@ -62,6 +62,11 @@ EngineLaunch SimAdapter::Plan(const LaunchContext& context) const {
       process.argv.insert(process.argv.end(), {"--model-profile", sim.getModelProfile()});
     }
   }
+  // Quality tasks: passed only when not the default (always right), so argv stays as it was.
+  if (sim.getAnswerAccuracy() != 1) {
+    process.argv.insert(process.argv.end(),
+                        {"--answer-accuracy", fmt::format("{}", sim.getAnswerAccuracy())});
+  }
   launch.processes.push_back(std::move(process));
   launch.base_url = fmt::format("http://127.0.0.1:{}", context.port);
   return launch;

@@ -209,5 +209,68 @@ TEST(Comparison, DescribeRunSeparatesConditionsFromTheSystemUnderTest) {
   EXPECT_EQ(run.load_point, "rate 4/s max 16");
 }
 
+// The quality gate: B's accuracy below A's by more than the margin fails, and B's speed-ups are
+// then not presented as wins; within the margin it passes.
+TEST(Comparison, QualityGateFailsBelowTheBaselineByMoreThanTheMargin) {
+  auto with_quality = [](ComparedRun run, double accuracy) {
+    run.quality_task_set = "arithmetic: 50 tasks, seed 1, max_tokens 16";
+    run.quality_margin = 0.02;
+    run.figures["quality_accuracy"] = accuracy;
+    return run;
+  };
+  const std::vector<ComparedRun> a = {
+      with_quality(MakeRun("c=4", "concurrency 4", "vllm", 20, 100), 0.96)};
+  // B is faster (lower TTFT, higher throughput) but answers worse.
+  const std::vector<ComparedRun> worse = {
+      with_quality(MakeRun("c=4", "concurrency 4", "vllm-fp4", 10, 150), 0.80)};
+  Comparison c;
+  ASSERT_TRUE(CompareRuns(a, worse, &c).ok());
+  const auto& gate = c.pairs[0].quality;
+  EXPECT_TRUE(gate.applied);
+  EXPECT_TRUE(gate.failed);
+  EXPECT_EQ(gate.text, "quality gate FAILED: accuracy 0.80 < baseline 0.96 - 0.02");
+  EXPECT_EQ(Figure(c.pairs[0], "ttft_median_ms").verdict, "not a win: quality gate FAILED");
+  EXPECT_EQ(Figure(c.pairs[0], "request_throughput").verdict, "not a win: quality gate FAILED");
+  EXPECT_EQ(Figure(c.pairs[0], "quality_accuracy").verdict, "B worse, noise unknown (<2 repeats)");
+  const std::string text = RenderComparisonText(c, "A", "B");
+  EXPECT_NE(text.find("quality gate FAILED: accuracy 0.80 < baseline 0.96 - 0.02 (B's speed-ups "
+                      "are not wins)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("B better"), std::string::npos) << text;
+  const auto json = nlohmann::json::parse(RenderComparisonJson(c, "A", "B"));
+  EXPECT_TRUE(json["pairs"][0]["quality_gate"]["failed"].get<bool>());
+
+  // 0.95 is within 0.02 of 0.96: the gate passes and the speed-up stays a win.
+  const std::vector<ComparedRun> close = {
+      with_quality(MakeRun("c=4", "concurrency 4", "vllm-fp8", 10, 150), 0.95)};
+  ASSERT_TRUE(CompareRuns(a, close, &c).ok());
+  EXPECT_FALSE(c.pairs[0].quality.failed);
+  EXPECT_EQ(c.pairs[0].quality.text, "quality gate passed: accuracy 0.95 >= baseline 0.96 - 0.02");
+  EXPECT_EQ(Figure(c.pairs[0], "ttft_median_ms").verdict, "B better, noise unknown (<2 repeats)");
+
+  // Different task sets: no gate, and it says why.
+  std::vector<ComparedRun> other = close;
+  other[0].quality_task_set = "jsonl:qa.jsonl: 10 tasks, seed 0, max_tokens 16";
+  ASSERT_TRUE(CompareRuns(a, other, &c).ok());
+  EXPECT_FALSE(c.pairs[0].quality.applied);
+  EXPECT_NE(c.pairs[0].quality.text.find("task sets differ"), std::string::npos);
+
+  // In a comparison group the failed member is flagged in the table and below it.
+  std::vector<ComparedRun> group = {a[0], worse[0]};
+  group[0].label = "engine=vllm";
+  group[1].label = "engine=vllm-fp4";
+  group[0].baseline = true;
+  for (auto& run : group) run.compare_group = "concurrency=4";
+  const std::string md = RenderGroupComparisons(group);
+  EXPECT_NE(md.find("quality_accuracy |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| engine=vllm-fp4 **quality gate FAILED** |"), std::string::npos) << md;
+  EXPECT_NE(md.find("- engine=vllm-fp4: **quality gate FAILED: accuracy 0.80 < baseline 0.96 - "
+                    "0.02** (its speed changes are not wins)"),
+            std::string::npos)
+      << md;
+  EXPECT_EQ(md.find("better"), std::string::npos) << md;
+}
+
 }  // namespace
 }  // namespace servesweep::coordinator

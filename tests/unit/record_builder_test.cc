@@ -92,5 +92,48 @@ TEST(RecordColumns, CostPerCompletedRequestUsesThePriceList) {
   EXPECT_DOUBLE_EQ(cost_of(), 0.0015);
 }
 
+TEST(RecordBuilder, ScoresQualityTasksAndAFailedRequestCountsAsWrong) {
+  capnp::MallocMessageBuilder message;
+  auto spec = message.initRoot<schema::RunSpec>();
+  auto quality = spec.initQuality();
+  quality.setTaskSet("arithmetic");
+  quality.setNumericAnswers(true);
+  auto tasks = quality.initTasks(4);
+  const char* answers_expected[] = {"95", "-3", "84", "7"};
+  for (unsigned i = 0; i < 4; ++i) {
+    tasks[i].setPrompt("q");
+    tasks[i].setAnswer(answers_expected[i]);
+  }
+  std::vector<loadgen::Answer> answers(4);
+  answers[0] = {true, " 95 t1 t2", ""};
+  answers[1] = {true, "-3", ""};
+  answers[2] = {true, " 85 t1", ""};           // wrong
+  answers[3] = {false, "", "HTTP 500: boom"};  // no answer
+  const QualityScore score = ScoreQuality(spec.asReader(), answers);
+  EXPECT_EQ(score.tasks, 4u);
+  EXPECT_EQ(score.correct, 2u);
+  EXPECT_EQ(score.failed, 1u);
+  EXPECT_EQ(score.first_error, "HTTP 500: boom");
+
+  capnp::MallocMessageBuilder out;
+  auto result = out.initRoot<schema::RunResult>();
+  FillConditions(spec.asReader(), NodeFacts{}, result.initRecord());
+  EXPECT_TRUE(std::isnan(result.getRecord().getQualityAccuracy()));  // n/a until scored
+  FillQuality(score, result.getRecord());
+  EXPECT_DOUBLE_EQ(result.getRecord().getQualityAccuracy(), 0.5);
+  EXPECT_EQ(std::string(result.getRecord().getQualityTaskSet().cStr()),
+            "arithmetic (4 tasks, max_tokens 16)");
+
+  // Answer bodies of both APIs.
+  std::string text;
+  EXPECT_TRUE(loadgen::ParseAnswerText(R"({"choices":[{"index":0,"text":" 95"}]})", &text));
+  EXPECT_EQ(text, " 95");
+  EXPECT_TRUE(loadgen::ParseAnswerText(
+      R"({"choices":[{"message":{"role":"assistant","content":"Paris"}}]})", &text));
+  EXPECT_EQ(text, "Paris");
+  EXPECT_FALSE(loadgen::ParseAnswerText(R"({"choices":[]})", &text));
+  EXPECT_FALSE(loadgen::ParseAnswerText("not json", &text));
+}
+
 }  // namespace
 }  // namespace servesweep::agent
