@@ -77,6 +77,7 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
   record.setEngine(spec.getEngine());
   record.setEngineVersion(node.engine_version.empty() ? "n/a: not reported" : node.engine_version);
   record.setEngineCommit(node.engine_commit.empty() ? "n/a: not reported" : node.engine_commit);
+  record.setImage(OrNa(spec.getImage(), "none, the engine ran from the host's install"));
   record.setGpuModel(node.gpu_model);
   record.setGpuCount(spec.getGpusNeeded());
   record.setInterconnect(node.interconnect);

@@ -84,6 +84,7 @@ std::vector<RecordColumn> Build() {
   Text(c, "engine", [](Record r) { return std::string(r.getEngine()); });
   Text(c, "engine_version", [](Record r) { return std::string(r.getEngineVersion()); });
   Text(c, "engine_commit", [](Record r) { return std::string(r.getEngineCommit()); });
+  Text(c, "image", [](Record r) { return std::string(r.getImage()); });
   Text(c, "gpu_model", [](Record r) { return std::string(r.getGpuModel()); });
   Int(c, "gpu_count", [](Record r) { return int64_t{r.getGpuCount()}; });
   Text(c, "interconnect", [](Record r) { return std::string(r.getInterconnect()); });

@@ -137,6 +137,9 @@ struct BenchmarkRecord {
   # had sent (possible prefix-cache hits) and of the first senders (misses). NaN otherwise.
   ttftPrefixSeenMs @62 :LatencyStats;
   ttftPrefixNewMs @63 :LatencyStats;
+
+  # The container image the run asked for ("n/a: none, the engine ran from the host's install").
+  image @64 :Text;
 }
 
 enum RunStatus {

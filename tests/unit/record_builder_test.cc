@@ -24,9 +24,20 @@ std::string Arrival(const std::string& workload) {
   node.engine_version = "0.10.1";
   FillConditions(m.matrix().getRuns()[0], node, record);
   EXPECT_EQ(record.getEngineCommit(), "n/a: not reported");
+  EXPECT_EQ(record.getImage(), "n/a: none, the engine ran from the host's install");
   EXPECT_EQ(record.getKvCacheDtype(), "n/a: engine default");
   EXPECT_EQ(record.getGpuModel(), "NVIDIA H200");
   return record.getArrival().cStr();
+}
+
+TEST(RecordBuilder, KeepsTheContainerImageAsProvenance) {
+  capnp::MallocMessageBuilder message;
+  auto spec = message.initRoot<schema::RunSpec>();
+  spec.setImage("vllm/vllm-openai:v0.33.0");
+  capnp::MallocMessageBuilder out;
+  auto record = out.initRoot<schema::BenchmarkRecord>();
+  FillConditions(spec.asReader(), NodeFacts{}, record);
+  EXPECT_EQ(record.getImage(), "vllm/vllm-openai:v0.33.0");
 }
 
 TEST(RecordBuilder, NamesTheArrivalProcess) {
