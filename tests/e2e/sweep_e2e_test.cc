@@ -17,6 +17,7 @@
 #include <zmq.hpp>
 
 #include "agent/http_get.h"
+#include "common/curve_keys.h"
 #include "common/envelope_codec.h"
 #include "coordinator/matrix_loader.h"
 #include "tests/support/harness.h"
@@ -39,14 +40,14 @@ size_t StartCoordinator(Harness& h, const std::string& log, const std::string& m
                         const std::string& endpoint, const std::string& out,
                         std::vector<std::string> extra = {}) {
   auto args = Args({"coordinator", matrix, "--bind", endpoint, "--out", out}, kFastHeartbeat);
-  return h.Start(log, Args(args, extra));
+  return h.Start(log, Args(Args(args, h.CoordinatorKeyArgs()), extra));
 }
 
 size_t StartAgent(Harness& h, const std::string& id, const std::string& endpoint) {
   return h.Start(id, Args({"agent", "--connect", endpoint, "--id", id, "--emulate-gpus", "1",
                            "--spool", h.Path(id + "/spool"), "--work-dir", h.Path(id + "/work"),
                            "--reconnect-max-ms", "500"},
-                          kFastHeartbeat));
+                          Args(kFastHeartbeat, h.AgentKeyArgs())));
 }
 
 int ExitCode(ChildProcess& process, seconds timeout) {
@@ -207,11 +208,19 @@ TEST(SweepEndToEnd, MalformedAndOversizedFramesAreDroppedWithoutACrash) {
   const size_t coordinator =
       StartCoordinator(h, "coordinator", matrix, endpoint, out, {"--max-frame-bytes", "1048576"});
 
+  std::string server_public;
+  CurveKeypair agent_keys;
+  ASSERT_TRUE(ReadCurvePublicKey(h.KeyPath("coordinator", "pub"), &server_public).ok());
+  ASSERT_TRUE(ReadCurveSecretKey(h.KeyPath("agent", "secret"), &agent_keys).ok());
   zmq::context_t context(1);
   auto send_from = [&](const std::string& identity, std::vector<std::string> frames) {
     zmq::socket_t dealer(context, zmq::socket_type::dealer);
     dealer.set(zmq::sockopt::routing_id, identity);
     dealer.set(zmq::sockopt::linger, 2000);
+    // An admitted peer (the agents' key) that sends garbage: the frame checks still hold.
+    dealer.set(zmq::sockopt::curve_serverkey, server_public);
+    dealer.set(zmq::sockopt::curve_publickey, agent_keys.public_z85);
+    dealer.set(zmq::sockopt::curve_secretkey, agent_keys.secret_z85);
     dealer.connect(endpoint);
     for (size_t i = 0; i < frames.size(); ++i) {
       dealer.send(zmq::buffer(frames[i]),
@@ -331,7 +340,7 @@ axes:
         id, Args({"agent", "--connect", s.endpoint, "--id", id, "--emulate-gpus", "1", "--spool",
                   h.Path(id + "/spool"), "--work-dir", h.Path(id + "/work"), "--emulated-gpu-name",
                   "NVIDIA H200", "--emulated-probe-figures", figures},
-                 kFastHeartbeat));
+                 Args(kFastHeartbeat, h.AgentKeyArgs())));
   };
   start("agent-healthy", "hbm.triad=4300,gemm.bf16=760");
   start("agent-sick", "hbm.triad=2000,gemm.bf16=760");
@@ -361,13 +370,14 @@ axes:
 TEST(SweepEndToEnd, TraceReplaySendsEachRequestAtItsTimeWithItsLengths) {
   Harness h("trace-replay");
   const std::string out = h.Path("out");
-  const size_t run = h.Start("run", {"run", SERVESWEEP_SOURCE_DIR "/examples/trace-replay.yaml",
-                                     "--out", out});
+  const size_t run =
+      h.Start("run", {"run", SERVESWEEP_SOURCE_DIR "/examples/trace-replay.yaml", "--out", out});
   ASSERT_EQ(ExitCode(h.process(run), seconds(60)), 0) << h.Log("run");
   // The emulator counts every prompt word and emits exactly max_tokens: the trace's lengths.
   const std::vector<std::pair<int, int>> trace_head = {{374, 44}, {396, 109}, {879, 55}, {91, 16}};
-  const auto rows = h.Query(out, "SELECT prompt_tokens, output_tokens, scheduled_ns FROM requests "
-                                 "ORDER BY idx LIMIT 4");
+  const auto rows = h.Query(out,
+                            "SELECT prompt_tokens, output_tokens, scheduled_ns FROM requests "
+                            "ORDER BY idx LIMIT 4");
   ASSERT_EQ(rows.rows.size(), 4u);
   for (size_t i = 0; i < trace_head.size(); ++i) {
     EXPECT_EQ(std::stoi(rows.rows[i][0]), trace_head[i].first) << i;
@@ -485,10 +495,10 @@ TEST(CommandLine, BenchWritesVllmCompatibleJson) {
 
   // Token-id prompts: the emulator counts the ids, so the input lengths stay exact.
   const std::string ids_json = h.Path("ids.json");
-  const size_t ids = h.Start("bench-ids", {"bench", "--url", url, "--model", "m", "--concurrency",
-                                           "4", "--num-requests", "10", "--input-len", "33",
-                                           "--output-len", "3", "--token-id-prompts",
-                                           "--result-json", ids_json});
+  const size_t ids =
+      h.Start("bench-ids", {"bench", "--url", url, "--model", "m", "--concurrency", "4",
+                            "--num-requests", "10", "--input-len", "33", "--output-len", "3",
+                            "--token-id-prompts", "--result-json", ids_json});
   ASSERT_EQ(ExitCode(h.process(ids), seconds(30)), 0) << h.Log("bench-ids");
   std::ifstream ids_in(ids_json);
   EXPECT_EQ(nlohmann::json::parse(ids_in).at("total_input_tokens"), 330);
