@@ -60,6 +60,11 @@ void Agent::CollectProbeReport() {
 void Agent::Connect() {
   socket_ = zmq::socket_t(context_, zmq::socket_type::dealer);
   socket_.set(zmq::sockopt::routing_id, settings_.agent_id);
+  if (!settings_.curve_server_z85.empty()) {
+    socket_.set(zmq::sockopt::curve_serverkey, settings_.curve_server_z85);
+    socket_.set(zmq::sockopt::curve_publickey, settings_.curve_public_z85);
+    socket_.set(zmq::sockopt::curve_secretkey, settings_.curve_secret_z85);
+  }
   socket_.set(zmq::sockopt::linger, 0);
   socket_.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxFrameBytes));
   socket_.connect(settings_.connect);
@@ -297,6 +302,18 @@ void Agent::Handle(const zmq::message_t& frame, bool* bye) {
 }
 
 Status Agent::Run() {
+  if (settings_.curve_server_z85.empty() || settings_.curve_secret_z85.empty()) {
+    if (!settings_.insecure) {
+      return Status::Error(
+          "no CurveZMQ keys: expected --server-key (the coordinator's public key) and "
+          "--secret-key (this agent's key, from `servesweep keygen`), or --insecure for plain "
+          "TCP");
+    }
+    spdlog::warn(
+        "connecting to {} over plain TCP (--insecure): the coordinator is not authenticated and "
+        "traffic is not encrypted",
+        settings_.connect);
+  }
   if (Status s = spool_.Init(); !s.ok()) return s;
   LoadSpool();
   Connect();

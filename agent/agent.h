@@ -37,6 +37,12 @@ struct AgentSettings {
   int reconnect_max_ms = 32000;
   int resend_after_ms = 10000;  // resend an unacknowledged result after this long
   bool exit_on_bye = true;
+  // CurveZMQ: the coordinator's public key and this agent's keypair. Required unless `insecure`
+  // asks for plain TCP explicitly.
+  std::string curve_server_z85;
+  std::string curve_public_z85;
+  std::string curve_secret_z85;
+  bool insecure = false;
 };
 
 class Agent {

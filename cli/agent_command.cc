@@ -7,6 +7,7 @@
 #include "agent/inventory.h"
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
+#include "common/curve_keys.h"
 
 namespace servesweep::cli {
 
@@ -40,7 +41,32 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--reconnect-max-ms", settings->reconnect_max_ms, "Longest reconnect backoff")
       ->capture_default_str();
-  cmd->callback([settings, figures, exit_code] {
+  auto server_key = std::make_shared<std::string>();
+  auto secret_key = std::make_shared<std::string>();
+  cmd->add_option("--server-key", *server_key,
+                  "The coordinator's CurveZMQ public key file (its NAME.pub)");
+  cmd->add_option("--secret-key", *secret_key,
+                  "This agent's CurveZMQ secret key file (servesweep keygen)");
+  cmd->add_flag("--insecure", settings->insecure,
+                "Plain TCP: coordinator unauthenticated, traffic unencrypted (not recommended)");
+  cmd->callback([settings, figures, server_key, secret_key, exit_code] {
+    if (!server_key->empty() || !secret_key->empty()) {
+      CurveKeypair keypair;
+      Status s = server_key->empty() || secret_key->empty()
+                     ? Status::Error("expected both --server-key and --secret-key")
+                     : ReadCurvePublicKey(*server_key, &settings->curve_server_z85);
+      if (s.ok()) s = ReadCurveSecretKey(*secret_key, &keypair);
+      if (s.ok() && settings->insecure) {
+        s = Status::Error("--insecure with CurveZMQ keys: expected one or the other");
+      }
+      if (!s.ok()) {
+        spdlog::error("{}", s.message());
+        *exit_code = kExitError;
+        return;
+      }
+      settings->curve_public_z85 = keypair.public_z85;
+      settings->curve_secret_z85 = keypair.secret_z85;
+    }
     if (Status s = agent::ParseEmulatedFigures(*figures, &settings->probes.emulated_figures);
         !s.ok()) {
       spdlog::error("{}", s.message());

@@ -18,6 +18,7 @@ void AddReportCommand(CLI::App& app, int* exit_code);
 void AddCompareCommand(CLI::App& app, int* exit_code);
 void AddProbeCommand(CLI::App& app, int* exit_code);
 void AddSubmitCommand(CLI::App& app, int* exit_code);
+void AddKeygenCommand(CLI::App& app, int* exit_code);
 
 // Exit codes shared by the subcommands.
 inline constexpr int kExitOk = 0;

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   servesweep::cli::AddCompareCommand(app, &exit_code);
   servesweep::cli::AddProbeCommand(app, &exit_code);
   servesweep::cli::AddSubmitCommand(app, &exit_code);
+  servesweep::cli::AddKeygenCommand(app, &exit_code);
   app.parse_complete_callback([&] {
     const auto* sub = app.get_subcommands().empty() ? nullptr : app.get_subcommands().front();
     servesweep::SetupLogging(sub ? sub->get_name() : "servesweep", log_level);

@@ -5,11 +5,13 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/sweep_driver.h"
+#include "common/curve_keys.h"
 #include "common/subprocess.h"
 #include "coordinator/placement.h"
 
@@ -34,6 +36,9 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                   "Local agents to start (default: the matrix's local.agents)");
   cmd->add_option("--gpus-per-agent", o->gpus_per_agent,
                   "Emulated GPUs per local agent (default: the matrix's local.gpus_per_agent)");
+  cmd->add_flag("--insecure", o->settings.insecure,
+                "Plain TCP between the coordinator and its local agents (default: CurveZMQ with "
+                "keys made for this run)");
   cmd->callback([o, exit_code] {
     coordinator::LoadedMatrix matrix;
     if (Status s = coordinator::LoadMatrixFile(o->matrix_path, &matrix); !s.ok()) {
@@ -57,8 +62,36 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
       }
     }
     o->settings.bind = "tcp://127.0.0.1:*";
+    // Secure by default with no user steps: keys made for this run, the agents' secret handed
+    // over in a 0600 file (not argv, which any local user can read), deleted at the end.
+    CurveKeypair server_keys, agent_keys;
+    const std::string keys_dir = o->settings.out_dir + "/.keys";
+    if (!o->settings.insecure) {
+      Status s = GenerateCurveKeypair(&server_keys);
+      if (s.ok()) s = GenerateCurveKeypair(&agent_keys);
+      if (!s.ok()) {
+        spdlog::error("{}", s.message());
+        *exit_code = kExitError;
+        return;
+      }
+      o->settings.curve_secret_z85 = server_keys.secret_z85;
+      o->settings.allowed_agent_keys_z85 = {agent_keys.public_z85};
+    }
     std::vector<ChildProcess> children;
     auto start_agents = [&](const std::string& endpoint) {
+      std::vector<std::string> security = {"--insecure"};
+      if (!o->settings.insecure) {
+        std::error_code ignored;
+        std::filesystem::remove_all(keys_dir, ignored);  // left by a sweep that was killed
+        Status s = WriteCurveKeypair(keys_dir, "agent", agent_keys);
+        if (!s.ok()) {
+          spdlog::error("{}", s.message());
+          return false;
+        }
+        std::ofstream(keys_dir + "/coordinator.pub") << server_keys.public_z85 << "\n";
+        security = {"--server-key", keys_dir + "/coordinator.pub", "--secret-key",
+                    keys_dir + "/agent.secret"};
+      }
       for (uint32_t i = 0; i < agents; ++i) {
         const std::string id = fmt::format("local-{}", i);
         const std::string home = fmt::format("{}/agents/{}", o->settings.out_dir, id);
@@ -72,6 +105,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                       "--emulate-gpus", std::to_string(gpus),
                       "--heartbeat-ms", std::to_string(o->settings.heartbeat_ms),
                       "--liveness",     std::to_string(o->settings.liveness)};
+        spawn.argv.insert(spawn.argv.end(), security.begin(), security.end());
         spawn.log_path = home + "/agent.log";
         ChildProcess child;
         if (Status s = ChildProcess::Spawn(spawn, &child); !s.ok()) {
@@ -89,6 +123,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     for (auto& child : children) {
       if (!child.Wait(std::chrono::seconds(5))) child.Stop(std::chrono::seconds(2));
     }
+    std::error_code ignored;
+    std::filesystem::remove_all(keys_dir, ignored);
   });
 }
 

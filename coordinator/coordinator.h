@@ -23,6 +23,7 @@
 #include "coordinator/agent_registry.h"
 #include "coordinator/matrix_loader.h"
 #include "coordinator/results_store.h"
+#include "coordinator/zap_handler.h"
 
 namespace servesweep::coordinator {
 
@@ -34,6 +35,11 @@ struct CoordinatorSettings {
   int liveness = 3;                     // heartbeat intervals of silence before an agent is lost
   int agent_wait_warn_s = 30;           // warn when pending runs wait this long for agents
   size_t max_frame_bytes = 256u << 20;  // larger frames are refused by the socket itself
+  // CurveZMQ: the coordinator's secret key and the agents it admits (through a ZAP handler).
+  // Both are required unless `insecure` asks for plain TCP explicitly.
+  std::string curve_secret_z85;
+  std::vector<std::string> allowed_agent_keys_z85;
+  bool insecure = false;
 };
 
 struct SweepTotals {
@@ -50,6 +56,7 @@ class Coordinator {
   // Opens or creates out_dir/results.db and records (or, with resume, checks) the sweep.
   Status Prepare(LoadedMatrix& matrix);
   // Binds the ROUTER socket; endpoint() then names the real address (wildcard port resolved).
+  // With CURVE keys, starts the ZAP handler first; without them, refuses unless `insecure`.
   Status Bind();
   const std::string& endpoint() const { return endpoint_; }
   // Serves until every run is done or failed (then says bye to the agents) or a stop request.
@@ -71,6 +78,7 @@ class Coordinator {
     int64_t hold_until_ns = 0;           // not dispatched before: a result may be on its way
   };
 
+  Status CheckSecurity() const;
   void HandleFrame(const std::string& identity, const zmq::message_t& payload, int64_t now_ns);
   void OnHello(const std::string& identity, schema::Hello::Reader hello, int64_t now_ns);
   void OnResult(const std::string& identity, schema::RunResult::Reader result);
@@ -89,6 +97,7 @@ class Coordinator {
 
   CoordinatorSettings settings_;
   zmq::context_t& context_;
+  std::unique_ptr<ZapHandler> zap_;  // CURVE only; answers before the socket admits anyone
   zmq::socket_t socket_;
   std::string endpoint_;
   std::unique_ptr<ResultsStore> store_;

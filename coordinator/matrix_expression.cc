@@ -25,6 +25,14 @@ class ExpressionParser {
   explicit ExpressionParser(const std::string& text) : text_(text) {}
 
   Status Parse(std::unique_ptr<Node>* out) {
+    // Parsing, evaluation and destruction recurse over the tree: bound its size and depth so a
+    // hostile matrix cannot overflow the stack.
+    if (text_.size() > kMaxChars) {
+      status_ = Status::Error(fmt::format(
+          "expected an expression of at most {} characters, found {}", kMaxChars, text_.size()));
+      *out = std::make_unique<Node>();
+      return status_;
+    }
     *out = Or();
     Skip();
     if (status_.ok() && pos_ < text_.size()) {
@@ -34,6 +42,23 @@ class ExpressionParser {
   }
 
  private:
+  static constexpr size_t kMaxChars = 4096;
+  static constexpr int kMaxNesting = 64;  // parentheses, `not` and unary minus
+
+  // Counts one level of nesting while alive; past the limit the parse fails instead of
+  // recursing further.
+  struct Nest {
+    explicit Nest(ExpressionParser& p) : parser(p) { ++parser.depth_; }
+    ~Nest() { --parser.depth_; }
+    bool too_deep() const {
+      if (parser.depth_ <= kMaxNesting) return false;
+      parser.Fail(
+          fmt::format("expected at most {} nested parentheses, not or unary minus", kMaxNesting));
+      return true;
+    }
+    ExpressionParser& parser;
+  };
+
   void Fail(const std::string& what) {
     if (status_.ok()) status_ = Status::Error(fmt::format("column {}: {}", pos_ + 1, what));
   }
@@ -86,7 +111,11 @@ class ExpressionParser {
   std::unique_ptr<Node> Not() {
     Skip();
     const size_t column = pos_;
-    if (Accept("not")) return Make(Node::Kind::kUnary, "not", Not(), nullptr, column);
+    if (Accept("not")) {
+      Nest nest(*this);
+      if (nest.too_deep()) return std::make_unique<Node>();
+      return Make(Node::Kind::kUnary, "not", Not(), nullptr, column);
+    }
     return Comparison();
   }
   std::unique_ptr<Node> Comparison() {
@@ -98,7 +127,11 @@ class ExpressionParser {
   std::unique_ptr<Node> Unary() {
     Skip();
     const size_t column = pos_;
-    if (Accept("-")) return Make(Node::Kind::kUnary, "-", Unary(), nullptr, column);
+    if (Accept("-")) {
+      Nest nest(*this);
+      if (nest.too_deep()) return std::make_unique<Node>();
+      return Make(Node::Kind::kUnary, "-", Unary(), nullptr, column);
+    }
     return Atom();
   }
   std::unique_ptr<Node> Atom() {
@@ -111,6 +144,8 @@ class ExpressionParser {
     }
     const char c = text_[pos_];
     if (c == '(') {
+      Nest nest(*this);
+      if (nest.too_deep()) return n;
       ++pos_;
       n = Or();
       if (!Accept(")")) Fail("expected ')'");
@@ -154,6 +189,7 @@ class ExpressionParser {
 
   const std::string& text_;
   size_t pos_ = 0;
+  int depth_ = 0;
   Status status_ = Status::Ok();
 };
 

@@ -20,6 +20,7 @@ packages=(
   slurm-wlm munge libpmix-dev       # the real Slurm cluster of the tests (and `submit slurm`)
   python3-venv                      # kubernetes-validate's environment (below)
   libopenmpi-dev openmpi-bin        # the MPI network probe (servesweep-mpi-probe)
+  clang libclang-rt-14-dev          # libFuzzer, ASan, UBSan for the fuzz targets (scripts/fuzz.sh)
 )
 
 missing=()

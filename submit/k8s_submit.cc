@@ -78,10 +78,10 @@ Status RenderK8sKustomization(coordinator::LoadedMatrix& matrix, const K8sOption
   const std::string image_name = tagged ? options.image.substr(0, colon) : options.image;
   const std::string image_tag = tagged ? options.image.substr(colon + 1) : "latest";
 
-  // The emulator overlay appends `--emulate-gpus 1` to the agent's 11 base arguments.
+  // The emulator overlay appends `--emulate-gpus 1` to the agent's 12 base arguments.
   const std::string gpu_ops =
       emulated ? fmt::format(
-                     "- op: replace\n  path: /spec/template/spec/containers/0/args/12\n"
+                     "- op: replace\n  path: /spec/template/spec/containers/0/args/13\n"
                      "  value: \"{}\"",
                      gpus)
                : fmt::format(

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <cmath>
 #include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -32,9 +33,9 @@ Status ReadAzure(std::istream& in, const std::string& path, size_t max_requests,
   std::string line;
   size_t line_number = 1;
   if (!std::getline(in, line) || Trim(line) != "TIMESTAMP,ContextTokens,GeneratedTokens") {
-    return Status::Error(fmt::format(
-        "{}:1: expected the header TIMESTAMP,ContextTokens,GeneratedTokens, found '{}'", path,
-        Trim(line)));
+    return Status::Error(
+        fmt::format("{}:1: expected the header TIMESTAMP,ContextTokens,GeneratedTokens, found '{}'",
+                    path, Trim(line)));
   }
   int64_t first_ns = 0;
   while (std::getline(in, line) && (max_requests == 0 || out->size() < max_requests)) {
@@ -58,13 +59,37 @@ Status ReadAzure(std::istream& in, const std::string& path, size_t max_requests,
     if (out->empty()) first_ns = at_ns;
     request.offset_ns = at_ns - first_ns;
     if (request.offset_ns < 0) {
-      return Status::Error(fmt::format("{}:{}: expected timestamps in order, found {} before the "
-                                       "first request",
-                                       path, line_number, timestamp));
+      return Status::Error(
+          fmt::format("{}:{}: expected timestamps in order, found {} before the "
+                      "first request",
+                      path, line_number, timestamp));
     }
     out->push_back(std::move(request));
   }
   return Status::Ok();
+}
+
+constexpr int64_t kMaxTimestampMs = 9'000'000'000'000;  // x 1e6 ns still fits in int64
+
+// A JSON number that is a whole number in [min, max]. Found by fuzzing: converting an
+// out-of-range number (1e300, or a huge unsigned) to int64 is undefined behaviour.
+bool JsonInteger(const nlohmann::json& v, int64_t min, int64_t max, int64_t* out) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(max)) return false;
+    *out = static_cast<int64_t>(u);
+  } else if (v.is_number_integer()) {
+    *out = v.get<int64_t>();
+  } else if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (!(d >= static_cast<double>(min) && d <= static_cast<double>(max)) || d != std::floor(d)) {
+      return false;
+    }
+    *out = static_cast<int64_t>(d);
+  } else {
+    return false;
+  }
+  return *out >= min && *out <= max;
 }
 
 Status ReadMooncake(std::istream& in, const std::string& path, size_t max_requests,
@@ -79,10 +104,28 @@ Status ReadMooncake(std::istream& in, const std::string& path, size_t max_reques
     int64_t at_ms = 0;
     try {
       const auto j = nlohmann::json::parse(line);
-      at_ms = j.at("timestamp").get<int64_t>();
-      request.input_len_tok = j.at("input_length").get<uint32_t>();
-      request.output_len_tok = j.at("output_length").get<uint32_t>();
-      if (j.contains("hash_ids")) request.hash_ids = j.at("hash_ids").get<std::vector<uint64_t>>();
+      // Offsets are kept in ns: milliseconds past ~year 2255 (or before 1970) would overflow.
+      int64_t input = 0, output = 0;
+      if (!JsonInteger(j.at("timestamp"), 0, kMaxTimestampMs, &at_ms) ||
+          !JsonInteger(j.at("input_length"), 0, UINT32_MAX, &input) ||
+          !JsonInteger(j.at("output_length"), 0, UINT32_MAX, &output)) {
+        return Status::Error(fmt::format(
+            "{}:{}: expected timestamp (ms, 0 to {}), input_length and output_length (0 to {}) "
+            "as whole numbers, found '{}'",
+            path, line_number, kMaxTimestampMs, UINT32_MAX, line.substr(0, 120)));
+      }
+      request.input_len_tok = static_cast<uint32_t>(input);
+      request.output_len_tok = static_cast<uint32_t>(output);
+      if (j.contains("hash_ids")) {
+        for (const auto& id : j.at("hash_ids")) {
+          if (!id.is_number_unsigned()) {
+            return Status::Error(
+                fmt::format("{}:{}: expected hash_ids of unsigned integers, found {}", path,
+                            line_number, id.dump()));
+          }
+          request.hash_ids.push_back(id.get<uint64_t>());
+        }
+      }
     } catch (const nlohmann::json::exception& e) {
       return Status::Error(fmt::format(
           "{}:{}: expected a JSON object with timestamp, input_length and output_length, found "
@@ -92,9 +135,10 @@ Status ReadMooncake(std::istream& in, const std::string& path, size_t max_reques
     if (out->empty()) first_ms = at_ms;
     request.offset_ns = (at_ms - first_ms) * 1'000'000;
     if (request.offset_ns < 0) {
-      return Status::Error(fmt::format("{}:{}: expected timestamps in order, found {} ms before "
-                                       "the first request",
-                                       path, line_number, first_ms - at_ms));
+      return Status::Error(
+          fmt::format("{}:{}: expected timestamps in order, found {} ms before "
+                      "the first request",
+                      path, line_number, first_ms - at_ms));
     }
     out->push_back(std::move(request));
   }
@@ -109,8 +153,10 @@ bool ParseTimestampNs(const std::string& text, int64_t* out_ns) {
   char fraction[16] = {};
   const int fields = std::sscanf(text.c_str(), "%4d-%2d-%2d %2d:%2d:%2d.%15[0-9]", &year, &month,
                                  &day, &hour, &minute, &second, fraction);
-  if (fields < 6 || month < 1 || month > 12 || day < 1 || day > 31 || hour > 23 || minute > 59 ||
-      second > 60) {
+  // Years 1970-2200 keep nanoseconds since the epoch, and differences of two, within int64
+  // (found by fuzzing: year 9999 overflowed).
+  if (fields < 6 || year < 1970 || year > 2200 || month < 1 || month > 12 || day < 1 || day > 31 ||
+      hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 || second > 60) {
     return false;
   }
   tm.tm_year = year - 1900;
@@ -120,24 +166,26 @@ bool ParseTimestampNs(const std::string& text, int64_t* out_ns) {
   tm.tm_min = minute;
   tm.tm_sec = second;
   int64_t ns = 0, scale = 100'000'000;
-  for (const char* c = fraction; *c != '\0' && scale > 0; ++c, scale /= 10) ns += (*c - '0') * scale;
+  for (const char* c = fraction; *c != '\0' && scale > 0; ++c, scale /= 10)
+    ns += (*c - '0') * scale;
   *out_ns = static_cast<int64_t>(timegm(&tm)) * 1'000'000'000 + ns;
   return true;
 }
 
 Status ParseTraceFormat(const std::string& name, const std::string& path, TraceFormat* out) {
-  const std::string chosen = !name.empty()                ? name
-                             : path.ends_with(".csv")     ? "azure"
-                             : path.ends_with(".jsonl")   ? "mooncake"
-                                                          : "";
+  const std::string chosen = !name.empty()              ? name
+                             : path.ends_with(".csv")   ? "azure"
+                             : path.ends_with(".jsonl") ? "mooncake"
+                                                        : "";
   if (chosen == "azure") {
     *out = TraceFormat::kAzureCsv;
   } else if (chosen == "mooncake") {
     *out = TraceFormat::kMooncakeJsonl;
   } else {
-    return Status::Error(fmt::format("{}: expected trace_format azure or mooncake (or a .csv / "
-                                     ".jsonl file), found '{}'",
-                                     path, name));
+    return Status::Error(
+        fmt::format("{}: expected trace_format azure or mooncake (or a .csv / "
+                    ".jsonl file), found '{}'",
+                    path, name));
   }
   return Status::Ok();
 }
@@ -146,7 +194,8 @@ Status ReadTrace(const std::string& path, TraceFormat format, size_t max_request
                  std::vector<TraceRequest>* out) {
   out->clear();
   std::ifstream in(path);
-  if (!in) return Status::Error(fmt::format("{}: expected a readable trace file, found none", path));
+  if (!in)
+    return Status::Error(fmt::format("{}: expected a readable trace file, found none", path));
   Status status = format == TraceFormat::kAzureCsv ? ReadAzure(in, path, max_requests, out)
                                                    : ReadMooncake(in, path, max_requests, out);
   if (status.ok() && out->empty()) {

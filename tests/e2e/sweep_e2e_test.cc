@@ -17,6 +17,7 @@
 #include <zmq.hpp>
 
 #include "agent/http_get.h"
+#include "common/curve_keys.h"
 #include "common/envelope_codec.h"
 #include "coordinator/matrix_loader.h"
 #include "tests/support/harness.h"
@@ -39,14 +40,14 @@ size_t StartCoordinator(Harness& h, const std::string& log, const std::string& m
                         const std::string& endpoint, const std::string& out,
                         std::vector<std::string> extra = {}) {
   auto args = Args({"coordinator", matrix, "--bind", endpoint, "--out", out}, kFastHeartbeat);
-  return h.Start(log, Args(args, extra));
+  return h.Start(log, Args(Args(args, h.CoordinatorKeyArgs()), extra));
 }
 
 size_t StartAgent(Harness& h, const std::string& id, const std::string& endpoint) {
   return h.Start(id, Args({"agent", "--connect", endpoint, "--id", id, "--emulate-gpus", "1",
                            "--spool", h.Path(id + "/spool"), "--work-dir", h.Path(id + "/work"),
                            "--reconnect-max-ms", "500"},
-                          kFastHeartbeat));
+                          Args(kFastHeartbeat, h.AgentKeyArgs())));
 }
 
 int ExitCode(ChildProcess& process, seconds timeout) {
@@ -207,11 +208,19 @@ TEST(SweepEndToEnd, MalformedAndOversizedFramesAreDroppedWithoutACrash) {
   const size_t coordinator =
       StartCoordinator(h, "coordinator", matrix, endpoint, out, {"--max-frame-bytes", "1048576"});
 
+  std::string server_public;
+  CurveKeypair agent_keys;
+  ASSERT_TRUE(ReadCurvePublicKey(h.KeyPath("coordinator", "pub"), &server_public).ok());
+  ASSERT_TRUE(ReadCurveSecretKey(h.KeyPath("agent", "secret"), &agent_keys).ok());
   zmq::context_t context(1);
   auto send_from = [&](const std::string& identity, std::vector<std::string> frames) {
     zmq::socket_t dealer(context, zmq::socket_type::dealer);
     dealer.set(zmq::sockopt::routing_id, identity);
     dealer.set(zmq::sockopt::linger, 2000);
+    // An admitted peer (the agents' key) that sends garbage: the frame checks still hold.
+    dealer.set(zmq::sockopt::curve_serverkey, server_public);
+    dealer.set(zmq::sockopt::curve_publickey, agent_keys.public_z85);
+    dealer.set(zmq::sockopt::curve_secretkey, agent_keys.secret_z85);
     dealer.connect(endpoint);
     for (size_t i = 0; i < frames.size(); ++i) {
       dealer.send(zmq::buffer(frames[i]),
@@ -331,7 +340,7 @@ axes:
         id, Args({"agent", "--connect", s.endpoint, "--id", id, "--emulate-gpus", "1", "--spool",
                   h.Path(id + "/spool"), "--work-dir", h.Path(id + "/work"), "--emulated-gpu-name",
                   "NVIDIA H200", "--emulated-probe-figures", figures},
-                 kFastHeartbeat));
+                 Args(kFastHeartbeat, h.AgentKeyArgs())));
   };
   start("agent-healthy", "hbm.triad=4300,gemm.bf16=760");
   start("agent-sick", "hbm.triad=2000,gemm.bf16=760");

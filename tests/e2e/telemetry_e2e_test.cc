@@ -184,14 +184,30 @@ workload: {{input_len: 8, output_len: 4, num_requests: 4, concurrency: 2}}
                                                                 dist_port));
   const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
   const std::string out = h.Path("out");
-  const size_t coordinator =
-      h.Start("coordinator", {"coordinator", matrix, "--bind", endpoint, "--out", out});
+  std::vector<std::string> coordinator_args = {"coordinator", matrix,  "--bind",
+                                               endpoint,      "--out", out};
+  for (const auto& arg : h.CoordinatorKeyArgs()) coordinator_args.push_back(arg);
+  const size_t coordinator = h.Start("coordinator", coordinator_args);
   for (const auto& [id, pool, address] :
        std::vector<std::tuple<std::string, std::string, std::string>>{
            {"agent-p", "prefill", "127.0.0.1"}, {"agent-d", "decode", "127.0.0.2"}}) {
-    h.Start(id, {"agent", "--connect", endpoint, "--id", id, "--emulate-gpus", "1", "--pool", pool,
-                 "--address", address, "--spool", h.Path(id + "/spool"), "--work-dir",
-                 h.Path(id + "/work")});
+    std::vector<std::string> agent_args = {"agent",
+                                           "--connect",
+                                           endpoint,
+                                           "--id",
+                                           id,
+                                           "--emulate-gpus",
+                                           "1",
+                                           "--pool",
+                                           pool,
+                                           "--address",
+                                           address,
+                                           "--spool",
+                                           h.Path(id + "/spool"),
+                                           "--work-dir",
+                                           h.Path(id + "/work")};
+    for (const auto& arg : h.AgentKeyArgs()) agent_args.push_back(arg);
+    h.Start(id, agent_args);
   }
   ::setenv("PATH", old_path.c_str(), 1);
   ASSERT_TRUE(Harness::WaitFor([&] { return h.process(coordinator).Poll().has_value(); },

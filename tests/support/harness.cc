@@ -11,6 +11,7 @@
 #include <sstream>
 #include <thread>
 
+#include "common/curve_keys.h"
 #include "common/ids.h"
 #include "common/net.h"
 
@@ -39,6 +40,28 @@ std::string Harness::WriteFile(const std::string& name, const std::string& text)
   const std::string path = Path(name);
   std::ofstream(path) << text;
   return path;
+}
+
+std::string Harness::KeyPath(const std::string& name, const std::string& ext) const {
+  const std::string path = Path("keys/" + name + "." + ext);
+  if (!std::filesystem::exists(path)) {
+    CurveKeypair keypair;
+    if (Status s = GenerateCurveKeypair(&keypair); !s.ok()) ADD_FAILURE() << s.message();
+    if (Status s = WriteCurveKeypair(Path("keys"), name, keypair); !s.ok()) {
+      ADD_FAILURE() << s.message();
+    }
+  }
+  return path;
+}
+
+std::vector<std::string> Harness::CoordinatorKeyArgs() {
+  return {"--secret-key", KeyPath("coordinator", "secret"), "--allowed-keys",
+          KeyPath("agent", "pub")};
+}
+
+std::vector<std::string> Harness::AgentKeyArgs(const std::string& agent_key,
+                                               const std::string& server_key) {
+  return {"--server-key", KeyPath(server_key, "pub"), "--secret-key", KeyPath(agent_key, "secret")};
 }
 
 size_t Harness::Start(const std::string& log_name, std::vector<std::string> args) {

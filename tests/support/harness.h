@@ -29,6 +29,14 @@ class Harness {
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
   std::string WriteFile(const std::string& name, const std::string& text) const;
 
+  // CurveZMQ key files in dir/keys, made on first use (servesweep keygen's format): NAME.secret
+  // and NAME.pub. The arguments a coordinator needs to admit the "agent" key, and those an
+  // agent holding the "agent" key needs to reach that coordinator.
+  std::string KeyPath(const std::string& name, const std::string& ext) const;
+  std::vector<std::string> CoordinatorKeyArgs();
+  std::vector<std::string> AgentKeyArgs(const std::string& agent_key = "agent",
+                                        const std::string& server_key = "coordinator");
+
   // Starts `servesweep args...`, output to dir/<log_name>.log. Returns its index.
   size_t Start(const std::string& log_name, std::vector<std::string> args);
   ChildProcess& process(size_t index) { return *processes_[index]; }

@@ -76,6 +76,30 @@ TEST(MatrixExpression, ErrorsNameTheColumn) {
   EXPECT_EQ(s.message(), "column 4: division by zero in '/'");
 }
 
+// Found while writing the matrix fuzz target: parsing, evaluating and freeing an expression recurse
+// over its tree, so deep nesting or a huge expression overflowed the stack. Both are now refused.
+TEST(MatrixExpression, DeepOrHugeExpressionsAreRefusedWithoutOverflowingTheStack) {
+  Status s;
+  const std::map<std::string, ExpressionValue> v = {{"tp", 1.0}};
+  Eval(std::string(200000, '(') + "tp" + std::string(200000, ')') + " == 1", v, &s);
+  EXPECT_EQ(s.message(), "expected an expression of at most 4096 characters, found 400007");
+  std::string sum = "tp";
+  for (int i = 0; i < 100000; ++i) sum += "+1";
+  Eval(sum + " > 0", v, &s);
+  EXPECT_FALSE(s.ok());
+  Eval(std::string(65, '(') + "tp" + std::string(65, ')') + " == 1", v, &s);
+  EXPECT_EQ(s.message(), "column 65: expected at most 64 nested parentheses, not or unary minus");
+  std::string nots;
+  for (int i = 0; i < 65; ++i) nots += "not ";
+  Eval(nots + "tp == 1", v, &s);
+  EXPECT_FALSE(s.ok());
+  Eval(std::string(65, '-') + "tp < 0", v, &s);
+  EXPECT_FALSE(s.ok());
+  // Nesting within the limits still parses.
+  EXPECT_TRUE(Eval(std::string(64, '(') + "tp" + std::string(64, ')') + " == 1", v, &s));
+  EXPECT_TRUE(s.ok()) << s.message();
+}
+
 TEST(MatrixConditions, ZipGroupsVaryKeysTogether) {
   LoadedMatrix m;
   ASSERT_TRUE(Expand(R"(zip:

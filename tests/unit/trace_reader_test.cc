@@ -1,10 +1,11 @@
 // Trace readers on samples of the real traces (tests/data: Azure 2023 conversation, CC-BY;
 // Mooncake FAST'25 conversation, Apache-2.0), and trace expansion in the matrix.
+#include "workload/trace_reader.h"
+
 #include <gtest/gtest.h>
 
 #include "coordinator/matrix_loader.h"
 #include "tests/support/harness.h"
-#include "workload/trace_reader.h"
 
 namespace servesweep::workload {
 namespace {
@@ -13,7 +14,8 @@ const std::string kData = SERVESWEEP_SOURCE_DIR "/tests/data/";
 
 TEST(TraceReader, ReadsTheAzureConversationTrace) {
   std::vector<TraceRequest> requests;
-  ASSERT_TRUE(ReadTrace(kData + "azure_conv_sample.csv", TraceFormat::kAzureCsv, 0, &requests).ok());
+  ASSERT_TRUE(
+      ReadTrace(kData + "azure_conv_sample.csv", TraceFormat::kAzureCsv, 0, &requests).ok());
   ASSERT_EQ(requests.size(), 20u);
   EXPECT_EQ(requests[0].offset_ns, 0);
   EXPECT_EQ(requests[0].input_len_tok, 374u);
@@ -23,7 +25,8 @@ TEST(TraceReader, ReadsTheAzureConversationTrace) {
   EXPECT_EQ(requests[1].input_len_tok, 396u);
   EXPECT_EQ(requests[19].input_len_tok, 1353u);
   EXPECT_TRUE(requests[0].hash_ids.empty());
-  ASSERT_TRUE(ReadTrace(kData + "azure_conv_sample.csv", TraceFormat::kAzureCsv, 3, &requests).ok());
+  ASSERT_TRUE(
+      ReadTrace(kData + "azure_conv_sample.csv", TraceFormat::kAzureCsv, 3, &requests).ok());
   EXPECT_EQ(requests.size(), 3u);
 }
 
@@ -36,15 +39,16 @@ TEST(TraceReader, ReadsTheMooncakeTraceWithPrefixBlocks) {
   EXPECT_EQ(requests[0].input_len_tok, 6758u);
   EXPECT_EQ(requests[0].output_len_tok, 500u);
   EXPECT_EQ(requests[0].hash_ids.size(), 14u);
-  EXPECT_EQ(requests[1].hash_ids[0], 0u);   // shares its first 512-token block with request 0
+  EXPECT_EQ(requests[1].hash_ids[0], 0u);  // shares its first 512-token block with request 0
   EXPECT_EQ(requests[19].offset_ns, 3'000'000'000);
 }
 
 TEST(TraceReader, ErrorsNameTheFileLineAndWhatWasFound) {
   testing::Harness h("trace");
   const std::string bad_csv =
-      h.WriteFile("bad.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
-                             "2023-11-16 18:15:46.68,374,44\n2023-11-16 18:15:47,many,44\n");
+      h.WriteFile("bad.csv",
+                  "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                  "2023-11-16 18:15:46.68,374,44\n2023-11-16 18:15:47,many,44\n");
   std::vector<TraceRequest> requests;
   Status s = ReadTrace(bad_csv, TraceFormat::kAzureCsv, 0, &requests);
   EXPECT_NE(s.message().find("bad.csv:3: expected 'YYYY-MM-DD HH:MM:SS.fraction,<context tokens>,"
@@ -69,19 +73,58 @@ TEST(TraceReader, ParsesTimestampsToTheNanosecond) {
   EXPECT_FALSE(ParseTimestampNs("16/11/2023 18:15", &a));
 }
 
+// Found by fuzzing (fuzz/regressions/trace): timestamps whose nanoseconds do not fit in int64
+// (year 9441, 1e300 ms) and numbers that are not whole were converted with undefined behaviour.
+TEST(TraceReader, OutOfRangeTimestampsAndNumbersAreErrorsNotOverflows) {
+  int64_t ns = 0;
+  EXPECT_FALSE(ParseTimestampNs("9441-11-16 18:15:46.68", &ns));
+  EXPECT_FALSE(ParseTimestampNs("1969-12-31 23:59:59", &ns));
+  EXPECT_FALSE(ParseTimestampNs("2023-11-16 -1:15:46", &ns));
+  EXPECT_TRUE(ParseTimestampNs("2200-01-01 00:00:00", &ns));
+  testing::Harness h("trace-range");
+  std::vector<TraceRequest> requests;
+  const std::string csv = h.WriteFile(
+      "far.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n9441-11-16 18:15:46.68,1,1\n");
+  EXPECT_FALSE(ReadTrace(csv, TraceFormat::kAzureCsv, 0, &requests).ok());
+  for (const char* line : {
+           R"({"timestamp": 1e300, "input_length": 1, "output_length": 1})",
+           R"({"timestamp": 9223372036854775807, "input_length": 1, "output_length": 1})",
+           R"({"timestamp": -1, "input_length": 1, "output_length": 1})",
+           R"({"timestamp": 0, "input_length": 1e20, "output_length": 1})",
+           R"({"timestamp": 0, "input_length": -3, "output_length": 1})",
+           R"({"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1.5]})",
+       }) {
+    const std::string jsonl = h.WriteFile("bad.jsonl", std::string(line) + "\n");
+    Status s = ReadTrace(jsonl, TraceFormat::kMooncakeJsonl, 0, &requests);
+    EXPECT_FALSE(s.ok()) << line;
+    EXPECT_NE(s.message().find("bad.jsonl:1: expected"), std::string::npos) << s.message();
+  }
+  const std::string ok = h.WriteFile(
+      "ok.jsonl", R"({"timestamp": 0, "input_length": 5.0, "output_length": 2, "hash_ids": [3]})"
+                  "\n"
+                  R"({"timestamp": 8999999999999, "input_length": 1, "output_length": 1})"
+                  "\n");
+  requests.clear();
+  ASSERT_TRUE(ReadTrace(ok, TraceFormat::kMooncakeJsonl, 0, &requests).ok());
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_EQ(requests[0].input_len_tok, 5u);
+  EXPECT_EQ(requests[1].offset_ns, 8'999'999'999'999'000'000);
+}
+
 TEST(TraceReader, MatrixExpandsATraceIntoThePlan) {
   coordinator::LoadedMatrix m;
   Status s = coordinator::ExpandMatrix(SERVESWEEP_SOURCE_DIR "/examples/m.yaml", R"(name: t
 engine: sim
 model: m
 workload: {trace: ../tests/data/azure_conv_sample.csv, trace_speedup: 2, num_requests: 4}
-)", &m);
+)",
+                                       &m);
   ASSERT_TRUE(s.ok()) << s.message();
   const auto w = m.matrix().getRuns()[0].getWorkload();
   ASSERT_EQ(w.getPlan().size(), 4u);
   EXPECT_EQ(w.getPlan()[1].getOffsetNs(), 4'314'579'000 / 2);
   EXPECT_EQ(w.getPlan()[2].getInputLenTok(), 879u);
-  EXPECT_EQ(w.getInputLenTok(), (374u + 396 + 879 + 91 + 2) / 4);   // rounded mean
+  EXPECT_EQ(w.getInputLenTok(), (374u + 396 + 879 + 91 + 2) / 4);  // rounded mean
   EXPECT_EQ(w.getTrace(), "azure:azure_conv_sample.csv");
   EXPECT_EQ(w.getName(), "trace-azure_conv_sample");
 
@@ -90,7 +133,8 @@ workload: {trace: ../tests/data/azure_conv_sample.csv, trace_speedup: 2, num_req
 engine: sim
 model: m
 workload: {trace: ../tests/data/azure_conv_sample.csv, num_requests: 50}
-)", &too_many);
+)",
+                                &too_many);
   EXPECT_NE(s.message().find("azure_conv_sample.csv: expected at least 50 requests (num_requests), "
                              "found 20"),
             std::string::npos)

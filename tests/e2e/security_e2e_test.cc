@@ -1,0 +1,163 @@
+// End-to-end: CurveZMQ between separate coordinator and agent processes. Only agents whose
+// public keys the coordinator lists are admitted (ZAP); an unlisted agent, or one that trusts the
+// wrong coordinator key, never registers and nothing it sends is recorded. Plain TCP only with
+// --insecure, and then with a warning. `servesweep keygen` writes keys a stranger cannot read.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "common/curve_keys.h"
+#include "tests/support/harness.h"
+
+namespace servesweep::testing {
+namespace {
+
+using std::chrono::seconds;
+
+const std::vector<std::string> kFast = {"--heartbeat-ms", "100", "--liveness", "3"};
+
+std::vector<std::string> Cat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+int ExitCode(ChildProcess& process, seconds timeout) {
+  auto status = process.Wait(timeout);
+  if (!status) return -1;
+  return WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
+}
+
+size_t StartAgent(Harness& h, const std::string& id, const std::string& endpoint,
+                  const std::vector<std::string>& security) {
+  return h.Start(id, Cat(Cat({"agent", "--connect", endpoint, "--id", id, "--emulate-gpus", "1",
+                              "--spool", h.Path(id + "/spool"), "--work-dir", h.Path(id + "/work"),
+                              "--reconnect-max-ms", "500"},
+                             kFast),
+                         security));
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+TEST(Security, OnlyListedAgentsAreAdmitted) {
+  Harness h("curve");
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
+  const std::string out = h.Path("out");
+  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("curve", 3, 8, 2, 8, 5, 2));
+  // The allow-list holds the "agent" key and the "misled" key; "stranger" is on no list, and
+  // "misled" trusts an impostor's key instead of the coordinator's.
+  const std::string allowed =
+      h.WriteFile("allowed.keys", "# agents of this sweep\n" + ReadAll(h.KeyPath("agent", "pub")) +
+                                      ReadAll(h.KeyPath("misled", "pub")) + "\n");
+  const size_t coordinator =
+      h.Start("coordinator",
+              Cat(Cat({"coordinator", matrix, "--bind", endpoint, "--out", out, "--secret-key",
+                       h.KeyPath("coordinator", "secret"), "--allowed-keys", allowed},
+                      kFast),
+                  {}));
+  const size_t stranger = StartAgent(h, "stranger", endpoint, h.AgentKeyArgs("stranger"));
+  const size_t misled = StartAgent(h, "misled", endpoint, h.AgentKeyArgs("misled", "impostor"));
+  // The stranger's handshake reaches the ZAP handler and is refused.
+  ASSERT_TRUE(Harness::WaitFor(
+      [&] { return h.Log("coordinator").find("not on the allow-list") != std::string::npos; },
+      seconds(10)))
+      << h.Log("coordinator");
+  std::this_thread::sleep_for(seconds(1));  // time enough to say hello many times over
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM agents"), 0);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM attempts"), 0);
+
+  // A listed agent completes the sweep alone.
+  const size_t listed = StartAgent(h, "listed", endpoint, h.AgentKeyArgs("agent"));
+  ASSERT_EQ(ExitCode(h.process(coordinator), seconds(60)), 0) << h.Log("coordinator");
+  EXPECT_EQ(ExitCode(h.process(listed), seconds(10)), 0) << h.Log("listed");
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), 3);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM results WHERE agent_id != 'listed'"), 0);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM attempts WHERE agents != 'listed'"), 0);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM agents WHERE agent_id != 'listed'"), 0);
+  // Neither outsider ever heard the coordinator: no bye, so both are still waiting.
+  EXPECT_FALSE(h.process(stranger).Poll().has_value());
+  EXPECT_FALSE(h.process(misled).Poll().has_value());
+  EXPECT_EQ(h.Log("stranger").find("said bye"), std::string::npos);
+  EXPECT_EQ(h.Log("misled").find("said bye"), std::string::npos);
+  EXPECT_NE(h.Log("coordinator").find("CurveZMQ"), std::string::npos);
+  EXPECT_EQ(h.Log("coordinator").find("plain TCP"), std::string::npos);
+}
+
+TEST(Security, PlainTcpOnlyWhenAskedAndThenWithAWarning) {
+  Harness h("insecure");
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
+  const std::string out = h.Path("out");
+  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("insecure", 2, 6, 2, 8, 5, 2));
+  // Neither keys nor --insecure: refused before the output folder is touched.
+  const size_t refused =
+      h.Start("refused", Cat({"coordinator", matrix, "--bind", endpoint, "--out", out}, kFast));
+  EXPECT_EQ(ExitCode(h.process(refused), seconds(10)), 1);
+  EXPECT_NE(h.Log("refused").find("--insecure"), std::string::npos) << h.Log("refused");
+  EXPECT_FALSE(std::filesystem::exists(out));
+  const size_t refused_agent = StartAgent(h, "refused-agent", endpoint, {});
+  EXPECT_EQ(ExitCode(h.process(refused_agent), seconds(10)), 1);
+  EXPECT_NE(h.Log("refused-agent").find("--insecure"), std::string::npos);
+
+  const size_t coordinator =
+      h.Start("coordinator",
+              Cat({"coordinator", matrix, "--bind", endpoint, "--out", out, "--insecure"}, kFast));
+  const size_t agent = StartAgent(h, "plain", endpoint, {"--insecure"});
+  ASSERT_EQ(ExitCode(h.process(coordinator), seconds(60)), 0) << h.Log("coordinator");
+  EXPECT_EQ(ExitCode(h.process(agent), seconds(10)), 0);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), 2);
+  EXPECT_NE(h.Log("coordinator").find("warning coordinator listening on"), std::string::npos)
+      << h.Log("coordinator");
+  EXPECT_NE(h.Log("coordinator").find("plain TCP (--insecure)"), std::string::npos);
+  EXPECT_NE(h.Log("plain").find("plain TCP (--insecure)"), std::string::npos) << h.Log("plain");
+}
+
+TEST(Security, RunCommandIsSecureWithoutUserSteps) {
+  Harness h("runkeys");
+  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("runkeys", 2, 6, 2, 8, 5, 2));
+  const std::string out = h.Path("out");
+  const size_t run = h.Start("run", {"run", matrix, "--out", out, "--agents", "2"});
+  ASSERT_EQ(ExitCode(h.process(run), seconds(60)), 0) << h.Log("run");
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), 2);
+  EXPECT_NE(h.Log("run").find("(CurveZMQ; 1 agent key(s) admitted)"), std::string::npos)
+      << h.Log("run");
+  EXPECT_EQ(h.Log("run").find("plain TCP"), std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(out + "/.keys"));  // the run's keys do not outlive it
+}
+
+TEST(Security, KeygenWritesAPrivateSecretAndNeverOverwrites) {
+  Harness h("keygen");
+  const std::string dir = h.Path("k");
+  const size_t first = h.Start("first", {"keygen", "--out", dir, "--name", "node1"});
+  ASSERT_EQ(ExitCode(h.process(first), seconds(10)), 0) << h.Log("first");
+  struct stat st {};
+  ASSERT_EQ(::stat((dir + "/node1.secret").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::string public_z85;
+  ASSERT_TRUE(ReadCurvePublicKey(dir + "/node1.pub", &public_z85).ok());
+  CurveKeypair keypair;
+  ASSERT_TRUE(ReadCurveSecretKey(dir + "/node1.secret", &keypair).ok());
+  EXPECT_EQ(keypair.public_z85, public_z85);  // the pair belongs together
+  const std::string secret_before = ReadAll(dir + "/node1.secret");
+  const size_t again = h.Start("again", {"keygen", "--out", dir, "--name", "node1"});
+  EXPECT_EQ(ExitCode(h.process(again), seconds(10)), 1);
+  EXPECT_EQ(ReadAll(dir + "/node1.secret"), secret_before);
+  // A secret others may read is refused where it is used.
+  ::chmod((dir + "/node1.secret").c_str(), 0644);
+  EXPECT_FALSE(ReadCurveSecretKey(dir + "/node1.secret", &keypair).ok());
+  // An allow-list line that is not a key is reported with its line number.
+  const std::string list = h.WriteFile("list", public_z85 + "\nnot-a-key\n");
+  std::vector<std::string> keys;
+  Status s = ReadCurveAllowList(list, &keys);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(list + ":2:"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace servesweep::testing
