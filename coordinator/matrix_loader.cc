@@ -17,6 +17,7 @@
 
 #include "common/ids.h"
 #include "common/unknown_key.h"
+#include "common/yaml_found.h"
 #include "coordinator/matrix_expression.h"
 #include "perfmodel/profiles.h"
 #include "workload/length_distribution.h"
@@ -48,20 +49,7 @@ class Parser {
         Status::Error(fmt::format("{}:{}:{}: {}", path_, mark.line + 1, mark.column + 1, what));
   }
 
-  static std::string Found(const YAML::Node& node) {
-    switch (node.Type()) {
-      case YAML::NodeType::Null:
-        return "nothing";
-      case YAML::NodeType::Scalar:
-        return fmt::format("'{}'", node.Scalar());
-      case YAML::NodeType::Sequence:
-        return "a list";
-      case YAML::NodeType::Map:
-        return "a mapping";
-      default:
-        return "an undefined node";
-    }
-  }
+  static std::string Found(const YAML::Node& node) { return DescribeYamlNode(node); }
 
   // Rejects keys outside `allowed`, suggesting the closest one.
   void CheckKeys(const YAML::Node& map, const std::string& section,

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "common/unknown_key.h"
+#include "common/yaml_found.h"
 
 namespace servesweep::perfmodel {
 namespace {
@@ -18,20 +19,7 @@ namespace {
 constexpr std::string_view kHardwareDir = "profiles/hardware/";
 constexpr std::string_view kModelDir = "profiles/models/";
 
-std::string Found(const YAML::Node& node) {
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-      return "nothing";
-    case YAML::NodeType::Scalar:
-      return fmt::format("'{}'", node.Scalar());
-    case YAML::NodeType::Sequence:
-      return "a list";
-    case YAML::NodeType::Map:
-      return "a mapping";
-    default:
-      return "an undefined node";
-  }
-}
+std::string Found(const YAML::Node& node) { return DescribeYamlNode(node); }
 
 // Walks one YAML mapping: typed getters record the first error with its position; Finish()
 // rejects keys that were never asked for.

@@ -50,6 +50,10 @@ class ArgvBuilder {
   std::string error_;
 };
 
+// The settings every engine spells the same way when the matrix gives them: quantization, KV
+// dtype, batching limits, context length and GPU memory fraction (vLLM, SGLang).
+void AddBatchingSettings(ArgvBuilder& b);
+
 // One engine instance of a disaggregated layout: prefill instances first, then decode ones,
 // filled onto agents in rank order, `gpus` GPUs each.
 struct PdInstance {

@@ -20,14 +20,7 @@ void AddSettings(ArgvBuilder& b, schema::RunSpec::Reader spec) {
   const Values& v = b.values();
   b.Add("served_model_name", "the served model name");
   b.AddIf(layout.getExpertParallel(), "ep", "layout ep: true");
-  b.AddIf(v.count("quantization") > 0, "quantization", "quantization");
-  b.AddIf(v.count("kv_cache_dtype") > 0, "kv_cache_dtype", "kv_cache_dtype");
-  b.AddIf(v.count("max_num_seqs") > 0, "max_num_seqs", "engine_config.max_num_seqs");
-  b.AddIf(v.count("max_batched_tokens") > 0, "max_batched_tokens",
-          "engine_config.max_batched_tokens");
-  b.AddIf(v.count("context_len") > 0, "context_len", "engine_config.context_len");
-  b.AddIf(v.count("gpu_memory_fraction") > 0, "gpu_memory_fraction",
-          "engine_config.gpu_memory_fraction");
+  AddBatchingSettings(b);
   using Toggle = schema::EngineConfig::Toggle;
   b.AddIf(config.getPrefixCaching() == Toggle::ON, "prefix_caching_on", "prefix_caching: true");
   b.AddIf(config.getPrefixCaching() == Toggle::OFF, "prefix_caching_off", "prefix_caching: false");
