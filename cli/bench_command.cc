@@ -11,6 +11,7 @@
 #include "agent/loadgen/bench_metrics.h"
 #include "agent/loadgen/load_generator.h"
 #include "cli/commands.h"
+#include "common/api_key.h"
 
 namespace servesweep::cli {
 namespace {
@@ -19,6 +20,7 @@ struct BenchOptions {
   loadgen::LoadSettings load;
   std::string api = "completions";
   std::string api_key_env;
+  std::string api_key_file;
   std::string result_json;
   loadgen::SloLimits slo;
 };
@@ -66,7 +68,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   rate->check(CLI::PositiveNumber);
   cmd->add_option("--burstiness", o->load.burstiness,
                   "Open loop: gamma arrivals of this shape (1 = Poisson, < 1 burstier)")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--token-id-prompts", o->load.token_id_prompts,
                 "Prompts as token-id arrays (completions API): exact input lengths on any engine");
   cmd->add_flag("--no-connection-reuse{false}", o->load.reuse_connections,
@@ -87,6 +90,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--timeout-s", o->load.request_timeout_s, "Per-request timeout")
       ->capture_default_str();
   cmd->add_option("--api-key-env", o->api_key_env, "Environment variable holding the API key");
+  cmd->add_option("--api-key-file", o->api_key_file,
+                  "File holding the API key (first line), when no --api-key-env");
   cmd->add_option("--slo-ttft-ms", o->slo.ttft_ms, "Goodput limit on TTFT");
   cmd->add_option("--slo-tpot-ms", o->slo.tpot_ms, "Goodput limit on TPOT");
   cmd->add_option("--slo-e2el-ms", o->slo.e2el_ms, "Goodput limit on E2E latency");
@@ -100,15 +105,12 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
     }
     if (rate->count() > 0 && concurrency->count() == 0) o->load.concurrency = 0;
     o->load.api = o->api == "chat" ? loadgen::Api::kChatCompletions : loadgen::Api::kCompletions;
-    if (!o->api_key_env.empty()) {
-      const char* key = std::getenv(o->api_key_env.c_str());
-      if (key == nullptr || *key == '\0') {
-        spdlog::error("bench: expected the API key in ${}, found it unset or empty",
-                      o->api_key_env);
-        *exit_code = kExitError;
-        return;
-      }
-      o->load.api_key = key;
+    if (Status s = ReadApiKey(o->api_key_env, "--api-key-env", o->api_key_file, "--api-key-file",
+                              &o->load.api_key);
+        !s.ok()) {
+      spdlog::error("bench: {}", s.message());
+      *exit_code = kExitError;
+      return;
     }
     loadgen::LoadResult result;
     try {

@@ -368,7 +368,7 @@ void ApplyEngineConfig(Parser& p, const YAML::Node& node, schema::EngineConfig::
               {"model_path", "max_num_seqs", "max_batched_tokens", "context_len", "threads",
                "prefix_caching", "chunked_prefill", "chunked_prefill_tokens", "speculative",
                "kv_transfer", "gpu_memory_fraction", "dist_port", "command", "health_path",
-               "metrics_persona", "base_url", "api_key_env", "price"});
+               "metrics_persona", "base_url", "api_key_env", "api_key_file", "price"});
   for (const auto& entry : node) {
     const std::string key = entry.first.Scalar();
     const YAML::Node& value = entry.second;
@@ -385,6 +385,7 @@ void ApplyEngineConfig(Parser& p, const YAML::Node& node, schema::EngineConfig::
     if (key == "metrics_persona") c.setMetricsPersona(p.Text(value, key));
     if (key == "base_url") c.setBaseUrl(p.Text(value, key));
     if (key == "api_key_env") c.setApiKeyEnv(p.Text(value, key));
+    if (key == "api_key_file") c.setApiKeyFile(p.Text(value, key));
     if (key == "dist_port") {
       const uint32_t port = p.Uint(value, key, 1);
       if (port > 65000) {

@@ -141,6 +141,7 @@ struct EngineConfig {
   priceInputPerMTok @19 :Float64;   # price per million input (prompt) tokens
   priceOutputPerMTok @20 :Float64;  # price per million output tokens
   currency @21 :Text;
+  apiKeyFile @22 :Text;         # a file holding the key, when no apiKeyEnv (never the key itself)
 }
 
 struct RunSpec {

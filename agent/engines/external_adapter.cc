@@ -1,10 +1,12 @@
 // A managed OpenAI-compatible endpoint: nothing to start. The key is read from the environment
-// variable engine_config.api_key_env on the agent and only ever sent as a bearer token.
+// variable engine_config.api_key_env (or the file engine_config.api_key_file) on the agent and
+// only ever sent as a bearer token.
 #include <fmt/format.h>
 
 #include <cstdlib>
 
 #include "agent/engines/adapters.h"
+#include "common/api_key.h"
 
 namespace servesweep::agent {
 
@@ -24,14 +26,10 @@ EngineLaunch ExternalAdapter::Plan(const LaunchContext& context) const {
   launch.version = context.spec.getEngineVersion().size() > 0
                        ? context.spec.getEngineVersion().cStr()
                        : "n/a: managed endpoint";
-  if (config.getApiKeyEnv().size() > 0) {
-    const char* key = std::getenv(config.getApiKeyEnv().cStr());
-    if (key == nullptr || *key == '\0') {
-      launch.error = fmt::format("environment variable {} (engine_config.api_key_env) is not set",
-                                 config.getApiKeyEnv().cStr());
-      return launch;
-    }
-    launch.api_key = key;
+  if (Status s = ReadApiKey(config.getApiKeyEnv(), "engine_config.api_key_env",
+                            config.getApiKeyFile(), "engine_config.api_key_file", &launch.api_key);
+      !s.ok()) {
+    launch.error = s.message();
   }
   return launch;
 }

@@ -204,6 +204,37 @@ TEST(EngineArgv, AnAssignmentWithoutAddressesFailsTheDisaggregatedRunWithItsReas
       << actual;
 }
 
+TEST(EngineArgv, ExternalEndpointReadsItsKeyFromAFile) {
+  const std::string key_file = ::testing::TempDir() + "/servesweep-api-key";
+  std::ofstream(key_file) << "  sk-from-file-456 \n";
+  coordinator::LoadedMatrix m;
+  ASSERT_TRUE(coordinator::ExpandMatrix("x.yaml",
+                                        R"(name: x
+engine: external
+model: m
+engine_config: {base_url: "https://api.example.com", api_key_file: ")" +
+                                            key_file + R"("}
+workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
+)",
+                                        &m)
+                  .ok());
+  LaunchContext context;
+  context.spec = m.matrix().getRuns()[0];
+  EngineLaunch launch = MakeEngineAdapter("external")->Plan(context);
+  EXPECT_TRUE(launch.error.empty()) << launch.error;
+  EXPECT_EQ(launch.api_key, "sk-from-file-456");
+  EXPECT_EQ(DescribeLaunch(launch).find("sk-from-file"), std::string::npos);
+  std::ofstream(key_file) << "\n";
+  launch = MakeEngineAdapter("external")->Plan(context);
+  EXPECT_EQ(launch.error, key_file +
+                              " (engine_config.api_key_file): expected the key on its first line, "
+                              "found a blank line");
+  std::remove(key_file.c_str());
+  launch = MakeEngineAdapter("external")->Plan(context);
+  EXPECT_NE(launch.error.find("expected a readable file holding the key"), std::string::npos);
+  EXPECT_EQ(launch.api_key, "");
+}
+
 TEST(EngineArgv, ExternalEndpointReadsItsKeyAndNeverPutsItInTheLaunch) {
   coordinator::LoadedMatrix m;
   ASSERT_TRUE(coordinator::ExpandMatrix("x.yaml", R"(name: x
