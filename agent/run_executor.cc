@@ -225,7 +225,11 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   // Readiness: /health answers 200 (where the engine has one), the model is listed, and one real
   // request is answered; cold start ends there.
   SetPhase("starting");
-  const double ready_timeout_s = std::min(kReadyTimeoutCapS, spec.getTimeoutS());
+  // A second inside the run's own timeout, so an engine that never gets ready fails with that
+  // reason rather than racing the agent's run watchdog.
+  const double run_timeout_s = spec.getTimeoutS();
+  const double ready_timeout_s =
+      std::min(kReadyTimeoutCapS, run_timeout_s > 2 ? run_timeout_s - 1 : run_timeout_s);
   double cold_start_ms = std::numeric_limits<double>::quiet_NaN();
   while (!launch.health_path.empty()) {
     if (cancelled())
