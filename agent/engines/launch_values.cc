@@ -14,7 +14,10 @@ uint16_t DistPort(schema::RunSpec::Reader spec) {
   if (spec.getEngineConfig().getDistPort() != 0) return spec.getEngineConfig().getDistPort();
   // 20000..39899 in steps of 100: each run's ports (rendezvous, instances, side channels) lie in
   // [port, port + 100).
-  const uint64_t hash = std::stoull(StableHashHex(spec.getRunId().cStr()), nullptr, 16);
+  // Keyed by sweep and run index, not the run id: the id also hashes every condition, so any
+  // new schema field would move every port.
+  const uint64_t hash =
+      StableHash64(fmt::format("{}/{}", spec.getSweepName().cStr(), spec.getIndex()));
   return static_cast<uint16_t>(20000 + (hash % 199) * 100);
 }
 
@@ -120,6 +123,16 @@ std::string AddressOf(const LaunchContext& context, uint32_t rank) {
   if (rank == 0 && !context.head_address.empty()) return context.head_address;
   if (rank < context.peer_addresses.size()) return context.peer_addresses[rank];
   return "";
+}
+
+bool BeginLaunch(const char* engine, const LaunchContext& context, FlagTable* table,
+                 EngineLaunch* launch) {
+  if (Status s = FindFlagTable(engine, context.spec.getEngineVersion().cStr(), table); !s.ok()) {
+    launch->error = s.message();
+    return false;
+  }
+  FinishLaunch(*table, context, launch);
+  return true;
 }
 
 void FinishLaunch(const FlagTable& table, const LaunchContext& context, EngineLaunch* launch) {

@@ -21,8 +21,9 @@ namespace servesweep::agent {
 // spec_method_upper, spec_model, spec_num_tokens, kv_transfer. Unset settings have no value.
 Values RunValues(const LaunchContext& context);
 
-// The rendezvous port of a run: engine_config.dist_port, else derived from the run id (the same
-// on every agent of the placement, so workers find the head without another message).
+// The rendezvous port of a run: engine_config.dist_port, else derived from the sweep name and run
+// index (the same on every agent of the placement, so workers find the head without another
+// message).
 uint16_t DistPort(schema::RunSpec::Reader spec);
 
 class ArgvBuilder {
@@ -79,5 +80,10 @@ uint32_t GpusPerNode(const LaunchContext& context);
 
 // Common epilogue: the head's URL, persona, version command and the model file to fingerprint.
 void FinishLaunch(const FlagTable& table, const LaunchContext& context, EngineLaunch* launch);
+
+// The common start of an adapter's Plan(): `engine`'s flag table for the spec's version into
+// *table, then FinishLaunch(). False (the reason in launch->error) when no table fits.
+bool BeginLaunch(const char* engine, const LaunchContext& context, FlagTable* table,
+                 EngineLaunch* launch);
 
 }  // namespace servesweep::agent

@@ -11,11 +11,7 @@ EngineLaunch LlamacppAdapter::Plan(const LaunchContext& context) const {
   EngineLaunch launch;
   FlagTable table;
   const auto spec = context.spec;
-  if (Status s = FindFlagTable("llamacpp", spec.getEngineVersion().cStr(), &table); !s.ok()) {
-    launch.error = s.message();
-    return launch;
-  }
-  FinishLaunch(table, context, &launch);
+  if (!BeginLaunch("llamacpp", context, &table, &launch)) return launch;
   const auto layout = spec.getLayout();
   if (context.group_size > 1 || layout.getPrefillInstances() > 0 || layout.getTp() > 1 ||
       layout.getPp() > 1 || layout.getDp() > 1) {

@@ -50,11 +50,7 @@ EngineLaunch SglangAdapter::Plan(const LaunchContext& context) const {
   EngineLaunch launch;
   FlagTable table;
   const auto spec = context.spec;
-  if (Status s = FindFlagTable("sglang", spec.getEngineVersion().cStr(), &table); !s.ok()) {
-    launch.error = s.message();
-    return launch;
-  }
-  FinishLaunch(table, context, &launch);
+  if (!BeginLaunch("sglang", context, &table, &launch)) return launch;
   const auto layout = spec.getLayout();
   const uint32_t nodes = context.group_size;
   const bool head = context.role == schema::Role::HEAD;

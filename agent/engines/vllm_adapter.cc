@@ -49,11 +49,7 @@ EngineLaunch VllmAdapter::Plan(const LaunchContext& context) const {
   EngineLaunch launch;
   FlagTable table;
   const auto spec = context.spec;
-  if (Status s = FindFlagTable("vllm", spec.getEngineVersion().cStr(), &table); !s.ok()) {
-    launch.error = s.message();
-    return launch;
-  }
-  FinishLaunch(table, context, &launch);
+  if (!BeginLaunch("vllm", context, &table, &launch)) return launch;
   const auto layout = spec.getLayout();
   const uint32_t tp = layout.getTp(), pp = layout.getPp(), dp = layout.getDp();
   const uint32_t nodes = context.group_size;

@@ -2,6 +2,7 @@
 // table of layouts on one node, several nodes and disaggregated, per role and rank. The expected
 // text is tests/golden/engine_argv.txt; SERVESWEEP_UPDATE_GOLDEN=1 rewrites it (then review the
 // diff against the engines' own argument parsers named in agent/engines/flags/).
+#include <capnp/message.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include "agent/engines/engine_adapter.h"
 #include "agent/engines/flag_table.h"
 #include "agent/engines/launch_plan.h"
+#include "agent/engines/launch_values.h"
 #include "agent/run_executor.h"
 #include "coordinator/matrix_loader.h"
 #include "coordinator/placement.h"
@@ -202,6 +204,32 @@ TEST(EngineArgv, AnAssignmentWithoutAddressesFailsTheDisaggregatedRunWithItsReas
   const std::string actual = RenderTwoAgentPd({"192.168.7.21", "192.168.7.22"}, true);
   EXPECT_NE(actual.find("the router needs the address of agent rank 1"), std::string::npos)
       << actual;
+}
+
+TEST(EngineArgv, RendezvousPortDependsOnSweepAndIndexOnly) {
+  capnp::MallocMessageBuilder a_message, b_message;
+  auto a = a_message.initRoot<schema::RunSpec>();
+  auto b = b_message.initRoot<schema::RunSpec>();
+  a.setSweepName("s");
+  b.setSweepName("s");
+  a.setIndex(3);
+  b.setIndex(3);
+  a.setRunId("s-0003-aaaaaaaa");
+  b.setRunId("s-0003-bbbbbbbb");  // other conditions, other run id: same port
+  b.setModel("another-model");
+  EXPECT_EQ(DistPort(a.asReader()), DistPort(b.asReader()));
+  const uint16_t port = DistPort(a.asReader());
+  EXPECT_GE(port, 20000);
+  EXPECT_LT(port, 39900);
+  EXPECT_EQ(port % 100, 0);
+  bool differs = false;  // other indices land elsewhere (199 slots; a few tries suffice)
+  for (uint32_t i = 4; i < 8 && !differs; ++i) {
+    b.setIndex(i);
+    differs = DistPort(b.asReader()) != port;
+  }
+  EXPECT_TRUE(differs);
+  a.getEngineConfig().setDistPort(25000);
+  EXPECT_EQ(DistPort(a.asReader()), 25000);
 }
 
 TEST(EngineArgv, ExternalEndpointReadsItsKeyFromAFile) {
