@@ -79,9 +79,15 @@ int PrintPlan(coordinator::LoadedMatrix& loaded, const std::string& hardware, bo
     fmt::print("{:<28} {:<8} {:>5} {:>9} {:>9} {:>7} {:>9} {:>8}  {}\n", "run", "engine", "GPUs",
                "requests", "in/out", "conc.", "est. s", "GPU-h", "label");
   }
+  // Repeats of a configuration simulate identically (same seed): each is estimated once, at
+  // repeat 0, which the matrix places `repeat` runs earlier.
+  std::vector<Estimate> estimates;
   for (auto spec : runs) {
     const auto w = spec.getWorkload();
-    const Estimate e = EstimateRun(spec, hardware, loaded);
+    estimates.push_back(spec.getRepeat() > 0 && spec.getIndex() >= spec.getRepeat()
+                            ? estimates[spec.getIndex() - spec.getRepeat()]
+                            : EstimateRun(spec, hardware, loaded));
+    const Estimate& e = estimates.back();
     total_hours += e.gpu_hours;
     estimated += e.known;
     problems += e.problems.size();

@@ -189,6 +189,18 @@ TEST(Examples, ShippedMatricesPlanWithCommandsAndSimulate) {
             std::string::npos);
   EXPECT_NE(commands.find("python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B"),
             std::string::npos);
+  // Repeats are estimated once (they simulate identically) and carry that estimate.
+  std::string plan_json;
+  ASSERT_EQ(RunServesweep("plan " SERVESWEEP_SOURCE_DIR "/examples/vllm-vs-sglang.yaml --json",
+                          &plan_json),
+            0);
+  const auto plan = nlohmann::json::parse(plan_json)["runs"];
+  ASSERT_EQ(plan.size(), 24u);  // 2 engines x 4 concurrencies x 3 repeats
+  for (size_t i = 0; i < plan.size(); ++i) {
+    ASSERT_TRUE(plan[i]["gpu_hours"].is_number()) << plan[i].dump();
+    EXPECT_GT(plan[i]["gpu_hours"].get<double>(), 0);
+    EXPECT_EQ(plan[i]["gpu_hours"], plan[i - i % 3]["gpu_hours"]) << i;
+  }
   // vLLM against SGLang: matched at every load point, one varied axis (the engine and its
   // version go together), no warning.
   const std::string report = ReadTextFile(h.Path("vllm-vs-sglang") + "/report.md");
