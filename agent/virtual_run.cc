@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <unordered_set>
 
 #include "agent/loadgen/arrival_schedule.h"
