@@ -15,6 +15,9 @@ void MetricsScraper::Start(std::string metrics_url, std::string engine, int inte
   engine_ = std::move(engine);
   origin_ns_ = origin_ns;
   stopping_ = false;
+  // The first scrape before Start returns, so before the load: counters are reduced as
+  // last - first, and a request admitted before an asynchronous first scrape would be lost.
+  ScrapeOnce();
   thread_ = std::thread([this, interval_ms] { Loop(interval_ms); });
 }
 
@@ -31,11 +34,11 @@ void MetricsScraper::Stop() {
 
 void MetricsScraper::Loop(int interval_ms) {
   std::unique_lock<std::mutex> lock(mutex_);
-  while (!stopping_) {
+  while (
+      !wake_.wait_for(lock, std::chrono::milliseconds(interval_ms), [this] { return stopping_; })) {
     lock.unlock();
     ScrapeOnce();
     lock.lock();
-    wake_.wait_for(lock, std::chrono::milliseconds(interval_ms), [this] { return stopping_; });
   }
 }
 

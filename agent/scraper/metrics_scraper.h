@@ -22,6 +22,8 @@ struct ScrapedSample {
 class MetricsScraper {
  public:
   ~MetricsScraper();
+  // Takes a first scrape before returning (the baseline of the counters), then one every
+  // interval_ms on its own thread.
   void Start(std::string metrics_url, std::string engine, int interval_ms, int64_t origin_ns);
   // Takes one last scrape, then stops the thread.
   void Stop();
