@@ -132,12 +132,14 @@ void Agent::SendHeartbeat() {
 }
 
 void Agent::SendProgress() {
-  if (!executor_ || executor_->Finished() || executor_->role() != schema::Role::HEAD) return;
+  if (!executor_ || executor_->Finished()) return;
+  progress_phase_sent_ = executor_->phase();
+  if (executor_->role() != schema::Role::HEAD) return;  // the head reports for the run
   capnp::MallocMessageBuilder message;
   auto progress = NewEnvelope(message).initProgress();
   progress.setRunId(executor_->run_id());
   progress.setAttempt(executor_->attempt());
-  progress.setPhase(executor_->phase());
+  progress.setPhase(progress_phase_sent_);
   progress.setCompletedRequests(executor_->completed_requests());
   progress.setTotalRequests(executor_->total_requests());
   Send(message);
@@ -371,7 +373,9 @@ Status Agent::Run() {
       heard_since_connect ? SendHeartbeat() : SendHello();
       next_heartbeat_ns = now_ns + interval_ns;
     }
-    if (now_ns >= next_progress_ns) {
+    // Every second, and at once when the run enters a new phase (the coordinator shows it).
+    if (now_ns >= next_progress_ns ||
+        (executor_ && !executor_->Finished() && executor_->phase() != progress_phase_sent_)) {
       SendProgress();
       next_progress_ns = now_ns + kProgressEveryNs;
     }

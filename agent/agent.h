@@ -91,6 +91,7 @@ class Agent {
   std::unique_ptr<capnp::MallocMessageBuilder> inventory_message_;  // taken at the first hello
   std::string gpu_model_;
   std::string interconnect_;
+  std::string progress_phase_sent_;  // the phase of the last progress report
   std::atomic<bool> stop_{false};
 };
 

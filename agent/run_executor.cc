@@ -272,6 +272,8 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   settings.api_key = launch.api_key;
   settings.reuse_connections = launch.reuse_connections;
   if (settings.warmup_requests > 0) {
+    completed_.store(0);
+    total_.store(settings.warmup_requests);
     SetPhase("warmup");
     loadgen::LoadSettings warmup = settings;
     warmup.num_requests = settings.warmup_requests;
@@ -279,7 +281,8 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
     warmup.plan.clear();  // warm-up uses the mean lengths, closed loop
     if (warmup.concurrency == 0) warmup.concurrency = warmup.num_requests;
     warmup.seed = settings.seed ^ 0x5eed5eed5eed5eedULL;  // prompts unlike the measured ones
-    const loadgen::BenchSummary warmup_summary = loadgen::Summarize(loadgen::RunLoad(warmup));
+    const loadgen::BenchSummary warmup_summary = loadgen::Summarize(loadgen::RunLoad(
+        warmup, [this](const loadgen::Progress& p) { completed_.store(p.completed); }));
     if (warmup_summary.completed == 0) {
       return engine_failure(fmt::format("all {} warm-up requests failed", warmup.num_requests));
     }
@@ -288,6 +291,9 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   if (cancelled()) return engine_failure("cancelled during warm-up: " + cancel_reason());
 
   // The measured phase, with /metrics scraped alongside.
+  // Counts before the phase: a report between the two reads the old phase, never warm-up
+  // counts under "measuring".
+  completed_.store(0);
   total_.store(settings.num_requests);
   SetPhase("measuring");
   MetricsScraper scraper;

@@ -59,6 +59,7 @@ class RunExecutor {
   uint32_t group_size() const { return group_size_; }
   double timeout_s() const { return timeout_s_; }
   int64_t started_ns() const { return started_ns_; }
+  // Requests done and planned in the current phase: warm-up, then the measured requests.
   uint32_t completed_requests() const { return completed_.load(); }
   uint32_t total_requests() const { return total_.load(); }
   std::string phase() const;

@@ -13,10 +13,11 @@ namespace servesweep::cli {
 void AddCoordinatorCommand(CLI::App& app, int* exit_code) {
   auto settings = std::make_shared<coordinator::CoordinatorSettings>();
   auto matrix_path = std::make_shared<std::string>();
+  auto driver = std::make_shared<DriverOptions>();
   auto* cmd = app.add_subcommand("coordinator", "Serve a sweep to agents that connect to it");
   cmd->add_option("matrix", *matrix_path, "Experiment matrix (YAML)")->required();
   cmd->add_option("--bind", settings->bind, "ZeroMQ endpoint to listen on")->capture_default_str();
-  AddCoordinatorOptions(*cmd, *settings);
+  AddCoordinatorOptions(*cmd, *settings, *driver);
   auto secret_key = std::make_shared<std::string>();
   auto allowed_keys = std::make_shared<std::string>();
   cmd->add_option("--secret-key", *secret_key,
@@ -25,7 +26,7 @@ void AddCoordinatorCommand(CLI::App& app, int* exit_code) {
                   "File of agent public keys to admit, one per line (cat agent*.pub)");
   cmd->add_flag("--insecure", settings->insecure,
                 "Plain TCP: agents unauthenticated, traffic unencrypted (not recommended)");
-  cmd->callback([settings, matrix_path, secret_key, allowed_keys, exit_code] {
+  cmd->callback([settings, driver, matrix_path, secret_key, allowed_keys, exit_code] {
     if (!secret_key->empty() || !allowed_keys->empty()) {
       CurveKeypair keypair;
       Status s = secret_key->empty()
@@ -54,7 +55,7 @@ void AddCoordinatorCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitError;
       return;
     }
-    *exit_code = DriveSweep(*settings, matrix, {});
+    *exit_code = DriveSweep(*settings, *driver, matrix, {});
   });
 }
 

@@ -20,6 +20,7 @@ namespace {
 
 struct RunOptions {
   coordinator::CoordinatorSettings settings;
+  DriverOptions driver;
   std::string matrix_path;
   uint32_t agents = 0;          // 0 = the matrix's `local.agents`
   uint32_t gpus_per_agent = 0;  // 0 = the matrix's `local.gpus_per_agent`
@@ -31,7 +32,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   auto o = std::make_shared<RunOptions>();
   auto* cmd = app.add_subcommand("run", "Run a sweep here: coordinator, local agents, engines");
   cmd->add_option("matrix", o->matrix_path, "Experiment matrix (YAML)")->required();
-  AddCoordinatorOptions(*cmd, o->settings);
+  AddCoordinatorOptions(*cmd, o->settings, o->driver);
   cmd->add_option("--agents", o->agents,
                   "Local agents to start (default: the matrix's local.agents)");
   cmd->add_option("--gpus-per-agent", o->gpus_per_agent,
@@ -118,7 +119,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                    agents, gpus, o->settings.out_dir);
       return true;
     };
-    *exit_code = DriveSweep(o->settings, matrix, start_agents);
+    *exit_code = DriveSweep(o->settings, o->driver, matrix, start_agents);
     // Agents leave on the coordinator's bye; any that did not are stopped.
     for (auto& child : children) {
       if (!child.Wait(std::chrono::seconds(5))) child.Stop(std::chrono::seconds(2));

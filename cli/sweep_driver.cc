@@ -2,14 +2,20 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
 
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
+#include "common/clock.h"
+#include "coordinator/progress_display.h"
 #include "coordinator/report.h"
 
 namespace servesweep::cli {
 
-void AddCoordinatorOptions(CLI::App& cmd, coordinator::CoordinatorSettings& settings) {
+void AddCoordinatorOptions(CLI::App& cmd, coordinator::CoordinatorSettings& settings,
+                           DriverOptions& options) {
   cmd.add_option("--out", settings.out_dir, "Output folder: results.db, summary.csv, report.md")
       ->required();
   cmd.add_flag("--resume", settings.resume, "Finish the sweep already in --out");
@@ -23,10 +29,31 @@ void AddCoordinatorOptions(CLI::App& cmd, coordinator::CoordinatorSettings& sett
                  "Largest message accepted from an agent; larger ones are dropped")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd.add_option("--progress", options.progress,
+                 "Runs' progress on stdout: auto (a live line per run on a terminal, plain lines "
+                 "otherwise), live, plain or off")
+      ->capture_default_str();
 }
 
-int DriveSweep(coordinator::CoordinatorSettings settings, coordinator::LoadedMatrix& matrix,
+int DriveSweep(coordinator::CoordinatorSettings settings, const DriverOptions& options,
+               coordinator::LoadedMatrix& matrix,
                const std::function<bool(const std::string& endpoint)>& after_bind) {
+  coordinator::ProgressMode mode = coordinator::ProgressMode::kOff;
+  if (Status s =
+          coordinator::ParseProgressMode(options.progress, ::isatty(STDOUT_FILENO) == 1, &mode);
+      !s.ok()) {
+    spdlog::error("{}", s.message());
+    return kExitError;
+  }
+  coordinator::ProgressDisplay progress(
+      mode,
+      [](std::string_view text) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+      },
+      [] { return coordinator::TerminalColumns(STDOUT_FILENO); });
+  coordinator::LogLinesAroundProgress log_lines(progress, mode);
+  settings.progress = &progress;
   zmq::context_t context(1);
   coordinator::Coordinator coord(settings, context);
   if (Status s = coord.Prepare(matrix); !s.ok()) {
@@ -43,6 +70,7 @@ int DriveSweep(coordinator::CoordinatorSettings settings, coordinator::LoadedMat
     spdlog::error("coordinator: {}", s.message());
     return kExitError;
   }
+  progress.Finish();
   const auto totals = coord.Totals();
   coordinator::ReportPaths paths;
   if (Status s = coordinator::WriteReports(coord.store(), settings.out_dir, &paths); !s.ok()) {

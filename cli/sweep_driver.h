@@ -14,11 +14,19 @@
 
 namespace servesweep::cli {
 
-// Returns the process exit code (commands.h).
-int DriveSweep(coordinator::CoordinatorSettings settings, coordinator::LoadedMatrix& matrix,
+// How the driver shows the sweep, beside the coordinator's own settings.
+struct DriverOptions {
+  std::string progress = "auto";  // --progress: auto, live, plain, off (progress_display.h)
+};
+
+// Returns the process exit code (commands.h). Runs' progress goes to stdout: live lines when it
+// is a terminal (and `--progress auto`), plain lines otherwise.
+int DriveSweep(coordinator::CoordinatorSettings settings, const DriverOptions& options,
+               coordinator::LoadedMatrix& matrix,
                const std::function<bool(const std::string& endpoint)>& after_bind);
 
 // Adds the options every coordinator-owning command shares.
-void AddCoordinatorOptions(CLI::App& cmd, coordinator::CoordinatorSettings& settings);
+void AddCoordinatorOptions(CLI::App& cmd, coordinator::CoordinatorSettings& settings,
+                           DriverOptions& options);
 
 }  // namespace servesweep::cli

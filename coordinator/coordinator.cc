@@ -13,6 +13,7 @@
 #include "common/envelope_codec.h"
 #include "common/net.h"
 #include "coordinator/placement.h"
+#include "coordinator/progress_display.h"
 
 namespace servesweep::coordinator {
 namespace {
@@ -228,6 +229,7 @@ Status Coordinator::Run() {
     }
     if (probes_enabled_) RequestProbes();
     Dispatch(now_ns);
+    if (settings_.progress) settings_.progress->Tick(now_ns);
     if (AllFinished()) {
       SayBye();
       return Status::Ok();
@@ -269,6 +271,13 @@ void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t&
         spdlog::debug("{}: {} {}/{} ({})", identity, progress.getRunId().cStr(),
                       progress.getCompletedRequests(), progress.getTotalRequests(),
                       progress.getPhase().cStr());
+        const RunSlot* run = FindRun(progress.getRunId());
+        if (settings_.progress && run && run->state == RunState::kRunning &&
+            !run->placement.empty() && run->placement.front() == identity) {
+          settings_.progress->RunReported(
+              run->run_id, progress.getAttempt(), progress.getPhase().cStr(),
+              progress.getCompletedRequests(), progress.getTotalRequests(), now_ns);
+        }
         break;
       }
       case schema::Envelope::RESULT: {
@@ -438,6 +447,10 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
       --run->attempts;
       run->state = RunState::kPending;
       ReleasePlacement(*run, "assignment refused by " + identity, identity);
+      if (settings_.progress) {
+        settings_.progress->RunEnded(run_id, "refused by " + identity + ", re-queued",
+                                     SteadyNowNs());
+      }
     }
     if (agent) agent->draining_run_id = "(refused " + run_id + ")";
     spdlog::warn("agent {} refused run {}: {}", identity, run_id, error);
@@ -465,6 +478,9 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
                      identity);
     spdlog::info("run {} [{}] done by {} (attempt {})", run_id, run->label, identity,
                  result.getAttempt());
+    if (settings_.progress) {
+      settings_.progress->RunEnded(run_id, "done", SteadyNowNs(), result.getRequests().size());
+    }
     ack(false, "");
     return;
   }
@@ -489,6 +505,7 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
     ReleasePlacement(*run, "run failed", identity);
     spdlog::warn("run {} [{}] failed after {} attempt(s): {}", run_id, run->label, run->attempts,
                  error);
+    if (settings_.progress) settings_.progress->RunEnded(run_id, "failed", SteadyNowNs());
   }
   agent_done();
   ack(false, "");
@@ -501,6 +518,10 @@ void Coordinator::EndAttempt(RunSlot& run, const std::string& outcome, const std
   }
   run.state = final ? RunState::kFailed : RunState::kPending;
   ReleasePlacement(run, "attempt ended: " + error, "");
+  if (settings_.progress) {
+    settings_.progress->RunEnded(run.run_id, final ? "failed" : outcome + ", re-queued",
+                                 SteadyNowNs());
+  }
   if (final) {
     spdlog::warn("run {} [{}] failed after {} attempt(s): {}", run.run_id, run.label, run.attempts,
                  error);
@@ -582,6 +603,15 @@ void Coordinator::Dispatch(int64_t now_ns) {
     std::erase_if(idle, [](const AgentEntry* agent) { return !agent->busy_run_id.empty(); });
     spdlog::info("run {} [{}] attempt {} -> {}", run.run_id, run.label, run.attempts,
                  JoinIds(run.placement));
+    if (settings_.progress) {
+      RunProgressView view;
+      view.position = run.index + 1;
+      view.runs = static_cast<uint32_t>(runs_.size());
+      view.label = run.label;
+      view.attempt = run.attempts;
+      view.total = spec.getWorkload().getNumRequests();
+      settings_.progress->RunAssigned(run.run_id, std::move(view), now_ns);
+    }
     std::vector<std::string> unreachable;
     for (uint32_t rank = 0; rank < run.placement.size(); ++rank) {
       capnp::MallocMessageBuilder message;

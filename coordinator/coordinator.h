@@ -27,6 +27,8 @@
 
 namespace servesweep::coordinator {
 
+class ProgressDisplay;
+
 struct CoordinatorSettings {
   std::string bind = "tcp://127.0.0.1:5555";  // "tcp://127.0.0.1:*" picks a free port
   std::string out_dir;
@@ -40,6 +42,9 @@ struct CoordinatorSettings {
   std::string curve_secret_z85;
   std::vector<std::string> allowed_agent_keys_z85;
   bool insecure = false;
+  // Where runs' progress is shown (not owned; may be null): assignments, the agents' progress
+  // reports and the ends of attempts.
+  ProgressDisplay* progress = nullptr;
 };
 
 struct SweepTotals {
