@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   servesweep::cli::AddSimCommand(app, &exit_code);
   servesweep::cli::AddReportCommand(app, &exit_code);
   servesweep::cli::AddCompareCommand(app, &exit_code);
+  servesweep::cli::AddBaselineCommand(app, &exit_code);
   servesweep::cli::AddProbeCommand(app, &exit_code);
   servesweep::cli::AddSubmitCommand(app, &exit_code);
   servesweep::cli::AddKeygenCommand(app, &exit_code);

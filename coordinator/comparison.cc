@@ -98,14 +98,24 @@ std::string Verdict(const ComparedFigure& f) {
   if (f.a.median == f.b.median) return "same";
   const bool b_better = (f.b.median > f.a.median) == f.higher_is_better;
   const std::string direction = b_better ? "B better" : "B worse";
-  if (f.a.runs < 2 || f.b.runs < 2) return direction + ", noise unknown (<2 repeats)";
+  if (f.a.runs < 2 && f.b.runs < 2) return direction + ", noise unknown (<2 repeats)";
+  if (f.a.runs < 2 || f.b.runs < 2) {
+    // One run against repeats (a later sweep against a baseline): the repeats' range is the
+    // noise the single run is judged by.
+    const bool a_repeated = f.a.runs >= 2;
+    const Spread& range = a_repeated ? f.a : f.b;
+    const double single = a_repeated ? f.b.median : f.a.median;
+    if (single >= range.min && single <= range.max) return "within noise";
+    return direction +
+           (a_repeated ? ", outside A's range (B: 1 run)" : ", outside B's range (A: 1 run)");
+  }
   const bool overlap = !(f.a.max < f.b.min || f.b.max < f.a.min);
   return overlap ? "within noise" : direction;
 }
 
 // Fields that differ between two field lists (by name, in a's order, then b's extras).
-std::vector<std::string> Differences(const std::vector<Field>& a, const std::vector<Field>& b) {
-  std::vector<std::string> out;
+std::vector<FieldChange> Changes(const std::vector<Field>& a, const std::vector<Field>& b) {
+  std::vector<FieldChange> out;
   auto find = [](const std::vector<Field>& fields, const std::string& name) -> const Field* {
     for (const auto& f : fields) {
       if (f.name == name) return &f;
@@ -115,13 +125,22 @@ std::vector<std::string> Differences(const std::vector<Field>& a, const std::vec
   for (const auto& f : a) {
     const Field* other = find(b, f.name);
     const std::string value_b = other ? other->value : "(absent)";
-    if (value_b != f.value)
-      out.push_back(fmt::format("{}: '{}' vs '{}'", f.name, f.value, value_b));
+    if (value_b != f.value) out.push_back({f.name, f.value, value_b});
   }
   for (const auto& f : b) {
-    if (!find(a, f.name)) out.push_back(fmt::format("{}: '(absent)' vs '{}'", f.name, f.value));
+    if (!find(a, f.name)) out.push_back({f.name, "(absent)", f.value});
   }
   return out;
+}
+
+std::vector<std::string> Texts(const std::vector<FieldChange>& changes) {
+  std::vector<std::string> out;
+  for (const auto& c : changes) out.push_back(fmt::format("{}: '{}' vs '{}'", c.name, c.a, c.b));
+  return out;
+}
+
+std::vector<std::string> Differences(const std::vector<Field>& a, const std::vector<Field>& b) {
+  return Texts(Changes(a, b));
 }
 
 std::string AxisName(const std::string& difference) {
@@ -173,16 +192,17 @@ ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
   pair.load_point = a.first->load_point;
   pair.label_a = a.label;
   pair.label_b = b.label;
-  pair.mismatches = Differences(a.first->conditions, b.first->conditions);
+  pair.condition_changes = Changes(a.first->conditions, b.first->conditions);
   pair.varied = Differences(a.first->system, b.first->system);
   // A compared layout brings its own GPU count: that difference is the point, not a mismatch.
   const bool layout_varies =
       std::any_of(pair.varied.begin(), pair.varied.end(),
                   [](const std::string& v) { return v.rfind("layout.", 0) == 0; });
   if (layout_varies) {
-    std::erase_if(pair.mismatches,
-                  [](const std::string& m) { return m.rfind("gpus.count:", 0) == 0; });
+    std::erase_if(pair.condition_changes,
+                  [](const FieldChange& c) { return c.name == "gpus.count"; });
   }
+  pair.mismatches = Texts(pair.condition_changes);
   for (const auto& column : kFigures) {
     ComparedFigure f;
     f.column = column.column;

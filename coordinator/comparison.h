@@ -72,11 +72,18 @@ struct QualityGate {
   std::string text;  // "quality gate FAILED: accuracy 0.50 < baseline 0.96 - 0.02", or why not
 };
 
+// One field whose value differs between two runs.
+struct FieldChange {
+  std::string name;  // e.g. "workload.output_len"
+  std::string a, b;  // "(absent)" where a side lacks the field
+};
+
 struct ComparedPair {
   std::string load_point;
   std::string label_a, label_b;
-  std::vector<std::string> mismatches;  // "workload.input_len: 'fixed 128' vs 'fixed 256'"
-  std::vector<std::string> varied;      // "engine: 'sim' vs 'vllm'"
+  std::vector<std::string> mismatches;         // "workload.input_len: 'fixed 128' vs 'fixed 256'"
+  std::vector<FieldChange> condition_changes;  // the mismatches, field by field
+  std::vector<std::string> varied;             // "engine: 'sim' vs 'vllm'"
   std::vector<ComparedFigure> figures;
   QualityGate quality;
 };

@@ -76,6 +76,22 @@ TEST(Comparison, SingleRunsCannotTellNoise) {
   EXPECT_NE(RenderComparisonText(c, "a", "b").find("a repeatability check"), std::string::npos);
 }
 
+TEST(Comparison, OneRunIsJudgedByTheOtherSidesRepeatRange) {
+  // A: ttft 10, 12, 11 -> [10..12]. A single B run inside that range is within noise; outside
+  // it, the direction with the caveat.
+  const std::vector<ComparedRun> a = {MakeRun("c=1 repeat=0", "concurrency 1", "vllm", 10, 100),
+                                      MakeRun("c=1 repeat=1", "concurrency 1", "vllm", 12, 104),
+                                      MakeRun("c=1 repeat=2", "concurrency 1", "vllm", 11, 98)};
+  Comparison c;
+  ASSERT_TRUE(CompareRuns(a, {MakeRun("c=1", "concurrency 1", "vllm", 11.7, 110)}, &c).ok());
+  EXPECT_EQ(Figure(c.pairs[0], "ttft_median_ms").verdict, "within noise");
+  EXPECT_EQ(Figure(c.pairs[0], "request_throughput").verdict,
+            "B better, outside A's range (B: 1 run)");
+  ASSERT_TRUE(CompareRuns({MakeRun("c=1", "concurrency 1", "vllm", 9, 101)}, a, &c).ok());
+  EXPECT_EQ(Figure(c.pairs[0], "ttft_median_ms").verdict, "B worse, outside B's range (A: 1 run)");
+  EXPECT_EQ(Figure(c.pairs[0], "request_throughput").verdict, "within noise");
+}
+
 TEST(Comparison, DifferentConditionsAreListedAndUnmatched) {
   Comparison c;
   ASSERT_TRUE(
