@@ -13,6 +13,7 @@ namespace servesweep::coordinator {
 namespace {
 
 constexpr int64_t kLiveRedrawNs = 200'000'000;
+constexpr size_t kMaxLiveLines = 20;
 // Erase to the end of the line / of the screen (ECMA-48 EL and ED).
 constexpr std::string_view kEraseLine = "\x1b[K";
 constexpr std::string_view kEraseBelow = "\x1b[J";
@@ -113,6 +114,13 @@ void ProgressDisplay::DrawLiveLocked() {
   size_t lines = 0;
   for (const auto& run_id : order_) {
     if (lines > 0) text += "\n";
+    // Cursor-up cannot climb above the screen's top: beyond a screenful, one line counts the rest.
+    if (lines + 1 == kMaxLiveLines && order_.size() > kMaxLiveLines) {
+      text += fmt::format("... and {} more running", order_.size() - lines);
+      text += kEraseLine;
+      ++lines;
+      break;
+    }
     text += FormatProgressLine(running_.at(run_id).view, width);
     text += kEraseLine;
     ++lines;

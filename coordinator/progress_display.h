@@ -2,7 +2,8 @@
 // fed by the coordinator from its dispatches, the agents' progress reports and the results.
 //
 // Live mode (stdout is a terminal): the lines of the running runs are redrawn in place (carriage
-// return, cursor up, erase to end of line) a few times a second; a run that ends leaves one
+// return, cursor up, erase to end of line) a few times a second, at most 20 lines (the last
+// then counts the runs not shown: "... and 7 more running"); a run that ends leaves one
 // permanent line ("done in 3.2 s, 500/500 req" or why it failed) above them. Log lines written
 // to the same terminal go through LogLinesAroundProgress, which clears the live lines first and
 // redraws them after, so the two never garble each other.

@@ -186,6 +186,25 @@ TEST(ProgressDisplay, OtherOutputClearsAndRedrawsTheLiveLines) {
   EXPECT_NE(out.text.find("[0/0] b | assigned", 10), std::string::npos) << out.text;
 }
 
+TEST(ProgressDisplay, LiveLinesStopAtAScreenful) {
+  Captured out;
+  ProgressDisplay display(ProgressMode::kLive, out.Writer(), [] { return size_t{100}; });
+  for (int i = 1; i <= 26; ++i) {
+    RunProgressView view;
+    view.position = static_cast<uint32_t>(i);
+    view.runs = 26;
+    view.label = "r";
+    display.RunAssigned("r" + std::to_string(i), view, 0);
+  }
+  out.text.clear();
+  display.AroundOtherOutput([] {});
+  // 19 runs, then one line for the other 7; the cursor climbs 19 lines, never 25.
+  EXPECT_EQ(out.text.rfind("\r\x1b[19A\x1b[J", 0), 0u) << out.text;
+  EXPECT_NE(out.text.find("[19/26] r | assigned"), std::string::npos) << out.text;
+  EXPECT_EQ(out.text.find("[20/26] r"), std::string::npos) << out.text;
+  EXPECT_NE(out.text.find("... and 7 more running"), std::string::npos) << out.text;
+}
+
 TEST(ProgressDisplay, ModeParsing) {
   ProgressMode mode = ProgressMode::kOff;
   ASSERT_TRUE(ParseProgressMode("auto", true, &mode).ok());
