@@ -370,6 +370,7 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
     }
     spdlog::info("adopted run {} (attempt {}) still running on agent {}", busy, busy_run->attempts,
                  identity);
+    ShowAssigned(*busy_run, now_ns);
     return;
   }
   capnp::MallocMessageBuilder message;
@@ -603,15 +604,7 @@ void Coordinator::Dispatch(int64_t now_ns) {
     std::erase_if(idle, [](const AgentEntry* agent) { return !agent->busy_run_id.empty(); });
     spdlog::info("run {} [{}] attempt {} -> {}", run.run_id, run.label, run.attempts,
                  JoinIds(run.placement));
-    if (settings_.progress) {
-      RunProgressView view;
-      view.position = run.index + 1;
-      view.runs = static_cast<uint32_t>(runs_.size());
-      view.label = run.label;
-      view.attempt = run.attempts;
-      view.total = spec.getWorkload().getNumRequests();
-      settings_.progress->RunAssigned(run.run_id, std::move(view), now_ns);
-    }
+    ShowAssigned(run, now_ns);
     std::vector<std::string> unreachable;
     for (uint32_t rank = 0; rank < run.placement.size(); ++rank) {
       capnp::MallocMessageBuilder message;
@@ -635,6 +628,18 @@ void Coordinator::Dispatch(int64_t now_ns) {
         totals.pending, agents_.size(), excluded);
     waiting_since_ns_ = now_ns;
   }
+}
+
+void Coordinator::ShowAssigned(const RunSlot& run, int64_t now_ns) {
+  if (!settings_.progress) return;
+  capnp::FlatArrayMessageReader reader(run.spec_words);
+  RunProgressView view;
+  view.position = run.index + 1;
+  view.runs = static_cast<uint32_t>(runs_.size());
+  view.label = run.label;
+  view.attempt = run.attempts;
+  view.total = reader.getRoot<schema::RunSpec>().getWorkload().getNumRequests();
+  settings_.progress->RunAssigned(run.run_id, std::move(view), now_ns);
 }
 
 void Coordinator::SendHeartbeats() {

@@ -94,6 +94,8 @@ class Coordinator {
   void EndAttempt(RunSlot& run, const std::string& outcome, const std::string& error);
   void ReleasePlacement(RunSlot& run, const std::string& reason, const std::string& except_id);
   void Dispatch(int64_t now_ns);
+  // Tells the progress display (if any) that `run`'s current attempt is placed.
+  void ShowAssigned(const RunSlot& run, int64_t now_ns);
   void SendHeartbeats();
   bool Send(const std::string& identity, capnp::MallocMessageBuilder& message);
   RunSlot* FindRun(const std::string& run_id);
