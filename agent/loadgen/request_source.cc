@@ -127,9 +127,9 @@ class SessionSource : public RequestSource {
     if (open_ < max_open_ && next_session_ < s_.sessions) due = std::min(due, now_ns);
     return due;
   }
-  bool Exhausted(int64_t) const override {
-    return next_session_ >= s_.sessions && ready_.empty() && open_ == 0;
-  }
+  // Every turn of every session sent (the last ones may still be in flight, and the drain
+  // timeout applies to them).
+  bool Exhausted(int64_t) const override { return taken_ >= s_.sessions * s_.turns; }
   uint32_t ExpectedTotal() const override { return s_.sessions * s_.turns; }
   bool WantsAnswerText() const override { return true; }
 

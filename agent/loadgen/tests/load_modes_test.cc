@@ -364,6 +364,18 @@ TEST(Drain, RequestsStillInFlightAreCancelledAndCounted) {
   EXPECT_EQ(sum.completed, 0u);
 }
 
+TEST(Drain, AppliesToTheLastTurnsOfSessions) {
+  TestSseServer server;
+  LoadSettings s = Base(server, "hang");
+  s.sessions = 2;
+  s.turns = 1;
+  s.concurrency = 2;
+  s.drain_timeout_s = 0.2;
+  const LoadResult res = RunLoad(s);
+  ASSERT_EQ(res.requests.size(), 2u);
+  for (const RequestRecord& r : res.requests) EXPECT_TRUE(r.cancelled) << r.error;
+}
+
 TEST(ClientQueue, OpenLoopWithACapQueuesAndReportsIt) {
   TestSseServer server(5000);  // 4 tokens x 5 ms: ~20 ms per request
   LoadSettings s = Base(server, "ok");
