@@ -440,6 +440,9 @@ void Validate(const LoadSettings& s) {
       !std::isfinite(s.duration_s)) {
     throw std::invalid_argument("warmup_s and duration_s must be finite and >= 0");
   }
+  if (by_duration && std::isinf(s.request_rate_per_s)) {
+    throw std::invalid_argument("duration_s needs a finite request rate (inf sends without end)");
+  }
   if (s.warmup_s > 0 && !by_duration) {
     throw std::invalid_argument("warmup_s needs duration_s (a timed measurement window)");
   }

@@ -344,6 +344,16 @@ axes:
   EXPECT_GT(std::stoi(text("window", "completed")), 10);
   EXPECT_EQ(text("chat-sessions", "completed"), "6");
   EXPECT_EQ(text("chat-sessions", "arrival"), "sessions 3x2 turns, think 0.05 s");
+  // Per-request records carry the session and the turn.
+  const auto turns = h.Query(out,
+                             "SELECT session_id, turn, COUNT(*) FROM requests JOIN results USING "
+                             "(run_id) WHERE workload = 'chat-sessions' GROUP BY session_id, turn");
+  ASSERT_EQ(turns.rows.size(), 6u);
+  for (size_t i = 0; i < turns.rows.size(); ++i) {
+    EXPECT_EQ(turns.rows[i][0], std::to_string(i / 2));
+    EXPECT_EQ(turns.rows[i][1], std::to_string(i % 2));
+    EXPECT_EQ(turns.rows[i][2], "1");
+  }
   EXPECT_EQ(text("ramp", "completed"), "20");
   EXPECT_EQ(text("ramp", "arrival").rfind("constant ramp exponential 20->80/s over ", 0), 0u)
       << text("ramp", "arrival");

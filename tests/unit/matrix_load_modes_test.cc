@@ -92,10 +92,10 @@ TEST(MatrixLoadModes, SessionsSetTheRequestCount) {
   coordinator::LoadedMatrix bad;
   s = Expand(
       "{input_len: 8, output_len: 4, concurrency: 2, sessions: {count: 5, turns: 3, "
-      "think: 1}}",
+      "think_tim: 1}}",
       &bad);
   EXPECT_NE(s.message().find("m.yaml:4:"), std::string::npos) << s.message();
-  EXPECT_NE(s.message().find("unknown key 'think'"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("unknown key 'think_tim'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("did you mean 'think_time'"), std::string::npos) << s.message();
 }
 

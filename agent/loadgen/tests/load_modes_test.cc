@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <numeric>
 
@@ -435,6 +436,11 @@ TEST(Validation, RejectsInconsistentModes) {
   s.ramp_end_rate_per_s = 5;
   EXPECT_THROW(RunLoad(s), std::invalid_argument);
   s.ramp = RampKind::kNone;
+  s.duration_s = 1;
+  s.request_rate_per_s = std::numeric_limits<double>::infinity();
+  EXPECT_THROW(RunLoad(s), std::invalid_argument);  // would send without end
+  s.duration_s = 0;
+  s.request_rate_per_s = 0;
   s.sessions = 2;
   s.turns = 0;
   EXPECT_THROW(RunLoad(s), std::invalid_argument);
