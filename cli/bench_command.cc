@@ -246,6 +246,13 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       json["request_rate"] = o->load.request_rate_per_s > 0
                                  ? nlohmann::json(o->load.request_rate_per_s)
                                  : nlohmann::json("inf");
+      if (o->load.ramp != loadgen::RampKind::kNone) {
+        // vLLM's keys for a ramp (its rate then steps per request; ours follows r(t)).
+        json["request_rate"] = nullptr;
+        json["ramp_up_strategy"] = o->ramp;
+        json["ramp_up_start_rps"] = o->load.ramp_start_rate_per_s;
+        json["ramp_up_end_rps"] = o->load.ramp_end_rate_per_s;
+      }
       std::ofstream out(o->result_json);
       out << json.dump(2) << "\n";
       if (!out) {

@@ -127,6 +127,9 @@ TEST(LoadModesE2e, LinearRampSpeedsUpFromStartToEndRate) {
             0)
       << out;
   EXPECT_EQ(result.at("arrival"), "constant ramp linear 10->50/s over 2 s");
+  EXPECT_EQ(result.at("ramp_up_strategy"), "linear");
+  EXPECT_EQ(result.at("ramp_up_start_rps"), 10);
+  EXPECT_EQ(result.at("ramp_up_end_rps"), 50);
   const auto lines = sb.Log(60);
   ASSERT_EQ(lines.size(), 60u);
   const auto gaps = ArrivalGapsMs(lines);
