@@ -345,7 +345,7 @@ class Engine {
     r.cancelled = true;
     r.success = false;
     r.vllm_success = false;
-    r.error = fmt::format("cancelled: still in flight {} s after the last send (drain_timeout_s)",
+    r.error = fmt::format("cancelled: still in flight {} s after sending stopped (drain_timeout_s)",
                           drain_timeout_s);
     uint32_t tokens = 0;
     for (uint32_t n : r.chunk_tokens) tokens += n;
