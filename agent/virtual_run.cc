@@ -182,6 +182,14 @@ struct Simulation {
 
 Status Simulate(schema::RunSpec::Reader spec, const std::string& default_hardware,
                 Simulation* out) {
+  // The model replays a fixed list of requests: no timed window, no turns that wait on answers.
+  const auto w = spec.getWorkload();
+  if (w.getDurationS() > 0 || w.getSessions() > 0) {
+    return Status::Error(fmt::format(
+        "a virtual run cannot simulate {} (the performance model replays a fixed list of "
+        "requests); use num_requests",
+        w.getDurationS() > 0 ? "duration_s (a timed window)" : "sessions (multi-turn)"));
+  }
   const std::string hardware_name = spec.getSim().getHardware().size() > 0
                                         ? std::string(spec.getSim().getHardware())
                                         : default_hardware;
