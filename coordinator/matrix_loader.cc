@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -828,10 +829,18 @@ void ExpandCustomPrompts(Parser& p, const YAML::Node& where, const std::string& 
     return;
   }
   auto out = w.initCustomPrompts(static_cast<unsigned>(lines.size()));
+  uint64_t words = 0;
   for (size_t i = 0; i < lines.size(); ++i) {
     out[i].setPrompt(lines[i].prompt);
     out[i].setMessagesJson(lines[i].messages_json);
     out[i].setMaxTokens(lines[i].max_tokens);
+    std::istringstream text(lines[i].prompt + " " + lines[i].messages_json);
+    words += std::distance(std::istream_iterator<std::string>(text),
+                           std::istream_iterator<std::string>());
+  }
+  // Without input_len, warm-up prompts take the file's mean length in words (a rough size).
+  if (w.getInputLenTok() == 0) {
+    w.setInputLenTok(static_cast<uint32_t>(std::max<uint64_t>(1, words / lines.size())));
   }
 }
 

@@ -165,3 +165,21 @@ TEST(MatrixLoadModes, CustomPromptsAreReadWithTheirFileLine) {
 
 }  // namespace
 }  // namespace servesweep::agent
+
+namespace servesweep::agent {
+namespace {
+
+TEST(MatrixLoadModes, LoadModesExampleExpands) {
+  coordinator::LoadedMatrix m;
+  Status s = coordinator::LoadMatrixFile(SERVESWEEP_SOURCE_DIR "/examples/load-modes.yaml", &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const auto runs = m.matrix().getRuns();
+  ASSERT_EQ(runs.size(), 4u);
+  EXPECT_EQ(runs[0].getWorkload().getDurationS(), 20);
+  EXPECT_EQ(runs[1].getWorkload().getRamp(), "linear");
+  EXPECT_EQ(runs[2].getWorkload().getNumRequests(), 64u);
+  EXPECT_EQ(runs[3].getWorkload().getCustomPrompts().size(), 3u);
+}
+
+}  // namespace
+}  // namespace servesweep::agent
