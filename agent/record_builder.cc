@@ -7,6 +7,7 @@
 #include <map>
 
 #include "agent/gpu_telemetry.h"
+#include "agent/loadgen/request_source.h"
 #include "agent/scraper/engine_signals.h"
 #include "workload/length_distribution.h"
 #include "workload/task_set.h"
@@ -52,6 +53,24 @@ loadgen::LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::s
   settings.replay_arrivals = w.getReplayArrivals();
   settings.burstiness = w.getBurstiness();
   settings.token_id_prompts = w.getTokenIdPrompts();
+  settings.arrival = w.getArrival() == "constant" ? loadgen::ArrivalKind::kConstant
+                                                  : loadgen::ArrivalKind::kPoisson;
+  settings.ramp = w.getRamp() == "linear"        ? loadgen::RampKind::kLinear
+                  : w.getRamp() == "exponential" ? loadgen::RampKind::kExponential
+                                                 : loadgen::RampKind::kNone;
+  settings.ramp_start_rate_per_s = w.getRampStartRatePerS();
+  settings.ramp_end_rate_per_s = w.getRampEndRatePerS();
+  settings.warmup_s = w.getWarmupS();
+  settings.duration_s = w.getDurationS();
+  settings.drain_timeout_s = w.getDrainTimeoutS();
+  settings.sessions = w.getSessions();
+  settings.turns = w.getTurns();
+  settings.think_time_s = w.getThinkTimeS();
+  settings.think_time_exponential = w.getThinkTimeExponential();
+  for (auto prompt : w.getCustomPrompts()) {
+    settings.custom_prompts.push_back(
+        {prompt.getPrompt(), prompt.getMessagesJson(), prompt.getMaxTokens()});
+  }
   for (auto planned : w.getPlan()) {
     loadgen::PlannedRequest request{planned.getOffsetNs(),
                                     planned.getInputLenTok(),
@@ -106,12 +125,25 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
   record.setRequestRatePerS(w.getRequestRatePerS());
   const bool replayed =
       traced && w.getPlan().size() > 0 && w.getReplayArrivals() && w.getRequestRatePerS() == 0;
-  record.setArrival(replayed ? fmt::format("trace x{}", w.getTraceSpeedup())
-                    : w.getRequestRatePerS() > 0
-                        ? (w.getBurstiness() == 1
-                               ? std::string("poisson")
-                               : fmt::format("gamma(burstiness={})", w.getBurstiness()))
-                        : "closed-loop");
+  const loadgen::LoadSettings load = LoadSettingsFor(spec, "");
+  std::string arrival =
+      replayed ? fmt::format("trace x{}", w.getTraceSpeedup())
+      : w.getSessions() > 0
+          ? fmt::format("sessions {}x{} turns, think {} s{}", w.getSessions(), w.getTurns(),
+                        w.getThinkTimeS(), w.getThinkTimeExponential() ? " (exponential)" : "")
+      : w.getRequestRatePerS() > 0 || load.ramp != loadgen::RampKind::kNone
+          ? loadgen::DescribeArrivals(
+                loadgen::ArrivalKindFor(load), load.burstiness,
+                loadgen::RateProfileFor(load, load.duration_s > 0 ? 0 : load.num_requests))
+          : "closed-loop";
+  if (w.getDurationS() > 0) {
+    arrival += fmt::format(", warm-up {} s, window {} s", w.getWarmupS(), w.getDurationS());
+  }
+  if (w.getDrainTimeoutS() > 0)
+    arrival += fmt::format(", drain timeout {} s", w.getDrainTimeoutS());
+  if (w.getCustomPrompts().size() > 0)
+    arrival += fmt::format(", prompts {}", w.getPrompts().cStr());
+  record.setArrival(arrival);
   record.setWarm(w.getWarmupRequests() > 0);
   record.setWarmupRequests(w.getWarmupRequests());
   const std::string why = node.why_no_gpu_facts.empty() ? "not reported" : node.why_no_gpu_facts;
@@ -205,6 +237,12 @@ void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summ
                                        : std::numeric_limits<double>::quiet_NaN());
   record.setGoodput(summary.goodput);
   record.setColdStartMs(cold_start_ms);
+  record.setCancelled(summary.cancelled);
+  FillStats(summary.client_queue_ms, record.initClientQueueMs());
+  FillStats(summary.ttfb_ms, record.initTtfbMs());
+  record.setWindowS(summary.window_s);
+  record.setWindowOutputThroughput(summary.window_output_throughput);
+  record.setWindowTotalTokenThroughput(summary.window_total_token_throughput);
 
   std::map<std::string, std::vector<double>> series;
   for (const auto& sample : samples) series[sample.signal].push_back(sample.value);
@@ -236,6 +274,11 @@ void CopyRequestRecord(const loadgen::RequestRecord& in, schema::RequestRecord::
   for (size_t i = 0; i < in.chunk_times_ns.size(); ++i) times.set(i, in.chunk_times_ns[i]);
   auto tokens = out.initChunkTokens(static_cast<unsigned>(in.chunk_tokens.size()));
   for (size_t i = 0; i < in.chunk_tokens.size(); ++i) tokens.set(i, in.chunk_tokens[i]);
+  out.setFirstByteNs(in.first_byte_ns);
+  out.setCancelled(in.cancelled);
+  out.setSessionId(in.session_id);
+  out.setTurn(in.turn);
+  out.setDoneNs(in.done_ns);
 }
 
 }  // namespace servesweep::agent

@@ -279,6 +279,10 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
     warmup.num_requests = settings.warmup_requests;
     warmup.warmup_requests = 0;
     warmup.plan.clear();  // warm-up uses the mean lengths, closed loop
+    warmup.sessions = 0;  // single synthetic prompts, whatever the measured phase sends
+    warmup.custom_prompts.clear();
+    warmup.ramp = loadgen::RampKind::kNone;
+    warmup.drain_timeout_s = 0;
     if (warmup.concurrency == 0) warmup.concurrency = warmup.num_requests;
     warmup.seed = settings.seed ^ 0x5eed5eed5eed5eedULL;  // prompts unlike the measured ones
     const loadgen::BenchSummary warmup_summary = loadgen::Summarize(loadgen::RunLoad(

@@ -7,6 +7,7 @@
 
 #include "agent/loadgen/arrival_schedule.h"
 #include "agent/loadgen/bench_metrics.h"
+#include "agent/loadgen/request_source.h"
 #include "agent/record_builder.h"
 #include "common/clock.h"
 #include "perfmodel/simulate.h"
@@ -24,8 +25,21 @@ perfmodel::Workload WorkloadFor(schema::Workload::Reader w) {
   const auto plan = w.getPlan();
   const bool has_plan = plan.size() == n && n > 0;
   std::vector<int64_t> arrivals(n, 0);
-  if (w.getRequestRatePerS() > 0) {
-    arrivals = loadgen::GammaScheduleNs(n, w.getRequestRatePerS(), w.getBurstiness(), w.getSeed());
+  if (w.getRequestRatePerS() > 0 || w.getRamp().size() > 0) {
+    // The load generator's own schedule: constant gaps and ramps included.
+    loadgen::LoadSettings load;
+    load.num_requests = n;
+    load.request_rate_per_s = w.getRequestRatePerS();
+    load.burstiness = w.getBurstiness();
+    load.arrival = w.getArrival() == "constant" ? loadgen::ArrivalKind::kConstant
+                                                : loadgen::ArrivalKind::kPoisson;
+    load.ramp = w.getRamp() == "linear"        ? loadgen::RampKind::kLinear
+                : w.getRamp() == "exponential" ? loadgen::RampKind::kExponential
+                                               : loadgen::RampKind::kNone;
+    load.ramp_start_rate_per_s = w.getRampStartRatePerS();
+    load.ramp_end_rate_per_s = w.getRampEndRatePerS();
+    arrivals = loadgen::ScheduleNs(loadgen::ArrivalKindFor(load), load.burstiness,
+                                   loadgen::RateProfileFor(load, n), n, w.getSeed());
     out.max_in_flight = static_cast<int>(w.getConcurrency());
   } else if (has_plan && w.getReplayArrivals() && w.getTrace().size() > 0) {
     for (uint32_t i = 0; i < n; ++i) arrivals[i] = plan[i].getOffsetNs();
@@ -168,6 +182,14 @@ struct Simulation {
 
 Status Simulate(schema::RunSpec::Reader spec, const std::string& default_hardware,
                 Simulation* out) {
+  // The model replays a fixed list of requests: no timed window, no turns that wait on answers.
+  const auto w = spec.getWorkload();
+  if (w.getDurationS() > 0 || w.getSessions() > 0) {
+    return Status::Error(fmt::format(
+        "a virtual run cannot simulate {} (the performance model replays a fixed list of "
+        "requests); use num_requests",
+        w.getDurationS() > 0 ? "duration_s (a timed window)" : "sessions (multi-turn)"));
+  }
   const std::string hardware_name = spec.getSim().getHardware().size() > 0
                                         ? std::string(spec.getSim().getHardware())
                                         : default_hardware;

@@ -5,7 +5,9 @@
 // so `servesweep plan --simulate` writes the same results database and reports as a sweep.
 //
 // What a virtual run does not model: warm-up (the model has no JIT or cache state to warm;
-// warm-up requests are skipped), prompt text (lengths only), and client overheads.
+// warm-up requests are skipped), prompt text (lengths only), and client overheads. Duration
+// mode and multi-turn sessions are refused (a fixed list of requests is replayed); constant
+// gaps and ramps use the load generator's own schedule.
 //
 // Thread-safety: pure functions.
 #pragma once

@@ -7,11 +7,14 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "agent/loadgen/bench_metrics.h"
 #include "agent/loadgen/load_generator.h"
+#include "agent/loadgen/vllm_compat.h"
 #include "cli/commands.h"
 #include "common/api_key.h"
+#include "workload/custom_prompts.h"
 
 namespace servesweep::cli {
 namespace {
@@ -23,6 +26,11 @@ struct BenchOptions {
   std::string api_key_file;
   std::string result_json;
   loadgen::SloLimits slo;
+  std::string arrival = "poisson";
+  std::string ramp;
+  std::string think_time = "fixed";
+  std::string prompts;
+  std::string compat;
 };
 
 void PrintStats(const char* name, const loadgen::Stats& s) {
@@ -31,10 +39,11 @@ void PrintStats(const char* name, const loadgen::Stats& s) {
   fmt::print("{:<34}{:>12.2f}\n", fmt::format("P99 {} (ms):", name), s.p99);
 }
 
-void PrintSummary(const loadgen::BenchSummary& s) {
-  fmt::print("{:=^46}\n", " Serving Benchmark Result ");
+void PrintSummary(const loadgen::BenchSummary& s, const char* title, bool ours) {
+  fmt::print("{:=^46}\n", title);
   fmt::print("{:<34}{:>12}\n", "Successful requests:", s.completed);
   fmt::print("{:<34}{:>12}\n", "Failed requests:", s.failed);
+  if (ours) fmt::print("{:<34}{:>12}\n", "  of which cancelled (drain):", s.cancelled);
   fmt::print("{:<34}{:>12.2f}\n", "Benchmark duration (s):", s.duration_s);
   fmt::print("{:<34}{:>12}\n", "Total input tokens:", s.total_input_tokens);
   fmt::print("{:<34}{:>12}\n", "Total generated tokens:", s.total_output_tokens);
@@ -47,7 +56,33 @@ void PrintSummary(const loadgen::BenchSummary& s) {
   PrintStats("TPOT", s.tpot_ms);
   PrintStats("ITL", s.itl_ms);
   PrintStats("E2EL", s.e2el_ms);
+  if (ours) {
+    PrintStats("TTFB", s.ttfb_ms);
+    PrintStats("client queue", s.client_queue_ms);
+    fmt::print("{:<34}{:>12.2f}\n", "Window (s):", s.window_s);
+    fmt::print("{:<34}{:>12.2f}\n", "Window output tok/s:", s.window_output_throughput);
+    fmt::print("{:<34}{:>12.2f}\n", "Window total tok/s:", s.window_total_token_throughput);
+  }
   fmt::print("{:=^46}\n", "");
+}
+
+// Our own figures beyond vLLM's keys (docs/metrics.md).
+void AddServesweepKeys(const loadgen::BenchSummary& s, const loadgen::LoadResult& r,
+                       nlohmann::json& j) {
+  auto num = [](double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); };
+  j["cancelled"] = s.cancelled;
+  j["arrival"] = r.arrival;
+  j["window_s"] = num(s.window_s);
+  j["window_output_throughput"] = num(s.window_output_throughput);
+  j["window_total_token_throughput"] = num(s.window_total_token_throughput);
+  const std::pair<const char*, const loadgen::Stats*> stats[] = {
+      {"ttfb", &s.ttfb_ms}, {"client_queue", &s.client_queue_ms}};
+  for (const auto& [name, st] : stats) {
+    const std::string n(name);
+    j["mean_" + n + "_ms"] = num(st->mean);
+    j["median_" + n + "_ms"] = num(st->median);
+    j["p99_" + n + "_ms"] = num(st->p99);
+  }
 }
 
 }  // namespace
@@ -63,13 +98,54 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   auto* concurrency = cmd->add_option("--concurrency", o->load.concurrency,
                                       "Requests in flight (closed loop), or the cap with --rate");
   auto* rate = cmd->add_option("--rate", o->load.request_rate_per_s,
-                               "Poisson arrivals per second (open loop)");
+                               "Arrivals per second (open loop; --arrival sets the gaps)");
   concurrency->check(CLI::PositiveNumber);
   rate->check(CLI::PositiveNumber);
   cmd->add_option("--burstiness", o->load.burstiness,
                   "Open loop: gamma arrivals of this shape (1 = Poisson, < 1 burstier)")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--arrival", o->arrival,
+                  "Open-loop gaps: poisson (gamma with --burstiness != 1) or constant (exactly "
+                  "1/rate)")
+      ->check(CLI::IsMember({"poisson", "constant"}))
+      ->capture_default_str();
+  auto* ramp = cmd->add_option("--ramp", o->ramp,
+                               "Ramp the rate from --ramp-start-rate to --ramp-end-rate: linear "
+                               "or exponential (over the measured requests, or --duration-s)")
+                   ->check(CLI::IsMember({"linear", "exponential"}));
+  cmd->add_option("--ramp-start-rate", o->load.ramp_start_rate_per_s, "Ramp start, requests/s")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--ramp-end-rate", o->load.ramp_end_rate_per_s, "Ramp end, requests/s")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--warmup-s", o->load.warmup_s,
+                  "Duration mode: seconds of unmeasured load before the window")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--duration-s", o->load.duration_s,
+                  "Duration mode: the measurement window, seconds (replaces --num-requests)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--drain-timeout-s", o->load.drain_timeout_s,
+                  "Cancel requests still in flight this long after the last send (0 = wait)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  auto* sessions = cmd->add_option("--sessions", o->load.sessions,
+                                   "Multi-turn: conversations, at most --concurrency open")
+                       ->check(CLI::PositiveNumber);
+  cmd->add_option("--turns", o->load.turns, "Multi-turn: turns per session")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--think-time-s", o->load.think_time_s,
+                  "Multi-turn: seconds from a turn's end to the next turn's send")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--think-time", o->think_time, "Multi-turn: fixed or exponential (seeded)")
+      ->check(CLI::IsMember({"fixed", "exponential"}))
+      ->capture_default_str();
+  cmd->add_option("--prompts", o->prompts,
+                  "Custom prompts: jsonl:<file>, lines {\"prompt\": ...} or {\"messages\": "
+                  "[...]}, optional \"max_tokens\"");
+  cmd->add_option("--compat", o->compat,
+                  "Also compute every figure as `vllm bench serve` does (vllm); --result-json "
+                  "then holds that view")
+      ->check(CLI::IsMember({"vllm"}));
   cmd->add_flag("--token-id-prompts", o->load.token_id_prompts,
                 "Prompts as token-id arrays (completions API): exact input lengths on any engine");
   cmd->add_flag("--no-connection-reuse{false}", o->load.reuse_connections,
@@ -96,14 +172,41 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--slo-tpot-ms", o->slo.tpot_ms, "Goodput limit on TPOT");
   cmd->add_option("--slo-e2el-ms", o->slo.e2el_ms, "Goodput limit on E2E latency");
   cmd->add_option("--result-json", o->result_json, "Write vLLM-compatible result JSON here");
-  cmd->callback([o, exit_code, rate, concurrency] {
-    if (rate->count() == 0 && concurrency->count() == 0) {
+  cmd->callback([o, exit_code, rate, concurrency, ramp, sessions] {
+    const bool open_loop = rate->count() > 0 || ramp->count() > 0;
+    if (!open_loop && concurrency->count() == 0 && sessions->count() == 0) {
       spdlog::error(
-          "bench: expected --concurrency C (closed loop) or --rate R (open loop), found neither");
+          "bench: expected --concurrency C (closed loop), --rate R or --ramp (open loop), or "
+          "--sessions, found none");
       *exit_code = kExitError;
       return;
     }
-    if (rate->count() > 0 && concurrency->count() == 0) o->load.concurrency = 0;
+    if (open_loop && concurrency->count() == 0) o->load.concurrency = 0;
+    if (sessions->count() > 0 && concurrency->count() == 0) o->load.concurrency = 0;
+    o->load.arrival =
+        o->arrival == "constant" ? loadgen::ArrivalKind::kConstant : loadgen::ArrivalKind::kPoisson;
+    o->load.ramp = o->ramp == "linear"        ? loadgen::RampKind::kLinear
+                   : o->ramp == "exponential" ? loadgen::RampKind::kExponential
+                                              : loadgen::RampKind::kNone;
+    o->load.think_time_exponential = o->think_time == "exponential";
+    o->load.vllm_view = o->compat == "vllm";
+    if (!o->prompts.empty()) {
+      std::string path;
+      if (!workload::ParsePromptsSpec(o->prompts, &path)) {
+        spdlog::error("bench: expected --prompts jsonl:<file>, found '{}'", o->prompts);
+        *exit_code = kExitError;
+        return;
+      }
+      std::vector<workload::CustomPromptLine> lines;
+      if (Status s = workload::ReadCustomPrompts(path, &lines); !s.ok()) {
+        spdlog::error("bench: {}", s.message());
+        *exit_code = kExitError;
+        return;
+      }
+      for (auto& line : lines) {
+        o->load.custom_prompts.push_back({line.prompt, line.messages_json, line.max_tokens});
+      }
+    }
     o->load.api = o->api == "chat" ? loadgen::Api::kChatCompletions : loadgen::Api::kCompletions;
     if (Status s = ReadApiKey(o->api_key_env, "--api-key-env", o->api_key_file, "--api-key-file",
                               &o->load.api_key);
@@ -121,9 +224,21 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       return;
     }
     const loadgen::BenchSummary summary = loadgen::Summarize(result, o->slo);
-    PrintSummary(summary);
+    PrintSummary(summary, " Serving Benchmark Result ", true);
+    std::optional<loadgen::BenchSummary> vllm;
+    if (o->load.vllm_view) {
+      vllm = loadgen::SummarizeVllm(result, o->slo);
+      PrintSummary(*vllm, " As vllm bench serve computes it ", false);
+    }
     if (!o->result_json.empty()) {
-      nlohmann::json json = loadgen::ToVllmJson(summary);
+      nlohmann::json json = loadgen::ToVllmJson(vllm ? *vllm : summary);
+      if (vllm) {
+        json["servesweep_view"] = loadgen::ToVllmJson(summary);
+        AddServesweepKeys(summary, result, json["servesweep_view"]);
+        json["compat"] = "vllm";
+      } else {
+        AddServesweepKeys(summary, result, json);
+      }
       json["model_id"] = o->load.model;
       json["max_concurrency"] =
           o->load.concurrency > 0 ? nlohmann::json(o->load.concurrency) : nlohmann::json(nullptr);
@@ -131,6 +246,13 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       json["request_rate"] = o->load.request_rate_per_s > 0
                                  ? nlohmann::json(o->load.request_rate_per_s)
                                  : nlohmann::json("inf");
+      if (o->load.ramp != loadgen::RampKind::kNone) {
+        // vLLM's keys for a ramp (its rate then steps per request; ours follows r(t)).
+        json["request_rate"] = nullptr;
+        json["ramp_up_strategy"] = o->ramp;
+        json["ramp_up_start_rps"] = o->load.ramp_start_rate_per_s;
+        json["ramp_up_end_rps"] = o->load.ramp_end_rate_per_s;
+      }
       std::ofstream out(o->result_json);
       out << json.dump(2) << "\n";
       if (!out) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "common/yaml_found.h"
 #include "coordinator/matrix_expression.h"
 #include "perfmodel/profiles.h"
+#include "workload/custom_prompts.h"
 #include "workload/length_distribution.h"
 #include "workload/task_set.h"
 #include "workload/trace_reader.h"
@@ -132,12 +134,31 @@ void ApplyLayout(Parser& p, const YAML::Node& node, schema::Layout::Builder layo
 }
 
 // Workload keys may stand in `workload:` or, for sweeping, directly as axes.
-const std::vector<std::string> kWorkloadKeys = {"name",         "api",           "input_len",
-                                                "output_len",   "num_requests",  "warmup_requests",
-                                                "concurrency",  "request_rate",  "seed",
-                                                "ignore_eos",   "temperature",   "trace",
-                                                "trace_format", "trace_speedup", "replay_arrivals",
-                                                "burstiness",   "prompt",        "shared_prefix"};
+const std::vector<std::string> kWorkloadKeys = {"name",
+                                                "api",
+                                                "input_len",
+                                                "output_len",
+                                                "num_requests",
+                                                "warmup_requests",
+                                                "concurrency",
+                                                "request_rate",
+                                                "seed",
+                                                "ignore_eos",
+                                                "temperature",
+                                                "trace",
+                                                "trace_format",
+                                                "trace_speedup",
+                                                "replay_arrivals",
+                                                "burstiness",
+                                                "prompt",
+                                                "shared_prefix",
+                                                "arrival",
+                                                "ramp",
+                                                "warmup_s",
+                                                "duration_s",
+                                                "drain_timeout_s",
+                                                "sessions",
+                                                "prompts"};
 
 // `{distribution: uniform, low: 64, high: 512, min: 1, max: 4096}` (or normal: mean/std,
 // lognormal: median/sigma) into a length distribution.
@@ -236,6 +257,72 @@ void ApplyWorkloadKey(Parser& p, const std::string& key, const YAML::Node& value
     w.setSharedPrefixGroups(p.Uint(value["groups"], "groups", 1));
     w.setSharedPrefixLenTok(p.Uint(value["prefix_len"], "prefix_len", 1));
   }
+  if (key == "arrival") {
+    const std::string arrival = p.Text(value, key);
+    if (arrival != "poisson" && arrival != "constant") {
+      p.Fail(value, fmt::format("expected 'arrival' to be poisson or constant (gamma: poisson "
+                                "with 'burstiness'), found '{}'",
+                                arrival));
+    }
+    w.setArrival(arrival);
+  }
+  if (key == "ramp" &&
+      p.ExpectMap(value, "'ramp' ({kind: linear, start_rate: R0, end_rate: R1})")) {
+    p.CheckKeys(value, "ramp", {"kind", "start_rate", "end_rate"});
+    for (const char* needed : {"kind", "start_rate", "end_rate"}) {
+      if (!value[needed]) {
+        p.Fail(value, fmt::format("expected 'ramp.{}' ({{kind: linear|exponential, start_rate: "
+                                  "R0, end_rate: R1}}), found none",
+                                  needed));
+        return;
+      }
+    }
+    const std::string kind = p.Text(value["kind"], "kind");
+    if (kind != "linear" && kind != "exponential") {
+      p.Fail(value["kind"],
+             fmt::format("expected 'ramp.kind' to be linear or exponential, found '{}'", kind));
+    }
+    w.setRamp(kind);
+    for (const char* rate : {"start_rate", "end_rate"}) {
+      const double r = p.Real(value[rate], rate);
+      if (!(r > 0)) p.Fail(value[rate], fmt::format("expected 'ramp.{}' > 0, found {}", rate, r));
+      if (std::string(rate) == "start_rate") {
+        w.setRampStartRatePerS(r);
+      } else {
+        w.setRampEndRatePerS(r);
+      }
+    }
+  }
+  if (key == "warmup_s") w.setWarmupS(p.Real(value, key));
+  if (key == "duration_s") {
+    const double duration_s = p.Real(value, key);
+    if (!(duration_s > 0)) {
+      p.Fail(value, fmt::format("expected 'duration_s' > 0 seconds, found {}", duration_s));
+    }
+    w.setDurationS(duration_s);
+  }
+  if (key == "drain_timeout_s") w.setDrainTimeoutS(p.Real(value, key));
+  if (key == "sessions" &&
+      p.ExpectMap(value, "'sessions' ({count: N, turns: T, think_time_s: S})")) {
+    p.CheckKeys(value, "sessions", {"count", "turns", "think_time_s", "think_time"});
+    if (!value["count"] || !value["turns"]) {
+      p.Fail(value, "expected 'sessions: {count: N, turns: T}', found a key missing");
+      return;
+    }
+    w.setSessions(p.Uint(value["count"], "count", 1));
+    w.setTurns(p.Uint(value["turns"], "turns", 1));
+    if (value["think_time_s"]) w.setThinkTimeS(p.Real(value["think_time_s"], "think_time_s"));
+    if (value["think_time"]) {
+      const std::string shape = p.Text(value["think_time"], "think_time");
+      if (shape != "fixed" && shape != "exponential") {
+        p.Fail(value["think_time"],
+               fmt::format("expected 'sessions.think_time' to be fixed or exponential, found '{}'",
+                           shape));
+      }
+      w.setThinkTimeExponential(shape == "exponential");
+    }
+  }
+  if (key == "prompts") w.setPrompts(p.Text(value, key));  // read in ExpandCustomPrompts
   if (key == "burstiness") {
     const double burstiness = p.Real(value, key);
     if (burstiness <= 0) {
@@ -716,6 +803,47 @@ void ExpandSharedPrefixes(Parser& p, const YAML::Node& where, schema::Workload::
   }
 }
 
+// `prompts: jsonl:<file>` (relative to the matrix) into the spec's custom prompts; a bad line is
+// reported at the matrix's place with the file's own line.
+void ExpandCustomPrompts(Parser& p, const YAML::Node& where, const std::string& matrix_path,
+                         schema::Workload::Builder w) {
+  if (w.getPrompts().size() == 0 || p.failed()) return;
+  std::string file;
+  if (!workload::ParsePromptsSpec(w.getPrompts().cStr(), &file)) {
+    p.Fail(where,
+           fmt::format("expected 'prompts: jsonl:<file>', found '{}'", w.getPrompts().cStr()));
+    return;
+  }
+  std::filesystem::path path(file);
+  if (path.is_relative()) path = std::filesystem::path(matrix_path).parent_path() / path;
+  std::vector<workload::CustomPromptLine> lines;
+  if (Status s = workload::ReadCustomPrompts(path.string(), &lines); !s.ok()) {
+    p.Fail(where, s.message());
+    return;
+  }
+  if (w.getTrace().size() > 0 || w.getPlan().size() > 0 || w.getSessions() > 0 ||
+      w.getTokenIdPrompts()) {
+    p.Fail(where,
+           "expected 'prompts' alone: it takes no trace, length distributions, shared prefix, "
+           "sessions or 'prompt: token_ids'");
+    return;
+  }
+  auto out = w.initCustomPrompts(static_cast<unsigned>(lines.size()));
+  uint64_t words = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    out[i].setPrompt(lines[i].prompt);
+    out[i].setMessagesJson(lines[i].messages_json);
+    out[i].setMaxTokens(lines[i].max_tokens);
+    std::istringstream text(lines[i].prompt + " " + lines[i].messages_json);
+    words += std::distance(std::istream_iterator<std::string>(text),
+                           std::istream_iterator<std::string>());
+  }
+  // Without input_len, warm-up prompts take the file's mean length in words (a rough size).
+  if (w.getInputLenTok() == 0) {
+    w.setInputLenTok(static_cast<uint32_t>(std::max<uint64_t>(1, words / lines.size())));
+  }
+}
+
 void CheckRunIsRunnable(Parser& p, const YAML::Node& where, schema::RunSpec::Reader spec) {
   const auto w = spec.getWorkload();
   if (spec.getEngine().size() == 0)
@@ -726,14 +854,34 @@ void CheckRunIsRunnable(Parser& p, const YAML::Node& where, schema::RunSpec::Rea
     p.Fail(where, "expected 'input_len' (tokens per prompt), found none");
   if (w.getOutputLenTok() == 0)
     p.Fail(where, "expected 'output_len' (tokens per response), found none");
-  if (w.getNumRequests() == 0) p.Fail(where, "expected 'num_requests', found none");
+  const bool by_duration = w.getDurationS() > 0;
+  if (w.getNumRequests() == 0 && !by_duration && w.getSessions() == 0) {
+    p.Fail(where, "expected 'num_requests' (or 'duration_s', or 'sessions'), found none");
+  }
+  if (w.getWarmupS() > 0 && !by_duration) {
+    p.Fail(where,
+           "expected 'duration_s' with 'warmup_s' (a timed warm-up precedes a timed "
+           "window), found none");
+  }
+  if (by_duration && (w.getPlan().size() > 0 || w.getSessions() > 0 || w.getWarmupRequests() > 0)) {
+    p.Fail(where,
+           "expected 'duration_s' without trace, length distributions, shared_prefix, sessions "
+           "or warmup_requests (use warmup_s), found one of them");
+  }
+  if (w.getSessions() > 0 &&
+      (w.getPlan().size() > 0 || w.getRequestRatePerS() > 0 || w.getRamp().size() > 0)) {
+    p.Fail(where,
+           "expected 'sessions' closed loop on synthetic prompts (no trace, length "
+           "distributions, shared_prefix, request_rate or ramp), found one of them");
+  }
   if (w.getTokenIdPrompts() && w.getApi() == schema::ApiKind::CHAT_COMPLETIONS) {
     p.Fail(where,
            "expected 'prompt: token_ids' with 'api: completions' (chat messages are text), "
            "found 'api: chat'");
   }
   const bool replay = w.getPlan().size() > 0 && w.getReplayArrivals();
-  if (w.getConcurrency() == 0 && w.getRequestRatePerS() == 0 && !replay) {
+  if (w.getConcurrency() == 0 && w.getRequestRatePerS() == 0 && !replay &&
+      w.getRamp().size() == 0 && w.getSessions() == 0) {
     p.Fail(where,
            "expected 'concurrency' (closed loop) or 'request_rate' (open loop), found neither");
   }
@@ -1121,6 +1269,16 @@ Status ExpandMatrix(const std::string& path, const std::string& text, LoadedMatr
       ExpandTrace(p, root, path, trace_cache, spec.getWorkload());
       ExpandLengthDistributions(p, root, path, trace_cache, spec.getWorkload());
       ExpandSharedPrefixes(p, root, spec.getWorkload());
+      ExpandCustomPrompts(
+          p,
+          root["workload"] && root["workload"].IsMap() && root["workload"]["prompts"]
+              ? root["workload"]["prompts"]
+              : root,
+          path, spec.getWorkload());
+      if (spec.getWorkload().getSessions() > 0) {
+        auto w = spec.getWorkload();
+        w.setNumRequests(w.getSessions() * w.getTurns());
+      }
       if (spec.hasQuality()) {
         ExpandQuality(p, root["quality"] ? root["quality"] : root, path, task_cache,
                       spec.getQuality());

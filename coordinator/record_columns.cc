@@ -142,6 +142,16 @@ std::vector<RecordColumn> Build() {
   StatsColumns(c, "ttft_prefix_new", "ms", [](Record r) { return r.getTtftPrefixNewMs(); },
                {"mean", "median", "p99"});
   Real(c, "cold_start_ms", [](Record r) { return r.getColdStartMs(); });
+  // Load modes: cancellations at the drain timeout, client queue time, time to first byte, and
+  // the steady-state window's aggregate throughputs.
+  Int(c, "cancelled", [](Record r) { return int64_t{r.getCancelled()}; });
+  StatsColumns(c, "client_queue", "ms", [](Record r) { return r.getClientQueueMs(); },
+               {"mean", "median", "p99"});
+  StatsColumns(c, "ttfb", "ms", [](Record r) { return r.getTtfbMs(); }, {"mean", "median", "p99"});
+  Real(c, "window_s", [](Record r) { return r.getWindowS(); });
+  Real(c, "window_output_throughput", [](Record r) { return r.getWindowOutputThroughput(); });
+  Real(c, "window_total_token_throughput",
+       [](Record r) { return r.getWindowTotalTokenThroughput(); });
 
   // Engine signals scraped from /metrics during the measured phase.
   Real(c, "kv_cache_usage_max", [](Record r) { return r.getKvCacheUsageMax(); });

@@ -143,6 +143,13 @@ CREATE TABLE IF NOT EXISTS agents(
   pool TEXT NOT NULL);
 )sql";
 
+// Load modes (docs/metrics.md): warm-up flag (duration mode keeps warm-up records), first body
+// byte, end of transfer, drain cancellation, multi-turn session and turn (-1 when none).
+constexpr const char* kLaterRequestColumns[] = {
+    "warmup INTEGER NOT NULL DEFAULT 0",      "first_byte_ns INTEGER NOT NULL DEFAULT -1",
+    "done_ns INTEGER NOT NULL DEFAULT -1",    "cancelled INTEGER NOT NULL DEFAULT 0",
+    "session_id INTEGER NOT NULL DEFAULT -1", "turn INTEGER NOT NULL DEFAULT -1"};
+
 std::string ResultsTableSql() {
   std::string sql =
       "CREATE TABLE IF NOT EXISTS results(run_id TEXT PRIMARY KEY REFERENCES runs(run_id), "
@@ -182,6 +189,14 @@ Status ResultsStore::Open(const std::string& path, std::unique_ptr<ResultsStore>
   std::unique_ptr<ResultsStore> store(new ResultsStore(db));
   Status status = store->Exec(kSchemaSql);
   if (status.ok()) status = store->Exec(ResultsTableSql());
+  // Per-request columns added after the first release: added to older databases in place.
+  for (const char* column : kLaterRequestColumns) {
+    if (!status.ok()) break;
+    status = store->Exec(fmt::format("ALTER TABLE requests ADD COLUMN {}", column));
+    if (!status.ok() && status.message().find("duplicate column name") != std::string::npos) {
+      status = Status::Ok();
+    }
+  }
   if (!status.ok()) return Status::Error(fmt::format("{}: {}", path, status.message()));
   *out = std::move(store);
   return Status::Ok();
@@ -403,7 +418,11 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
     }
     if (status = insert.Run(); !status.ok()) return status;
 
-    Statement request(db_, "INSERT INTO requests VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    Statement request(db_,
+                      "INSERT INTO requests(run_id, idx, success, error, prompt_tokens, "
+                      "output_tokens, scheduled_ns, start_ns, first_token_ns, end_ns, chunks, "
+                      "warmup, first_byte_ns, done_ns, cancelled, session_id, turn) "
+                      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     for (auto r : result.getRequests()) {
       request.Bind(1, run_id);
       request.Bind(2, int64_t{r.getIndex()});
@@ -416,6 +435,12 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
       request.Bind(9, r.getFirstTokenNs());
       request.Bind(10, r.getEndNs());
       request.Bind(11, int64_t{r.getChunkTimesNs().size()});
+      request.Bind(12, int64_t{r.getWarmup() ? 1 : 0});
+      request.Bind(13, r.getFirstByteNs());
+      request.Bind(14, r.getDoneNs());
+      request.Bind(15, int64_t{r.getCancelled() ? 1 : 0});
+      request.Bind(16, int64_t{r.getSessionId()});
+      request.Bind(17, int64_t{r.getTurn()});
       if (status = request.Run(); !status.ok()) return status;
     }
     Statement sample(db_, "INSERT INTO engine_samples VALUES(?, ?, ?, ?)");

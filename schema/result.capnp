@@ -31,6 +31,11 @@ struct RequestRecord {
   chunkTimesNs @9 :List(Int64);   # each chunk that carried output
   chunkTokens @10 :List(UInt32);  # tokens carried by each such chunk, where known
   warmup @11 :Bool;
+  firstByteNs @12 :Int64;  # first byte of the response body; -1 if none
+  cancelled @13 :Bool;     # cut off by the drain timeout
+  sessionId @14 :Int32;    # multi-turn: session and turn (0-based); -1 otherwise
+  turn @15 :Int32;
+  doneNs @16 :Int64;       # the transfer ended (finished or cancelled)
 }
 
 struct EngineSample {
@@ -140,6 +145,16 @@ struct BenchmarkRecord {
 
   # The container image the run asked for ("n/a: none, the engine ran from the host's install").
   image @64 :Text;
+
+  # Load modes (docs/metrics.md): measured requests cut off by the drain timeout (also counted
+  # in failed), client-side queue time (start - scheduled), time to the first body byte, and the
+  # steady-state window with its aggregate throughputs (NaN when the window is empty).
+  cancelled @65 :UInt32;
+  clientQueueMs @66 :LatencyStats;
+  ttfbMs @67 :LatencyStats;
+  windowS @68 :Float64;
+  windowOutputThroughput @69 :Float64;
+  windowTotalTokenThroughput @70 :Float64;
 }
 
 enum RunStatus {

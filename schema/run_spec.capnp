@@ -82,6 +82,26 @@ struct Workload {
   # other requests of group i mod sharedPrefixGroups (expanded into the plan's prefix blocks).
   sharedPrefixGroups @20 :UInt32;
   sharedPrefixLenTok @21 :UInt32;
+  # Load modes (agent/loadgen/load_generator.h LoadSettings; docs/matrix.md).
+  arrival @22 :Text;               # "poisson" or "" (gamma when burstiness != 1), "constant"
+  ramp @23 :Text;                  # "", "linear" or "exponential": the rate from start to end
+  rampStartRatePerS @24 :Float64;
+  rampEndRatePerS @25 :Float64;
+  warmupS @26 :Float64;            # duration mode: unmeasured seconds before the window
+  durationS @27 :Float64;          # > 0: duration mode, the measurement window in seconds
+  drainTimeoutS @28 :Float64;      # cancel requests in flight this long after the last send
+  sessions @29 :UInt32;            # multi-turn: conversations of `turns` turns each
+  turns @30 :UInt32;
+  thinkTimeS @31 :Float64;
+  thinkTimeExponential @32 :Bool;
+  prompts @33 :Text;               # custom prompts as written ("jsonl:<file>")
+  customPrompts @34 :List(CustomPrompt);  # its lines, read by the coordinator
+}
+
+struct CustomPrompt {
+  prompt @0 :Text;                 # completions text, or ""
+  messagesJson @1 :Text;           # a chat messages array as JSON, or ""
+  maxTokens @2 :UInt32;            # 0 = the workload's output length
 }
 
 struct Slo {

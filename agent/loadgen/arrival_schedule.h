@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <random>
+#include <string>
 #include <vector>
 
 namespace servesweep::loadgen {
@@ -27,5 +29,67 @@ double ExponentialGapS(uint64_t uniform_bits, double rate_per_s);
 // schedule is the same on every platform. Absolute, like the Poisson schedule.
 std::vector<int64_t> GammaScheduleNs(uint32_t count, double rate_per_s, double burstiness,
                                      uint64_t seed);
+
+// --- Arrival processes with a rate profile (constant gaps, ramps) ---------------------------
+//
+// Gap shape: kPoisson (exponential gaps), kGamma (gamma gaps of shape `burstiness`, mean one
+// gap unchanged) or kConstant (every gap exactly one mean gap).
+enum class ArrivalKind { kPoisson, kGamma, kConstant };
+enum class RampKind { kNone, kLinear, kExponential };
+
+// The intended instantaneous rate r(t), t in seconds from the start of the load:
+//   t <  S:            r0                       (e.g. during a timed warm-up)
+//   S <= t < S + T:    linear:      r0 + (r1 - r0) (t - S) / T
+//                      exponential: r0 (r1 / r0)^((t - S) / T)   (geometric growth)
+//   t >= S + T:        r1
+// Without a ramp r(t) = rate_per_s for all t.
+struct RateProfile {
+  RampKind ramp = RampKind::kNone;
+  double rate_per_s = 0;        // no ramp
+  double start_rate_per_s = 0;  // r0, > 0
+  double end_rate_per_s = 0;    // r1, > 0
+  double ramp_start_s = 0;      // S
+  double ramp_s = 0;            // T, > 0
+};
+
+double RateAt(const RateProfile& p, double t_s);
+// Lambda(t) = integral of r over [0, t]: the expected number of arrivals by t.
+double IntegratedRate(const RateProfile& p, double t_s);
+// Lambda^-1(u), closed form per piece (monotone: every rate is > 0).
+double InverseIntegratedRate(const RateProfile& p, double u);
+// The ramp length T over which a ramp starting at t = 0 spreads `count` arrivals, so that
+// Lambda(T) = count: linear T = 2 count / (r0 + r1); exponential T = count ln(k) / (r0 (k - 1))
+// with k = r1 / r0 (T = count / r0 when k = 1).
+double RampSecondsForCount(RampKind ramp, double start_rate_per_s, double end_rate_per_s,
+                           uint32_t count);
+
+// Arrival i at t_i = Lambda^-1(u_i), u_i the "operational time": u_0 = 0 and u_i = u_(i-1) +
+// g_i with g_i = 1 (constant), Exp(1) (Poisson) or Gamma(burstiness, 1 / burstiness) (gamma),
+// drawn from std::mt19937_64(seed). This time change turns a unit-rate process into one of
+// intensity r(t) (an inhomogeneous Poisson process for kPoisson), so ramps keep the gap shape.
+// Without a ramp, kPoisson and kGamma give exactly PoissonScheduleNs / GammaScheduleNs, and
+// kConstant gives t_i = i / rate. Offsets in ns, each rounded on its own (no accumulation).
+class ArrivalProcess {
+ public:
+  ArrivalProcess(ArrivalKind kind, double burstiness, const RateProfile& profile, uint64_t seed);
+  int64_t NextNs();
+
+ private:
+  ArrivalKind kind_;
+  double burstiness_;
+  RateProfile profile_;
+  std::mt19937_64 rng_;
+  double u_ = 0;    // operational time of the next arrival
+  double t_s_ = 0;  // no-ramp Poisson/gamma: the running sum in seconds, as PoissonScheduleNs
+  uint64_t index_ = 0;
+};
+
+// The first `count` offsets of an ArrivalProcess.
+std::vector<int64_t> ScheduleNs(ArrivalKind kind, double burstiness, const RateProfile& profile,
+                                uint32_t count, uint64_t seed);
+
+// Human-readable name, as recorded in BenchmarkRecord.arrival: "poisson", "gamma(burstiness=b)",
+// "constant", each followed by " ramp linear 2->20/s over 30 s" when ramped.
+std::string DescribeArrivals(ArrivalKind kind, double burstiness, const RateProfile& profile);
 
 }  // namespace servesweep::loadgen

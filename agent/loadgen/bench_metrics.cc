@@ -68,11 +68,28 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
   // Per-request values in seconds, as vLLM keeps them; scaled to ms at the end like its
   // np.mean(ttfts) * 1000.
   std::vector<double> ttfts, tpots, all_tpots, itls, e2els, decode, prefill, ttft_seen, ttft_new;
+  std::vector<double> queue_s, ttfb_s;
+  uint64_t window_output_tok = 0, window_prompt_tok = 0;
+  const int64_t win_lo = result.window_start_ns, win_hi = result.window_end_ns;
   for (const RequestRecord& r : result.requests) {
+    // Window throughput: every chunk inside [start, end), whoever sent the request.
+    for (size_t i = 0; i < r.chunk_times_ns.size(); ++i) {
+      if (r.chunk_times_ns[i] >= win_lo && r.chunk_times_ns[i] < win_hi) {
+        window_output_tok += i < r.chunk_tokens.size() ? r.chunk_tokens[i] : 1;
+      }
+    }
+    if (r.first_token_ns >= win_lo && r.first_token_ns < win_hi) {
+      window_prompt_tok += r.prompt_tokens;
+    }
+    if (r.warmup) continue;
+    if (r.start_ns >= 0 && r.scheduled_ns >= 0)
+      queue_s.push_back(Seconds(r.start_ns - r.scheduled_ns));
+    if (r.cancelled) ++out.cancelled;
     if (!r.success) {
       ++out.failed;
       continue;
     }
+    if (r.first_byte_ns >= 0) ttfb_s.push_back(Seconds(r.first_byte_ns - r.start_ns));
     ++out.completed;
     // vLLM: usage.completion_tokens, else retokenized text, else 1. Ours is never 0 on success
     // (at least one output chunk); the max() keeps vLLM's floor for hand-made records.
@@ -130,6 +147,14 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
   out.prefill_tok_per_s = ComputeStats(std::move(prefill));
   out.ttft_prefix_seen_ms = Scaled(ComputeStats(std::move(ttft_seen)), 1000);
   out.ttft_prefix_new_ms = Scaled(ComputeStats(std::move(ttft_new)), 1000);
+  out.client_queue_ms = Scaled(ComputeStats(std::move(queue_s)), 1000);
+  out.ttfb_ms = Scaled(ComputeStats(std::move(ttfb_s)), 1000);
+  out.window_s = Seconds(win_hi - win_lo);
+  out.window_output_throughput =
+      out.window_s > 0 ? static_cast<double>(window_output_tok) / out.window_s : kNaN;
+  out.window_total_token_throughput =
+      out.window_s > 0 ? static_cast<double>(window_output_tok + window_prompt_tok) / out.window_s
+                       : kNaN;
   return out;
 }
 

@@ -27,7 +27,8 @@ struct SloLimits {
 struct BenchSummary {
   double duration_s = 0;
   uint32_t completed = 0;
-  uint32_t failed = 0;
+  uint32_t failed = 0;     // every unsuccessful measured request, cancelled ones included
+  uint32_t cancelled = 0;  // of those, cut off by the drain timeout
   uint64_t total_input_tokens = 0;
   uint64_t total_output_tokens = 0;
   double request_throughput = 0;
@@ -41,6 +42,18 @@ struct BenchSummary {
   // had sent (a possible prefix-cache hit) and of those that were first (a miss); empty (NaN)
   // without planned prefixes.
   Stats ttft_prefix_seen_ms, ttft_prefix_new_ms;
+  // Client-side queue time (start - scheduled) of every measured request that was sent: open
+  // loop with a concurrency cap, the wait for a free slot (vLLM's client_queue_time).
+  Stats client_queue_ms;
+  // Time to first byte: first byte of the response body - start, successful requests.
+  Stats ttfb_ms;
+  // The steady-state window (LoadResult::window_*): its length, and the output tokens of every
+  // chunk (any request, warm-up included, success or not) that arrived inside it, plus the
+  // prompt tokens of the requests whose first output chunk arrived inside it, per second of
+  // the window. NaN when the window is empty.
+  double window_s = 0;
+  double window_output_throughput = 0;
+  double window_total_token_throughput = 0;
 };
 
 BenchSummary Summarize(const LoadResult& result, const SloLimits& slo = {});

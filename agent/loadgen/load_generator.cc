@@ -11,17 +11,20 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string_view>
-#include <unordered_set>
 
 #include "agent/loadgen/arrival_schedule.h"
 #include "agent/loadgen/openai_stream.h"
 #include "agent/loadgen/prompt_builder.h"
+#include "agent/loadgen/request_source.h"
 #include "agent/loadgen/sse_parser.h"
+#include "agent/loadgen/stream_text.h"
+#include "agent/loadgen/vllm_compat.h"
 
 namespace servesweep::loadgen {
 namespace {
@@ -59,6 +62,14 @@ struct Transfer {
   bool have_usage = false;
   uint32_t usage_prompt_tok = 0;
   uint32_t usage_completion_tok = 0;
+  // Multi-turn sessions: the answer text as received (stream_text.h).
+  bool capture_text = false;
+  std::string answer;
+  // The vLLM view (vllm_compat.h).
+  bool vllm_view = false;
+  bool chat = false;
+  bool vllm_exception = false;
+  uint32_t input_len_tok = 0;  // requested: the prompt length without usage
 
   void ResetForRequest(RequestRecord* r) {
     rec = r;
@@ -73,10 +84,24 @@ struct Transfer {
     have_usage = false;
     usage_prompt_tok = usage_completion_tok = 0;
     errbuf[0] = '\0';
+    answer.clear();
+    vllm_exception = false;
+  }
+
+  void ObserveAsVllm(std::string_view payload, int64_t now_ns) {
+    if (vllm_exception) return;  // vLLM's client stopped reading at the exception
+    const VllmChunk c = ClassifyVllmChunk(payload, chat);
+    if (c.exception) vllm_exception = true;
+    if (c.has_choices) rec->vllm_chunk_times_ns.push_back(now_ns);
+    if (c.usage) {
+      rec->vllm_output_tokens = c.completion_tokens;
+      if (c.prompt_tokens >= 0) rec->vllm_prompt_tokens = c.prompt_tokens;
+    }
   }
 
   void HandleEvents(int64_t now_ns) {
     for (const SseEvent& ev : events) {
+      if (vllm_view && !saw_done) ObserveAsVllm(ev.data, now_ns);
       if (saw_done || stream_error) break;  // nothing after [DONE] or an error counts
       StreamChunk c = decoder.Decode(ev.data);
       if (c.done) {
@@ -94,6 +119,7 @@ struct Transfer {
         usage_completion_tok = c.completion_tokens;
       }
       if (c.output) {
+        if (capture_text) AppendChunkText(ev.data, &answer);
         if (rec->first_token_ns < 0) rec->first_token_ns = now_ns;
         rec->end_ns = now_ns;
         rec->chunk_times_ns.push_back(now_ns);
@@ -108,6 +134,7 @@ size_t WriteCallback(char* ptr, size_t size, size_t nmemb, void* userdata) {
   auto* t = static_cast<Transfer*>(userdata);
   const size_t n = size * nmemb;
   const int64_t now_ns = NowNs();  // one timestamp per read: these bytes arrived together
+  if (t->rec->first_byte_ns < 0) t->rec->first_byte_ns = now_ns;
   if (t->http_status == 0) curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->http_status);
   if (t->http_status != 200) {
     if (t->error_body.size() < kMaxErrorBodyBytes) {
@@ -120,21 +147,26 @@ size_t WriteCallback(char* ptr, size_t size, size_t nmemb, void* userdata) {
   return n;
 }
 
-std::string BuildBody(const LoadSettings& s, uint64_t prompt_index, uint32_t input_len_tok,
-                      uint32_t output_len_tok, const PromptPrefix& prefix) {
+std::string BuildBody(const LoadSettings& s, const RequestContent& c) {
   nlohmann::json body;
   body["model"] = s.model;
   if (s.api == Api::kChatCompletions) {
-    const std::string prompt = BuildPrompt(s.seed, prompt_index, input_len_tok, prefix);
-    body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", prompt}}});
+    if (c.has_messages) {
+      body["messages"] = c.messages;
+    } else {
+      const std::string prompt = BuildPrompt(s.seed, c.prompt_index, c.input_len_tok, c.prefix);
+      body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", prompt}}});
+    }
     // Newer servers read max_completion_tokens, older ones max_tokens: send both.
-    body["max_completion_tokens"] = output_len_tok;
+    body["max_completion_tokens"] = c.output_len_tok;
+  } else if (c.has_prompt_text) {
+    body["prompt"] = c.prompt_text;
   } else if (s.token_id_prompts) {
-    body["prompt"] = BuildPromptTokenIds(s.seed, prompt_index, input_len_tok, prefix);
+    body["prompt"] = BuildPromptTokenIds(s.seed, c.prompt_index, c.input_len_tok, c.prefix);
   } else {
-    body["prompt"] = BuildPrompt(s.seed, prompt_index, input_len_tok, prefix);
+    body["prompt"] = BuildPrompt(s.seed, c.prompt_index, c.input_len_tok, c.prefix);
   }
-  body["max_tokens"] = output_len_tok;
+  body["max_tokens"] = c.output_len_tok;
   body["stream"] = true;
   body["stream_options"] = {{"include_usage", true}};
   // Sent only when set, as vLLM does: OpenAI's own API rejects unknown fields.
@@ -174,26 +206,29 @@ class Engine {
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
-  // Runs records[0..n) to completion. schedule_ns == nullptr: closed loop at `cap` in flight.
-  // Otherwise request i becomes due at t0_ns + (*schedule_ns)[i], and at most `cap` (0 = no
-  // cap) are in flight. Record times are absolute steady-clock ns. Returns the last done time.
-  int64_t RunPhase(std::vector<RequestRecord>& records, uint64_t prompt_index_base,
-                   const std::vector<int64_t>* schedule_ns, uint32_t cap, int64_t t0_ns,
-                   bool warmup) {
-    const uint32_t n = static_cast<uint32_t>(records.size());
-    uint32_t next = 0, done = 0, in_flight = 0;
+  // Runs the source's requests to completion, appending their records (absolute steady-clock
+  // times) to `records` (a deque: transfers point into it). At most `cap` in flight (0 = no
+  // cap). Once the source is exhausted and its issue end passed, requests still in flight after
+  // drain_timeout_s (> 0) are cancelled. Returns the last done time.
+  int64_t RunPhase(RequestSource& source, std::deque<RequestRecord>& records, uint32_t cap,
+                   int64_t t0_ns, bool warmup, double drain_timeout_s) {
+    uint32_t done = 0, in_flight = 0;
     int64_t last_done_ns = t0_ns;
     int64_t last_progress_ns = NowNs();
+    int64_t drain_from_ns = -1;  // when the drain began
+    const int64_t drain_timeout_ns = std::llround(drain_timeout_s * 1e9);
     if (cap > 0) curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(cap));
-    while (done < n) {
+    const bool capture_text = source.WantsAnswerText();
+    while (true) {
       int64_t now_ns = NowNs();
-      while (next < n && (cap == 0 || in_flight < cap)) {
-        int64_t due_ns = schedule_ns ? t0_ns + (*schedule_ns)[next] : now_ns;
-        if (due_ns > now_ns) break;
-        RequestRecord& r = records[next];
-        r.scheduled_ns = due_ns;
-        Start(r, prompt_index_base + next);
-        ++next;
+      while (cap == 0 || in_flight < cap) {
+        const int64_t due_rel_ns = source.NextDueNs(now_ns - t0_ns);
+        if (due_rel_ns == RequestSource::kNotYet || t0_ns + due_rel_ns > now_ns) break;
+        RequestRecord& r = records.emplace_back();
+        RequestContent content;
+        source.Take(due_rel_ns, r, &content);
+        r.scheduled_ns = t0_ns + due_rel_ns;
+        Start(r, content, capture_text);
         ++in_flight;
         now_ns = NowNs();
       }
@@ -204,28 +239,54 @@ class Engine {
       int queued = 0;
       while (CURLMsg* msg = curl_multi_info_read(multi_, &queued)) {
         if (msg->msg != CURLMSG_DONE) continue;
-        int64_t done_ns = Finish(msg->easy_handle, msg->data.result);
-        last_done_ns = std::max(last_done_ns, done_ns);
+        Transfer* t = Finish(msg->easy_handle, msg->data.result);
+        last_done_ns = std::max(last_done_ns, t->rec->done_ns);
+        source.Finished(*t->rec, t->answer, t->rec->done_ns - t0_ns);
+        Release(t);
         ++done;
         --in_flight;
         finished_any = true;
       }
 
       now_ns = NowNs();
-      if (on_progress_ && (now_ns - last_progress_ns >= kProgressIntervalNs || done == n)) {
+      const bool exhausted = source.Exhausted(now_ns - t0_ns);
+      if (exhausted && drain_from_ns < 0) {
+        drain_from_ns = std::max(now_ns, t0_ns + source.IssueEndNs());
+      }
+      if (exhausted && drain_timeout_ns > 0 && in_flight > 0 &&
+          now_ns >= drain_from_ns + drain_timeout_ns) {
+        for (auto& t : transfers_) {
+          if (!t->rec) continue;
+          Cancel(*t, now_ns, drain_timeout_s);
+          last_done_ns = std::max(last_done_ns, now_ns);
+          source.Finished(*t->rec, t->answer, now_ns - t0_ns);
+          Release(t.get());
+          ++done;
+          --in_flight;
+        }
+      }
+      const bool all_done = exhausted && in_flight == 0;
+      if (on_progress_ && (now_ns - last_progress_ns >= kProgressIntervalNs || all_done)) {
         last_progress_ns = now_ns;
-        on_progress_(Progress{done, n, warmup});
+        on_progress_(Progress{done, std::max(source.ExpectedTotal(), done), warmup});
       }
-      // A freed slot in the closed loop is refilled at once, without waiting in poll.
-      if (done == n || (finished_any && !schedule_ns)) continue;
+      if (all_done) break;
+      // A freed slot may be refilled at once (closed loop), without waiting in poll.
+      if (finished_any) continue;
 
-      int timeout_ms = kMaxPollMs;
-      if (schedule_ns && next < n && (cap == 0 || in_flight < cap)) {
-        int64_t wait_ns = t0_ns + (*schedule_ns)[next] - now_ns;
-        // Rounded up: waking early would only spin; the lateness shows as client queue time.
-        timeout_ms =
-            static_cast<int>(std::clamp<int64_t>((wait_ns + 999'999) / 1'000'000, 0, kMaxPollMs));
+      int64_t wait_ns = int64_t{kMaxPollMs} * 1'000'000;
+      if (cap == 0 || in_flight < cap) {
+        const int64_t due_rel_ns = source.NextDueNs(now_ns - t0_ns);
+        if (due_rel_ns != RequestSource::kNotYet) {
+          wait_ns = std::min(wait_ns, t0_ns + due_rel_ns - now_ns);
+        }
       }
+      if (exhausted && drain_timeout_ns > 0 && in_flight > 0) {
+        wait_ns = std::min(wait_ns, drain_from_ns + drain_timeout_ns - now_ns);
+      }
+      // Rounded up: waking early would only spin; the lateness shows as client queue time.
+      const int timeout_ms =
+          static_cast<int>(std::clamp<int64_t>((wait_ns + 999'999) / 1'000'000, 0, kMaxPollMs));
       if (timeout_ms > 0) curl_multi_poll(multi_, nullptr, 0, timeout_ms, nullptr);
     }
     return last_done_ns;
@@ -259,26 +320,14 @@ class Engine {
     return transfers_.back().get();
   }
 
-  // A measured request of a planned workload takes its planned lengths; others the settings'.
-  std::pair<uint32_t, uint32_t> LengthsFor(const RequestRecord& r) const {
-    if (!r.warmup && r.index < s_.plan.size()) {
-      return {s_.plan[r.index].input_len_tok, s_.plan[r.index].output_len_tok};
-    }
-    return {s_.input_len_tok, s_.output_len_tok};
-  }
-
-  void Start(RequestRecord& r, uint64_t prompt_index) {
+  void Start(RequestRecord& r, const RequestContent& content, bool capture_text) {
     Transfer* t = Acquire();
     t->ResetForRequest(&r);
-    const auto [input_len_tok, output_len_tok] = LengthsFor(r);
-    PromptPrefix prefix;
-    if (!r.warmup && r.index < s_.plan.size() && !s_.plan[r.index].prefix_blocks.empty()) {
-      const PlannedRequest& planned = s_.plan[r.index];
-      prefix = {&planned.prefix_blocks, planned.prefix_len_tok};
-      // Whether an earlier request of this run sent the same first block (a possible hit).
-      r.prefix_seen = sent_first_blocks_.insert(planned.prefix_blocks[0]).second ? 0 : 1;
-    }
-    t->body = BuildBody(s_, prompt_index, input_len_tok, output_len_tok, prefix);
+    t->capture_text = capture_text;
+    t->vllm_view = s_.vllm_view;
+    t->chat = s_.api == Api::kChatCompletions;
+    t->input_len_tok = content.input_len_tok;
+    t->body = BuildBody(s_, content);
     curl_easy_setopt(t->easy, CURLOPT_POSTFIELDS, t->body.data());
     curl_easy_setopt(t->easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
     r.start_ns = NowNs();  // as vLLM: just before the request goes to the client library
@@ -288,8 +337,30 @@ class Engine {
     }
   }
 
-  // Closes one transfer's record; returns its done time.
-  int64_t Finish(CURL* easy, CURLcode result) {
+  // Cuts off a request still in flight at the drain timeout; what it received stays recorded.
+  void Cancel(Transfer& t, int64_t now_ns, double drain_timeout_s) {
+    curl_multi_remove_handle(multi_, t.easy);
+    RequestRecord& r = *t.rec;
+    r.done_ns = now_ns;
+    r.cancelled = true;
+    r.success = false;
+    r.vllm_success = false;
+    r.error = fmt::format("cancelled: still in flight {} s after sending stopped (drain_timeout_s)",
+                          drain_timeout_s);
+    uint32_t tokens = 0;
+    for (uint32_t n : r.chunk_tokens) tokens += n;
+    r.output_tokens = tokens;
+    r.prompt_tokens = t.input_len_tok;
+    if (r.vllm_prompt_tokens < 0) r.vllm_prompt_tokens = t.input_len_tok;
+  }
+
+  void Release(Transfer* t) {
+    t->rec = nullptr;
+    free_.push_back(t);
+  }
+
+  // Closes one transfer's record (the caller releases the transfer).
+  Transfer* Finish(CURL* easy, CURLcode result) {
     const int64_t done_ns = NowNs();
     Transfer* t = nullptr;
     curl_easy_getinfo(easy, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
@@ -306,7 +377,7 @@ class Engine {
     r.output_tokens =
         t->have_usage && t->usage_completion_tok > 0 ? t->usage_completion_tok : output_chunks;
     r.prompt_tokens =
-        t->have_usage && t->usage_prompt_tok > 0 ? t->usage_prompt_tok : LengthsFor(r).first;
+        t->have_usage && t->usage_prompt_tok > 0 ? t->usage_prompt_tok : t->input_len_tok;
     r.success = false;
     if (result != CURLE_OK && !(t->saw_done && result == CURLE_PARTIAL_FILE)) {
       if (result == CURLE_OPERATION_TIMEDOUT) {
@@ -323,9 +394,14 @@ class Engine {
     } else {
       r.success = true;  // [DONE], or a clean end of body (result == CURLE_OK)
     }
-    t->rec = nullptr;
-    free_.push_back(t);
-    return done_ns;
+    if (t->vllm_view) {
+      // vLLM: any transport error raises; HTTP != 200 fails; else one token chunk suffices.
+      const bool transport_ok = result == CURLE_OK || (t->saw_done && result == CURLE_PARTIAL_FILE);
+      r.vllm_success = transport_ok && t->http_status == 200 && !t->vllm_exception &&
+                       !r.vllm_chunk_times_ns.empty();
+      if (r.vllm_prompt_tokens < 0) r.vllm_prompt_tokens = t->input_len_tok;
+    }
+    return t;
   }
 
   const LoadSettings& s_;
@@ -334,24 +410,62 @@ class Engine {
   curl_slist* headers_ = nullptr;
   std::string url_;
   std::vector<std::unique_ptr<Transfer>> transfers_;
-  std::unordered_set<uint64_t> sent_first_blocks_;  // first prefix blocks sent so far
   std::vector<Transfer*> free_;
 };
 
 void Validate(const LoadSettings& s) {
   if (s.base_url.empty()) throw std::invalid_argument("base_url is empty");
-  if (s.num_requests == 0) throw std::invalid_argument("num_requests must be > 0");
+  const bool by_duration = s.duration_s > 0;
+  const bool sessions = s.sessions > 0;
+  if (s.num_requests == 0 && !by_duration && !sessions) {
+    throw std::invalid_argument("num_requests must be > 0");
+  }
   if (s.input_len_tok == 0) throw std::invalid_argument("input_len_tok must be > 0");
   if (s.output_len_tok == 0) throw std::invalid_argument("output_len_tok must be > 0");
   if (std::isnan(s.request_rate_per_s) || s.request_rate_per_s < 0) {
     throw std::invalid_argument("request_rate_per_s must be >= 0 (0 = closed loop)");
   }
+  const bool ramp = s.ramp != RampKind::kNone;
+  if (ramp && !(s.ramp_start_rate_per_s > 0 && s.ramp_end_rate_per_s > 0 &&
+                std::isfinite(s.ramp_start_rate_per_s) && std::isfinite(s.ramp_end_rate_per_s))) {
+    throw std::invalid_argument("a ramp needs finite start and end rates > 0");
+  }
   const bool replay = !s.plan.empty() && s.replay_arrivals;
-  if (s.request_rate_per_s == 0 && s.concurrency == 0 && !replay) {
+  if (s.request_rate_per_s == 0 && s.concurrency == 0 && !replay && !ramp) {
     throw std::invalid_argument("closed loop (request_rate_per_s == 0) needs concurrency > 0");
   }
   if (!(s.request_timeout_s > 0)) throw std::invalid_argument("request_timeout_s must be > 0");
   if (!(s.burstiness > 0)) throw std::invalid_argument("burstiness must be > 0");
+  if (std::isnan(s.warmup_s) || s.warmup_s < 0 || std::isnan(s.duration_s) || s.duration_s < 0 ||
+      !std::isfinite(s.duration_s)) {
+    throw std::invalid_argument("warmup_s and duration_s must be finite and >= 0");
+  }
+  if (by_duration && std::isinf(s.request_rate_per_s)) {
+    throw std::invalid_argument("duration_s needs a finite request rate (inf sends without end)");
+  }
+  if (s.warmup_s > 0 && !by_duration) {
+    throw std::invalid_argument("warmup_s needs duration_s (a timed measurement window)");
+  }
+  if (std::isnan(s.drain_timeout_s) || s.drain_timeout_s < 0) {
+    throw std::invalid_argument("drain_timeout_s must be >= 0 (0 = wait for every request)");
+  }
+  if (by_duration && (!s.plan.empty() || sessions || s.warmup_requests > 0)) {
+    throw std::invalid_argument(
+        "duration_s runs a continuous load: it takes no plan (trace, length distributions, "
+        "shared prefixes), no sessions and no warmup_requests (use warmup_s)");
+  }
+  if (sessions) {
+    if (s.turns == 0) throw std::invalid_argument("sessions need turns > 0");
+    if (!s.plan.empty() || !s.custom_prompts.empty() || s.token_id_prompts ||
+        s.request_rate_per_s > 0 || ramp) {
+      throw std::invalid_argument(
+          "sessions run closed loop on synthetic text prompts: no plan, custom prompts, "
+          "token-id prompts, request rate or ramp");
+    }
+    if (std::isnan(s.think_time_s) || s.think_time_s < 0) {
+      throw std::invalid_argument("think_time_s must be >= 0");
+    }
+  }
   if (s.token_id_prompts && s.api == Api::kChatCompletions) {
     throw std::invalid_argument("token-id prompts need /v1/completions (chat messages are text)");
   }
@@ -362,6 +476,14 @@ void Validate(const LoadSettings& s) {
     for (const auto& p : s.plan) {
       if (p.input_len_tok == 0 || p.output_len_tok == 0 || p.offset_ns < 0) {
         throw std::invalid_argument("plan entries need lengths > 0 and offsets >= 0");
+      }
+    }
+  }
+  for (const auto& prompt : s.custom_prompts) {
+    if (!prompt.messages_json.empty()) {
+      const auto messages = nlohmann::json::parse(prompt.messages_json, nullptr, false);
+      if (!messages.is_array() || messages.empty()) {
+        throw std::invalid_argument("a custom prompt's messages must be a non-empty JSON array");
       }
     }
   }
@@ -377,20 +499,21 @@ LoadResult RunLoad(const LoadSettings& settings,
                    const std::function<void(const Progress&)>& on_progress) {
   Validate(settings);
   Engine engine(settings, on_progress);
-  const bool replay =
-      !settings.plan.empty() && settings.replay_arrivals && settings.request_rate_per_s == 0;
-  const bool open_loop = settings.request_rate_per_s > 0 || replay;
+  const bool ramp = settings.ramp != RampKind::kNone;
+  const bool replay = !settings.plan.empty() && settings.replay_arrivals &&
+                      settings.request_rate_per_s == 0 && !ramp;
+  const bool open_loop = settings.request_rate_per_s > 0 || ramp || replay;
+  const bool by_duration = settings.duration_s > 0;
+  const bool sessions = settings.sessions > 0;
 
   if (settings.warmup_requests > 0) {
-    std::vector<RequestRecord> warm(settings.warmup_requests);
-    for (uint32_t i = 0; i < warm.size(); ++i) {
-      warm[i].index = i;
-      warm[i].warmup = true;
-    }
     // Warm-up is a closed loop at the same concurrency (all at once when uncapped); prompts
     // are numbered after the measured ones so that no measured prompt was seen before.
-    uint32_t cap = settings.concurrency > 0 ? settings.concurrency : settings.warmup_requests;
-    engine.RunPhase(warm, settings.num_requests, nullptr, cap, NowNs(), /*warmup=*/true);
+    std::deque<RequestRecord> warm;
+    auto source = MakeCountSource(settings, settings.warmup_requests, settings.num_requests,
+                                  /*warmup=*/true, {});
+    const uint32_t cap = settings.concurrency > 0 ? settings.concurrency : settings.warmup_requests;
+    engine.RunPhase(*source, warm, cap, NowNs(), /*warmup=*/true, 0);
     uint32_t failed = static_cast<uint32_t>(
         std::count_if(warm.begin(), warm.end(), [](const auto& r) { return !r.success; }));
     if (failed > 0) {
@@ -401,32 +524,71 @@ LoadResult RunLoad(const LoadSettings& settings,
   }
 
   LoadResult result;
-  result.requests.resize(settings.num_requests);
-  for (uint32_t i = 0; i < settings.num_requests; ++i) result.requests[i].index = i;
-  std::vector<int64_t> schedule;
-  if (replay) {
-    for (const auto& p : settings.plan) schedule.push_back(p.offset_ns);
-  } else if (open_loop) {
-    schedule = GammaScheduleNs(settings.num_requests, settings.request_rate_per_s,
-                               settings.burstiness, settings.seed);
+  std::unique_ptr<RequestSource> source;
+  uint32_t cap = settings.concurrency;
+  if (sessions) {
+    source = MakeSessionSource(settings);
+    cap = 0;  // the source keeps at most `concurrency` sessions open
+    result.arrival =
+        fmt::format("sessions {}x{} turns, think {} s{}", settings.sessions, settings.turns,
+                    settings.think_time_s, settings.think_time_exponential ? " (exponential)" : "");
+  } else if (by_duration) {
+    source = MakeDurationSource(settings);
+    result.arrival = open_loop ? DescribeArrivals(ArrivalKindFor(settings), settings.burstiness,
+                                                  RateProfileFor(settings, 0))
+                               : "closed-loop";
+  } else {
+    std::vector<int64_t> schedule;
+    if (replay) {
+      for (const auto& p : settings.plan) schedule.push_back(p.offset_ns);
+      result.arrival = "trace";
+    } else if (open_loop) {
+      const RateProfile profile = RateProfileFor(settings, settings.num_requests);
+      schedule = ScheduleNs(ArrivalKindFor(settings), settings.burstiness, profile,
+                            settings.num_requests, settings.seed);
+      result.arrival = DescribeArrivals(ArrivalKindFor(settings), settings.burstiness, profile);
+    } else {
+      result.arrival = "closed-loop";
+    }
+    source =
+        MakeCountSource(settings, settings.num_requests, 0, /*warmup=*/false, std::move(schedule));
   }
+  std::deque<RequestRecord> records;
   const int64_t t0_ns = NowNs();
-  const int64_t last_done_ns = engine.RunPhase(result.requests, 0, open_loop ? &schedule : nullptr,
-                                               settings.concurrency, t0_ns, /*warmup=*/false);
-  result.duration_s = static_cast<double>(last_done_ns - t0_ns) / 1e9;
+  engine.RunPhase(*source, records, cap, t0_ns, /*warmup=*/false, settings.drain_timeout_s);
 
-  uint32_t failed = 0;
+  result.requests.assign(std::make_move_iterator(records.begin()),
+                         std::make_move_iterator(records.end()));
+  if (by_duration) {
+    result.window_start_ns = std::llround(settings.warmup_s * 1e9);
+    result.window_end_ns = std::llround((settings.warmup_s + settings.duration_s) * 1e9);
+  }
+  uint32_t failed = 0, cancelled = 0, measured = 0;
+  int64_t last_measured_done_ns = -1, last_measured_send_ns = 0;
   for (RequestRecord& r : result.requests) {
     Rebase(r.scheduled_ns, t0_ns);
     Rebase(r.start_ns, t0_ns);
+    Rebase(r.first_byte_ns, t0_ns);
     Rebase(r.first_token_ns, t0_ns);
     Rebase(r.end_ns, t0_ns);
     Rebase(r.done_ns, t0_ns);
     for (int64_t& t : r.chunk_times_ns) t -= t0_ns;
+    for (int64_t& t : r.vllm_chunk_times_ns) t -= t0_ns;
+    if (r.warmup) continue;
+    ++measured;
+    last_measured_done_ns = std::max(last_measured_done_ns, r.done_ns);
+    last_measured_send_ns = std::max(last_measured_send_ns, r.start_ns);
     if (!r.success) ++failed;
+    if (r.cancelled) ++cancelled;
   }
+  if (!by_duration) result.window_end_ns = last_measured_send_ns;
+  result.duration_s =
+      last_measured_done_ns >= result.window_start_ns
+          ? static_cast<double>(last_measured_done_ns - result.window_start_ns) / 1e9
+          : 0;
   if (failed > 0) {
-    spdlog::warn("loadgen: {} of {} requests failed", failed, settings.num_requests);
+    spdlog::warn("loadgen: {} of {} requests failed ({} cancelled at the drain timeout)", failed,
+                 measured, cancelled);
   }
   return result;
 }

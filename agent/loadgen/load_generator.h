@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "agent/loadgen/arrival_schedule.h"
+
 namespace servesweep::loadgen {
 
 enum class Api { kCompletions, kChatCompletions };
@@ -26,6 +28,15 @@ struct PlannedRequest {
   uint32_t prefix_len_tok = 0;
 };
 
+// A prompt given by the user (`prompts: jsonl:<file>`, workload/custom_prompts.h): either a
+// completions prompt text or a chat messages array (JSON text), and optionally its own
+// max_tokens (0 = the run's output length).
+struct CustomPrompt {
+  std::string prompt;
+  std::string messages_json;  // non-empty: a JSON array of {"role", "content"} messages
+  uint32_t max_tokens = 0;
+};
+
 struct LoadSettings {
   std::string base_url;  // e.g. "http://127.0.0.1:8000" (no trailing /v1)
   Api api = Api::kCompletions;
@@ -40,6 +51,40 @@ struct LoadSettings {
   uint32_t concurrency = 1;
   double request_rate_per_s = 0;
   double burstiness = 1;  // open loop: gamma gaps (1 = Poisson), as vLLM's --burstiness
+  // Open loop: kConstant sends at exactly 1 / rate gaps (burstiness ignored); kPoisson means
+  // Poisson, or gamma when burstiness != 1.
+  ArrivalKind arrival = ArrivalKind::kPoisson;
+  // Open loop: a ramp of the rate from ramp_start to ramp_end (both > 0; request_rate_per_s is
+  // then ignored) over the measured requests (count mode: T = RampSecondsForCount) or over the
+  // measurement window (duration mode: from warmup_s for duration_s). arrival_schedule.h.
+  RampKind ramp = RampKind::kNone;
+  double ramp_start_rate_per_s = 0;
+  double ramp_end_rate_per_s = 0;
+  // Duration mode (duration_s > 0): one continuous load; requests scheduled in [0, warmup_s)
+  // are warm-up (recorded with warmup = true, in no per-request figure), those scheduled in
+  // [warmup_s, warmup_s + duration_s) are measured; nothing is scheduled after. num_requests
+  // and warmup_requests are then unused.
+  double warmup_s = 0;
+  double duration_s = 0;
+  // Drain: once nothing more will be sent (count mode: after the last send; duration mode:
+  // after the window closes), requests still in flight after drain_timeout_s are cancelled and
+  // recorded as such (cancelled = true). 0 = wait for each (bounded by request_timeout_s).
+  double drain_timeout_s = 0;
+  // Multi-turn sessions (sessions > 0): `sessions` conversations of `turns` turns each; turn k
+  // sends the whole history (the previous user messages and the answers as received) plus a
+  // new user message of input_len_tok words; after a turn ends, the next is sent think_time_s
+  // later (fixed, or exponential with that mean when think_time_exponential, seeded). At most
+  // `concurrency` sessions are open at once. Measured requests = sessions x turns.
+  uint32_t sessions = 0;
+  uint32_t turns = 0;
+  double think_time_s = 0;
+  bool think_time_exponential = false;
+  // Custom prompts: measured request i sends custom_prompts[i % size] (warm-up keeps the
+  // synthetic prompts).
+  std::vector<CustomPrompt> custom_prompts;
+  // Also record what `vllm bench serve` would have measured (RequestRecord::vllm_*), for the
+  // --compat vllm summary (vllm_compat.h).
+  bool vllm_view = false;
   // /v1/completions only: send prompts as token-id arrays (exact input lengths on any engine)
   // instead of text.
   bool token_id_prompts = false;
@@ -76,6 +121,17 @@ struct RequestRecord {
   int8_t prefix_seen = -1;
   std::vector<int64_t> chunk_times_ns;
   std::vector<uint32_t> chunk_tokens;
+  int64_t first_byte_ns = -1;  // first byte of the response body, whatever it held
+  bool cancelled = false;      // cut off by the drain timeout (success false, error says so)
+  int32_t session_id = -1;     // multi-turn: the session and the turn (0-based); -1 otherwise
+  int32_t turn = -1;
+  // The vLLM view (LoadSettings::vllm_view), as vllm/benchmarks/lib/endpoint_request_func.py
+  // sees the stream: times of the chunks with non-empty `choices`, usage read only from chunks
+  // without choices, and its success rule (HTTP 200, one such chunk, no exception).
+  bool vllm_success = false;
+  std::vector<int64_t> vllm_chunk_times_ns;
+  uint32_t vllm_output_tokens = 0;  // 0 = no usage seen (vLLM then falls back)
+  int64_t vllm_prompt_tokens = -1;  // -1 = no usage.prompt_tokens seen
 };
 
 struct Progress {
@@ -85,8 +141,17 @@ struct Progress {
 };
 
 struct LoadResult {
-  std::vector<RequestRecord> requests;  // measured requests only, in index order
-  double duration_s = 0;                // first measured send -> last measured completion
+  // Count mode: measured requests only, in index order. Duration mode: every request, warm-up
+  // ones flagged, in send order.
+  std::vector<RequestRecord> requests;
+  // Measured phase start (window_start_ns) -> last measured completion or cancellation.
+  double duration_s = 0;
+  // The steady-state window, ns from t0: duration mode [warmup_s, warmup_s + duration_s);
+  // count mode [0, last measured send]. Window throughputs use it (bench_metrics.h).
+  int64_t window_start_ns = 0;
+  int64_t window_end_ns = 0;
+  // What drove the arrivals, e.g. "poisson", "constant ramp linear 1->10/s over 20 s".
+  std::string arrival;
 };
 
 // Throws std::invalid_argument when settings are inconsistent. Failed requests are recorded,

@@ -99,6 +99,28 @@ TEST_F(ResultsStoreTest, CommitIsIdempotentAndAtomicWithRunState) {
   EXPECT_EQ(Cell("SELECT attempt FROM results"), "1");
 }
 
+TEST_F(ResultsStoreTest, RequestsKeepSessionTurnFirstByteAndCancellation) {
+  // Reopening adds no column twice (older databases get the later columns in place).
+  store_.reset();
+  ASSERT_TRUE(ResultsStore::Open(path_, &store_).ok());
+  ASSERT_TRUE(store_->MarkRunning(run0_, 1, "a").ok());
+  capnp::MallocMessageBuilder message;
+  BuildResult(message, 1);
+  auto requests = message.getRoot<schema::RunResult>().getRequests();
+  requests[1].setSessionId(4);
+  requests[1].setTurn(2);
+  requests[1].setFirstByteNs(1234);
+  requests[1].setDoneNs(9999);
+  requests[2].setCancelled(true);
+  requests[2].setWarmup(true);
+  bool duplicate = true;
+  ASSERT_TRUE(store_->CommitResult(message.getRoot<schema::RunResult>(), true, &duplicate).ok());
+  EXPECT_EQ(Cell("SELECT session_id || ',' || turn || ',' || first_byte_ns || ',' || done_ns "
+                 "FROM requests WHERE idx = 1"),
+            "4,2,1234,9999");
+  EXPECT_EQ(Cell("SELECT cancelled || ',' || warmup FROM requests WHERE idx = 2"), "1,1");
+}
+
 TEST_F(ResultsStoreTest, EndAttemptRetriesThenFailsOnlyTheCurrentAttempt) {
   ASSERT_TRUE(store_->MarkRunning(run0_, 1, "a").ok());
   ASSERT_TRUE(store_->EndAttempt(run0_, 1, "lost", "agent a lost", false).ok());
