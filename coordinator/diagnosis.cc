@@ -109,6 +109,9 @@ std::optional<Finding> ThroughputPlateaus(const std::string& subject, const Curv
   const double preemptions = top.Median("preemptions");
   const double running = top.Median("running_max");
   const double waiting = top.Median("waiting_max");
+  // A run cannot keep more requests in flight than it sends.
+  const double sent = top.Median("completed") + top.Median("failed");
+  const double offered = Known(sent) && sent > 0 ? std::min(top.level, sent) : top.level;
   if (Known(kv)) f.evidence += fmt::format("; KV usage max {} at {:g}", Pct(kv), top.level);
   if (Known(preemptions)) f.evidence += fmt::format("; preemptions {:.0f}", preemptions);
   if (Known(running)) f.evidence += fmt::format("; running max {:.0f}", running);
@@ -117,12 +120,11 @@ std::optional<Finding> ThroughputPlateaus(const std::string& subject, const Curv
     f.causes =
         "KV capacity: the cache is full (usage near 100% or preemptions); more GPU memory for "
         "KV (gpu_memory_fraction, fp8 KV cache, more TP) or shorter contexts";
-  } else if (Known(running) && running < kBatchedShare * top.level && Known(waiting) &&
-             waiting > 0) {
+  } else if (Known(running) && running < kBatchedShare * offered && Known(waiting) && waiting > 0) {
     f.causes = fmt::format(
         "scheduler batching: at most {:.0f} of {:g} requests ran at once while others waited "
         "(max_num_seqs, max_batched_tokens)",
-        running, top.level);
+        running, offered);
   } else {
     f.causes =
         "memory bandwidth or compute: the batch grew but each step got slower in proportion "

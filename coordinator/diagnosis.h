@@ -50,8 +50,8 @@ std::optional<Finding> DecodeSlowAtConcurrencyOne(const std::string& subject, do
 // 3. Aggregate throughput plateaus as concurrency grows: the curve has a knee below its highest
 // level (report_curves.h). Causes from the highest level's signals: KV capacity when KV usage
 // >= 90% or any preemption; scheduler batching when fewer than 90% of the offered concurrency
-// ran at once while requests waited; else the batch grew without throughput (memory bandwidth
-// or compute bound).
+// (the level, or the requests sent if fewer) ran at once while requests waited; else the batch
+// grew without throughput (memory bandwidth or compute bound).
 constexpr double kKvFull = 0.90;
 constexpr double kBatchedShare = 0.90;
 std::optional<Finding> ThroughputPlateaus(const std::string& subject, const Curve& curve,

@@ -242,6 +242,12 @@ std::string RenderSvg(const PlotSpec& spec) {
           "<path class=\"mark-knee\" d=\"M{0} {1} L{2} {3} L{0} {4} L{5} {3} Z\" fill=\"#fff\" "
           "stroke=\"{6}\" stroke-width=\"2\"><title>{7}</title></path>\n",
           Num(px), Num(py - 8), Num(px + 8), Num(py), Num(py + 8), Num(px - 8), colour, title);
+    } else if (m.kind == "point") {
+      svg += fmt::format(
+          "<circle class=\"mark-point\" cx=\"{}\" cy=\"{}\" r=\"3.5\" fill=\"#fff\" "
+          "stroke=\"{}\" stroke-width=\"1.5\"><title>{}</title></circle>\n",
+          Num(px), Num(py), colour, title);
+      continue;
     } else {
       svg += fmt::format(
           "<rect class=\"mark-{0}\" x=\"{1}\" y=\"{2}\" width=\"12\" height=\"12\" fill=\"none\" "

@@ -30,8 +30,9 @@ struct PlotSeries {
 
 struct PlotMark {
   double x = 0, y = 0;
-  std::string kind;   // "knee" (diamond) or "slo" (ringed square); the SVG class is mark-<kind>
-  std::string label;  // shown beside it and as its <title>
+  // "knee" (diamond), "slo" (square) or "point" (hollow circle); the SVG class is mark-<kind>.
+  std::string kind;
+  std::string label;  // its <title>, and shown beside it unless kind is "point"
   size_t colour = 0;
 };
 
