@@ -111,8 +111,8 @@ std::vector<PlotSpec> ReportPlots(const ReportData& data) {
 
   PlotSpec pareto;
   pareto.id = "pareto";
-  pareto.title =
-      "Output throughput per GPU vs tokens/s per user (Pareto frontier per configuration)";
+  pareto.title = "Throughput per GPU vs speed per user (Pareto frontier)";
+  pareto.zero_x = true;
   pareto.x_label = "output tokens/s per user (1000 / median TPOT)";
   pareto.y_label = "output tokens/s per GPU";
   PlotSpec ttft, e2el, throughput;

@@ -113,7 +113,7 @@ std::string TickLabel(double v) {
   if (a >= 1e6) return fmt::format("{:g}M", v / 1e6);
   if (a >= 1e4) return fmt::format("{:g}k", v / 1e3);
   if (a == 0) return "0";
-  if (a < 0.01) return fmt::format("{:.1e}", v);
+  if (a < 0.01) return fmt::format("{:.3g}", v);
   return fmt::format("{:g}", std::round(v * 1000) / 1000);
 }
 
@@ -157,6 +157,7 @@ std::string RenderSvg(const PlotSpec& spec) {
     return svg;
   }
   if (spec.zero_y) y0 = std::min(0.0, y0);
+  if (spec.zero_x && !spec.log_x) x0 = std::min(0.0, x0);
 
   std::vector<double> x_ticks = spec.log_x ? Log2Ticks(x0, x1, 10) : NiceTicks(x0, x1, 6);
   if (!spec.log_x) {
@@ -254,8 +255,11 @@ std::string RenderSvg(const PlotSpec& spec) {
           "stroke=\"{3}\" stroke-width=\"2\"><title>{4}</title></rect>\n",
           EscapeXml(m.kind), Num(px - 6), Num(py - 6), colour, title);
     }
-    svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"{}\">{}</text>\n",
-                       Num(px + 10), Num(py - 8), colour, title);
+    // Labels near the right edge go to the left of their mark.
+    const bool left_of = px > right - 60;
+    svg += fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" fill=\"{}\"{}>{}</text>\n",
+                       Num(left_of ? px - 10 : px + 10), Num(py - 8), colour,
+                       left_of ? " text-anchor=\"end\"" : "", title);
   }
   // Legend below the plot, one row per series.
   int row = 0;

@@ -39,8 +39,9 @@ struct PlotMark {
 struct PlotSpec {
   std::string id;  // the svg's id ("plot-<id>") and data-plot attribute
   std::string title, x_label, y_label;
-  bool log_x = false;  // base 2
-  bool zero_y = true;  // y axis starts at 0
+  bool log_x = false;   // base 2
+  bool zero_y = true;   // y axis starts at 0
+  bool zero_x = false;  // x axis starts at 0 (linear x only)
   std::vector<PlotSeries> series;
   std::vector<PlotMark> marks;
   int width = 640, height = 380;
