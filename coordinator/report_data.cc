@@ -42,8 +42,8 @@ std::string HardwareProfileFor(schema::RunSpec::Reader spec, const std::string& 
   return best;
 }
 
-// The performance model's time per output token of one request alone (decode step at the
-// mean context), when the model and GPU have profiles (perfmodel/, docs/perfmodel.md).
+}  // namespace
+
 std::optional<double> RooflineTpotMs(schema::RunSpec::Reader spec, const std::string& gpu_model) {
   const std::string hardware_name = HardwareProfileFor(spec, gpu_model);
   if (hardware_name.empty()) return std::nullopt;
@@ -68,8 +68,6 @@ std::optional<double> RooflineTpotMs(schema::RunSpec::Reader spec, const std::st
   const int64_t context = w.getInputLenTok() + w.getOutputLenTok() / 2;
   return static_cast<double>(cost.Step({{context, 1, 1}}).total_ns) / 1e6;
 }
-
-}  // namespace
 
 std::string ConfigName(const std::string& label) {
   std::istringstream tokens(label);

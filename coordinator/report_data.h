@@ -55,6 +55,11 @@ constexpr size_t kMaxSignalRuns = 24;
 
 Status LoadReportData(ResultsStore& store, ReportData* out);
 
+// The performance model's time per output token of one request alone (one decode step at
+// context input + output / 2), when the model and GPU have profiles (perfmodel/): the hardware
+// is sim.hardware, else the shipped profile named in `gpu_model` ("NVIDIA H200" -> h200).
+std::optional<double> RooflineTpotMs(schema::RunSpec::Reader spec, const std::string& gpu_model);
+
 // "tp=2 concurrency=16 repeat=1" -> "tp=2": the label without load level and repeat tokens.
 std::string ConfigName(const std::string& label);
 
