@@ -158,12 +158,14 @@ std::string DiagnosisMarkdown(const ReportData& data) {
   std::string md =
       "\n## Diagnosis\n\nRules applied to the measured signals (thresholds: "
       "docs/report.md#diagnosis).\n\n";
-  if (data.findings.empty()) {
-    return md +
-           "No rule fired: TTFT did not grow with prompt length, decode at concurrency 1 was not "
-           "slow, throughput did not plateau below the highest level, p95 latency did not rise "
-           "steeply while output improved, and no preemption followed long prompts.\n";
+  bool concurrency_one = false;
+  for (const ConfigCurve& c : data.curves) {
+    concurrency_one = concurrency_one || (!data.open_loop && c.curve.points.front().level == 1);
   }
+  if (!concurrency_one) {
+    md += "Decode speed at concurrency 1 not judged: no configuration ran at concurrency 1.\n\n";
+  }
+  if (data.findings.empty()) return md + "No rule fired.\n";
   for (const Finding& f : data.findings) {
     md += fmt::format("- **{}** ({}): {}. Look at: {}.\n", f.rule, f.subject, f.evidence, f.causes);
   }
