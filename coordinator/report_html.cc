@@ -111,7 +111,7 @@ std::vector<PlotSpec> ReportPlots(const ReportData& data) {
 
   PlotSpec pareto;
   pareto.id = "pareto";
-  pareto.title = "Throughput per GPU vs speed per user (Pareto frontier)";
+  pareto.title = "Throughput per GPU vs speed per user (Pareto frontier; levels labelled)";
   pareto.zero_x = true;
   pareto.x_label = "output tokens/s per user (1000 / median TPOT)";
   pareto.y_label = "output tokens/s per GPU";
@@ -134,12 +134,13 @@ std::vector<PlotSpec> ReportPlots(const ReportData& data) {
     const auto& points = cc.curve.points;
     const std::string& name = cc.curve.config;
     // Pareto: the frontier as a line, dominated levels as hollow points.
-    PlotSeries frontier{name, {}, {}, {}, {}, c, false, true};
+    PlotSeries frontier{name, {}, {}, {}, {}, c, false, true, {}};
     std::vector<bool> on_frontier(points.size(), false);
     for (size_t i : cc.frontier) {
       on_frontier[i] = true;
       frontier.x.push_back(points[i].Median("per_user_tok_per_s"));
       frontier.y.push_back(points[i].Median("output_throughput_per_gpu"));
+      frontier.point_labels.push_back(fmt::format("{:g}", points[i].level));
     }
     pareto.series.push_back(std::move(frontier));
     for (size_t i = 0; i < points.size(); ++i) {
@@ -150,7 +151,7 @@ std::vector<PlotSpec> ReportPlots(const ReportData& data) {
     }
     auto line = [&](const std::string& figure, const std::string& series_name, bool dashed,
                     bool bars) {
-      PlotSeries s{series_name, {}, {}, {}, {}, c, dashed, true};
+      PlotSeries s{series_name, {}, {}, {}, {}, c, dashed, true, {}};
       for (const auto& p : points) {
         const Range* r = p.Get(figure);
         s.x.push_back(p.level);
@@ -183,7 +184,7 @@ std::vector<PlotSpec> ReportPlots(const ReportData& data) {
     const SignalSeries& s = data.signals[i];
     auto series = [&](const std::string& signal, const std::string& name, size_t colour,
                       double scale) {
-      PlotSeries out{name, {}, {}, {}, {}, colour, false, true};
+      PlotSeries out{name, {}, {}, {}, {}, colour, false, true, {}};
       auto it = s.signals.find(signal);
       if (it == s.signals.end()) return out;
       for (const XY& p : it->second) {

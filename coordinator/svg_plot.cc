@@ -224,6 +224,12 @@ std::string RenderSvg(const PlotSpec& spec) {
           "<circle class=\"point\" cx=\"{}\" cy=\"{}\" r=\"3\"><title>{}: ({}, {})</title>"
           "</circle>\n",
           Num(px), Num(py), EscapeXml(s.name), TickLabel(s.x[i]), TickLabel(s.y[i]));
+      if (i < s.point_labels.size() && !s.point_labels[i].empty()) {
+        svg += fmt::format(
+            "<text class=\"point-label\" x=\"{}\" y=\"{}\" font-size=\"9\" stroke=\"none\">{}"
+            "</text>\n",
+            Num(px + 5), Num(py - 5), EscapeXml(s.point_labels[i]));
+      }
     }
     if (s.line && !d.empty()) {
       d.pop_back();

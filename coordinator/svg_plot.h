@@ -22,10 +22,11 @@ const std::string& SeriesColour(size_t index);
 struct PlotSeries {
   std::string name;
   std::vector<double> x, y;
-  std::vector<double> y_min, y_max;  // optional bars (same length as y), e.g. over repeats
-  size_t colour = 0;                 // index into the palette
-  bool dashed = false;               // e.g. p95 beside a solid p50
-  bool line = true;                  // false: points only
+  std::vector<double> y_min, y_max;       // optional bars (same length as y), e.g. over repeats
+  size_t colour = 0;                      // index into the palette
+  bool dashed = false;                    // e.g. p95 beside a solid p50
+  bool line = true;                       // false: points only
+  std::vector<std::string> point_labels;  // optional, beside each point (e.g. its level)
 };
 
 struct PlotMark {

@@ -43,8 +43,17 @@ TEST(SvgPlot, PlotHasItsIdSeriesPathsPointsBarsMarksAndLegend) {
                          {110, 200, 320, 330},
                          0,
                          false,
-                         true});
-  spec.series.push_back({"tp=2", {1, 2, 4, 8}, {150, 290, 560, 1000}, {}, {}, 1, true, true});
+                         true,
+                         {}});
+  spec.series.push_back({"tp=2",
+                         {1, 2, 4, 8},
+                         {150, 290, 560, 1000},
+                         {},
+                         {},
+                         1,
+                         true,
+                         true,
+                         {"c=1", "", "c<4>", "c=8"}});
   spec.marks.push_back({4, 300, "knee", "knee at 4", 0});
   spec.marks.push_back({2, 290, "slo", "best SLO point", 1});
   const std::string svg = RenderSvg(spec);
@@ -61,12 +70,14 @@ TEST(SvgPlot, PlotHasItsIdSeriesPathsPointsBarsMarksAndLegend) {
   EXPECT_NE(svg.find("stroke-dasharray"), std::string::npos);
   EXPECT_NE(svg.find("concurrency (log scale)"), std::string::npos);
   EXPECT_EQ(svg.find("no data"), std::string::npos);
+  EXPECT_EQ(Count(svg, "class=\"point-label\""), 3u);  // the empty label is not drawn
+  EXPECT_NE(svg.find(">c&lt;4&gt;</text>"), std::string::npos);
 }
 
 TEST(SvgPlot, PlotWithoutFinitePointsSaysNoData) {
   PlotSpec spec;
   spec.id = "empty";
-  spec.series.push_back({"s", {1, 2}, {std::nan(""), std::nan("")}, {}, {}, 0, false, true});
+  spec.series.push_back({"s", {1, 2}, {std::nan(""), std::nan("")}, {}, {}, 0, false, true, {}});
   const std::string svg = RenderSvg(spec);
   EXPECT_NE(svg.find("no data"), std::string::npos);
   EXPECT_EQ(svg.find("class=\"line\""), std::string::npos);
