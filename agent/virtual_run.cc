@@ -260,10 +260,18 @@ void ExecuteVirtualRun(schema::RunSpec::Reader spec, const std::string& default_
   slo.tpot_ms = spec.getSlo().getTpotMs();
   slo.e2el_ms = spec.getSlo().getE2elMs();
   const loadgen::BenchSummary summary = loadgen::Summarize(sim.load, slo);
-  FillFigures(spec, summary, SamplesOf(sim.result), sim.cold_start_ms, record);
+  const std::vector<ScrapedSample> samples = SamplesOf(sim.result);
+  FillFigures(spec, summary, samples, sim.cold_start_ms, record);
   auto requests = result.initRequests(static_cast<unsigned>(sim.load.requests.size()));
   for (size_t i = 0; i < sim.load.requests.size(); ++i) {
     CopyRequestRecord(sim.load.requests[i], requests[i]);
+  }
+  // The model's signal series, as a measured run ships its scrapes (report.html plots them).
+  auto engine_samples = result.initEngineSamples(static_cast<unsigned>(samples.size()));
+  for (size_t i = 0; i < samples.size(); ++i) {
+    engine_samples[i].setAtNs(samples[i].at_ns);
+    engine_samples[i].setName(samples[i].signal);
+    engine_samples[i].setValue(samples[i].value);
   }
   record.setSimulation(
       fmt::format("perfmodel: hardware {}, model {}", sim.hardware.name, sim.model.name));

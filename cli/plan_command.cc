@@ -199,7 +199,8 @@ int Simulate(coordinator::LoadedMatrix& loaded, const PlanOptions& options) {
     spdlog::error("{}", s.message());
     return kExitError;
   }
-  fmt::print("summary: {}\nreport:  {}\n", paths.summary_csv, paths.report_md);
+  fmt::print("summary: {}\nreport:  {}\nhtml:    {}\n", paths.summary_csv, paths.report_md,
+             paths.report_html);
   return failed > 0 ? kExitRunsFailed : kExitOk;
 }
 

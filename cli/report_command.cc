@@ -1,4 +1,4 @@
-// `servesweep report DIR`: rewrites summary.csv and report.md from DIR/results.db.
+// `servesweep report DIR`: rewrites summary.csv, report.md and report.html from DIR/results.db.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -13,7 +13,8 @@ namespace servesweep::cli {
 
 void AddReportCommand(CLI::App& app, int* exit_code) {
   auto dir = std::make_shared<std::string>();
-  auto* cmd = app.add_subcommand("report", "Write summary.csv and report.md from a results folder");
+  auto* cmd = app.add_subcommand(
+      "report", "Write summary.csv, report.md and report.html from a results folder");
   cmd->add_option("dir", *dir, "Output folder of a sweep (holds results.db)")->required();
   cmd->callback([dir, exit_code] {
     const std::string db = *dir + "/results.db";
@@ -31,7 +32,8 @@ void AddReportCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitError;
       return;
     }
-    fmt::print("summary: {}\nreport:  {}\n", paths.summary_csv, paths.report_md);
+    fmt::print("summary: {}\nreport:  {}\nhtml:    {}\n", paths.summary_csv, paths.report_md,
+               paths.report_html);
     *exit_code = kExitOk;
   });
 }

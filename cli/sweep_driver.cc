@@ -16,7 +16,8 @@ namespace servesweep::cli {
 
 void AddCoordinatorOptions(CLI::App& cmd, coordinator::CoordinatorSettings& settings,
                            DriverOptions& options) {
-  cmd.add_option("--out", settings.out_dir, "Output folder: results.db, summary.csv, report.md")
+  cmd.add_option("--out", settings.out_dir,
+                 "Output folder: results.db, summary.csv, report.md, report.html")
       ->required();
   cmd.add_flag("--resume", settings.resume, "Finish the sweep already in --out");
   cmd.add_option("--heartbeat-ms", settings.heartbeat_ms, "Heartbeat interval")
@@ -82,6 +83,7 @@ int DriveSweep(coordinator::CoordinatorSettings settings, const DriverOptions& o
   fmt::print("  results database: {}/results.db\n", settings.out_dir);
   fmt::print("  summary:          {}\n", paths.summary_csv);
   fmt::print("  report:           {}\n", paths.report_md);
+  fmt::print("  html report:      {}\n", paths.report_html);
   if (signals.received()) {
     fmt::print("stopped before the end; continue with --resume\n");
     return kExitInterrupted;

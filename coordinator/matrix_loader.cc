@@ -505,12 +505,28 @@ void ApplyEngineConfig(Parser& p, const YAML::Node& node, schema::EngineConfig::
     }
     if (key == "price") {
       if (!p.ExpectMap(value, "'price'")) continue;
-      p.CheckKeys(value, "price", {"input_per_mtok", "output_per_mtok", "currency"});
-      if (value["input_per_mtok"])
-        c.setPriceInputPerMTok(p.Real(value["input_per_mtok"], "input_per_mtok"));
-      if (value["output_per_mtok"])
-        c.setPriceOutputPerMTok(p.Real(value["output_per_mtok"], "output_per_mtok"));
+      p.CheckKeys(
+          value, "price",
+          {"gpu_hour", "input_per_mtok", "output_per_mtok", "cached_input_per_mtok", "currency"});
+      // Prices are numbers >= 0 (Real); GPU time or tokens, not both (one bill, not two).
+      auto price = [&](const char* name) { return p.Real(value[name], name); };
+      if (value["gpu_hour"]) c.setPriceGpuHour(price("gpu_hour"));
+      if (value["input_per_mtok"]) c.setPriceInputPerMTok(price("input_per_mtok"));
+      if (value["output_per_mtok"]) c.setPriceOutputPerMTok(price("output_per_mtok"));
+      if (value["cached_input_per_mtok"])
+        c.setPriceCachedInputPerMTok(price("cached_input_per_mtok"));
       if (value["currency"]) c.setCurrency(p.Text(value["currency"], "currency"));
+      if (value["gpu_hour"]) {
+        for (const char* token : {"input_per_mtok", "output_per_mtok", "cached_input_per_mtok"}) {
+          if (value[token]) {
+            p.Fail(value[token],
+                   fmt::format("expected either 'gpu_hour' (self-hosted) or token prices (a "
+                               "managed API) in 'price', found both ('gpu_hour' and '{}')",
+                               token));
+            break;
+          }
+        }
+      }
     }
   }
 }

@@ -3,6 +3,8 @@
 #include <limits>
 #include <string_view>
 
+#include "coordinator/cost_model.h"
+
 namespace servesweep::coordinator {
 namespace {
 
@@ -169,24 +171,32 @@ std::vector<RecordColumn> Build() {
   Real(c, "gpu_power_mean_w", [](Record r) { return r.getGpuPowerMeanW(); });
   Real(c, "gpu_sm_clock_mean_mhz", [](Record r) { return r.getGpuSmClockMeanMhz(); });
 
-  // Cost on a priced endpoint (engine_config.price): the successful requests' tokens at the
-  // price per million, over the completed requests. NaN without a price.
-  c.push_back(
-      {"cost_per_completed_request", "REAL",
-       [](Result r) -> ColumnValue {
-         const auto config = r.getSpec().getEngineConfig();
-         const auto record = r.getRecord();
-         if ((config.getPriceInputPerMTok() == 0 && config.getPriceOutputPerMTok() == 0) ||
-             record.getCompleted() == 0) {
-           return std::numeric_limits<double>::quiet_NaN();
-         }
-         const double cost =
-             (static_cast<double>(record.getTotalInputTokens()) * config.getPriceInputPerMTok() +
-              static_cast<double>(record.getTotalOutputTokens()) * config.getPriceOutputPerMTok()) /
-             1e6;
-         return cost / record.getCompleted();
-       },
-       false, true});
+  // Cost (engine_config.price; coordinator/cost_model.h): the measured window at the GPU price
+  // per hour, or the successful requests' tokens at the token prices. NaN without a price.
+  auto cost_of = [](Result r) {
+    const auto record = r.getRecord();
+    CostInputs in;
+    in.gpu_count = record.getGpuCount();
+    in.duration_s = record.getDurationS();
+    in.completed = record.getCompleted();
+    in.input_tok = static_cast<double>(record.getTotalInputTokens());
+    in.output_tok = static_cast<double>(record.getTotalOutputTokens());
+    in.cached_input_tok = record.getPrefixCacheHits();
+    return CostOf(PriceOf(r.getSpec().getEngineConfig()), in);
+  };
+  c.push_back({"cost_per_completed_request", "REAL",
+               [cost_of](Result r) -> ColumnValue {
+                 const Cost cost = cost_of(r);
+                 return cost.priced ? cost.per_request : std::numeric_limits<double>::quiet_NaN();
+               },
+               false, true});
+  c.push_back({"cost_per_mtok_output", "REAL",
+               [cost_of](Result r) -> ColumnValue {
+                 const Cost cost = cost_of(r);
+                 return cost.priced ? cost.per_mtok_output
+                                    : std::numeric_limits<double>::quiet_NaN();
+               },
+               false, true});
   c.push_back({"cost_currency", "TEXT",
                [](Result r) -> ColumnValue {
                  return std::string(r.getSpec().getEngineConfig().getCurrency());

@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <map>
 
 #include "coordinator/comparison.h"
+#include "coordinator/report_data.h"
+#include "coordinator/report_html.h"
 
 namespace servesweep::coordinator {
 namespace {
@@ -84,7 +88,91 @@ std::string NodeProbesMarkdown(ResultsStore& store) {
   return md;
 }
 
-std::string ReportMarkdown(ResultsStore& store, const Table& summary) {
+std::string Figure(double value, int decimals) {
+  return std::isfinite(value) ? fmt::format("{:.{}f}", value, decimals) : std::string("n/a");
+}
+
+// Knee and best SLO point per configuration (docs/report.md#curves).
+std::string CurvesMarkdown(const ReportData& data) {
+  if (data.curves.empty()) return "";
+  std::string md =
+      "\n## Curves: knee and best SLO point\n\nPer configuration, over its load levels (medians "
+      "of the ok repeats). Knee: the lowest level after which no higher level gains more than "
+      "10% output throughput per doubling. Best SLO point: the highest-throughput level whose "
+      "every repeat had >= 90% of its requests within every SLO limit. Pareto frontier: levels "
+      "not beaten on both output tokens/s per GPU and tokens/s per user (1000 / median TPOT). "
+      "Definitions: docs/report.md.\n\n"
+      "| configuration | levels | peak out tok/s/GPU | knee | best SLO point | Pareto frontier "
+      "|\n|---|---|---|---|---|---|\n";
+  for (const ConfigCurve& c : data.curves) {
+    std::string levels, frontier;
+    double peak = std::nan("");
+    for (const auto& p : c.curve.points) {
+      levels += (levels.empty() ? "" : ", ") + fmt::format("{:g}", p.level);
+      const double v = p.Median("output_throughput_per_gpu");
+      if (std::isfinite(v) && !(v <= peak)) peak = v;
+    }
+    std::vector<size_t> on_frontier = c.frontier;
+    std::sort(on_frontier.begin(), on_frontier.end());  // ascending level
+    for (size_t i : on_frontier) {
+      frontier += (frontier.empty() ? "" : ", ") + fmt::format("{:g}", c.curve.points[i].level);
+    }
+    const std::string knee =
+        c.knee.found ? fmt::format("{:g} ({:.1f} tok/s)", c.knee.level, c.knee.throughput)
+                     : "none: " + c.knee.reason;
+    const std::string slo = c.slo.found
+                                ? fmt::format("{:g} ({:.1f} tok/s)", c.slo.level, c.slo.throughput)
+                                : "none: " + c.slo.reason;
+    md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", c.curve.config, levels, Figure(peak, 1),
+                      knee, slo, frontier.empty() ? "n/a" : frontier);
+  }
+  return md;
+}
+
+// Cost of every priced ok run (docs/report.md#cost).
+std::string CostMarkdown(const ReportData& data) {
+  std::string rows;
+  for (const ReportRun& r : data.runs) {
+    if (!r.cost.priced) continue;
+    rows +=
+        fmt::format("| {} | {} | {} | {} | {} | {} |\n", r.run.label,
+                    r.currency.empty() ? "-" : r.currency, Figure(r.cost.total, 4),
+                    Figure(r.cost.per_mtok_output, 4), Figure(r.cost.per_request, 6), r.cost.basis);
+  }
+  std::string md = "\n## Cost\n\n";
+  if (rows.empty()) {
+    return md +
+           "No run is priced: add `engine_config.price` (a GPU per hour, or a managed API's "
+           "token prices) to the matrix (docs/report.md#cost).\n";
+  }
+  return md +
+         "The measured window's cost: GPUs x duration at the GPU-hour price, or the successful "
+         "requests' tokens at the token prices (docs/report.md#cost).\n\n"
+         "| run | currency | cost | per million output tokens | per successful request | basis "
+         "|\n|---|---|---|---|---|---|\n" +
+         rows;
+}
+
+// Diagnosis findings (docs/report.md#diagnosis).
+std::string DiagnosisMarkdown(const ReportData& data) {
+  std::string md =
+      "\n## Diagnosis\n\nRules applied to the measured signals (thresholds: "
+      "docs/report.md#diagnosis).\n\n";
+  bool concurrency_one = false;
+  for (const ConfigCurve& c : data.curves) {
+    concurrency_one = concurrency_one || (!data.open_loop && c.curve.points.front().level == 1);
+  }
+  if (!concurrency_one) {
+    md += "Decode speed at concurrency 1 not judged: no configuration ran at concurrency 1.\n\n";
+  }
+  if (data.findings.empty()) return md + "No rule fired.\n";
+  for (const Finding& f : data.findings) {
+    md += fmt::format("- **{}** ({}): {}. Look at: {}.\n", f.rule, f.subject, f.evidence, f.causes);
+  }
+  return md;
+}
+
+std::string ReportMarkdown(ResultsStore& store, const Table& summary, const ReportData& data) {
   Table meta;
   std::map<std::string, std::string> info;
   if (store.Query("SELECT key, value FROM meta WHERE key != 'matrix_text'", &meta).ok()) {
@@ -149,8 +237,10 @@ std::string ReportMarkdown(ResultsStore& store, const Table& summary) {
                             row.Text("last_error"));
   }
   if (!failures.empty()) md += "\n## Runs not done\n\n" + failures;
-  std::vector<ComparedRun> runs;
-  if (LoadComparedRuns(store, &runs).ok()) md += RenderGroupComparisons(runs);
+  md += CurvesMarkdown(data);
+  md += CostMarkdown(data);
+  md += DiagnosisMarkdown(data);
+  md += RenderGroupComparisons(data.compared);
   md += NodeProbesMarkdown(store);
   md += "\nEvery column of every run: summary.csv (docs/results.md). Raw data: results.db.\n";
   return md;
@@ -173,8 +263,16 @@ Status WriteReports(ResultsStore& store, const std::string& out_dir, ReportPaths
   if (Status s = store.QuerySummary(&summary); !s.ok()) return s;
   paths->summary_csv = out_dir + "/summary.csv";
   paths->report_md = out_dir + "/report.md";
+  paths->report_html = out_dir + "/report.html";
   if (Status s = WriteFile(paths->summary_csv, SummaryCsv(summary)); !s.ok()) return s;
-  return WriteFile(paths->report_md, ReportMarkdown(store, summary));
+  ReportData data;
+  if (Status s = LoadReportData(store, &data); !s.ok()) return s;
+  const std::string md = ReportMarkdown(store, summary, data);
+  if (Status s = WriteFile(paths->report_md, md); !s.ok()) return s;
+  // The page's title is the report's first line; the rest is shared with report.md.
+  const size_t title_end = md.find('\n');
+  const std::string title = md.substr(2, title_end - 2);
+  return WriteFile(paths->report_html, ReportHtml(data, title, md.substr(title_end + 1)));
 }
 
 }  // namespace servesweep::coordinator

@@ -162,6 +162,10 @@ struct EngineConfig {
   priceOutputPerMTok @20 :Float64;  # price per million output tokens
   currency @21 :Text;
   apiKeyFile @22 :Text;         # a file holding the key, when no apiKeyEnv (never the key itself)
+  # The rest of the price (coordinator/cost_model.h): a GPU per hour (self-hosted), and input
+  # tokens served from the prefix cache (a managed API's cached-input price).
+  priceGpuHour @23 :Float64;
+  priceCachedInputPerMTok @24 :Float64;
 }
 
 struct RunSpec {

@@ -21,6 +21,7 @@ packages=(
   python3-venv                      # kubernetes-validate's environment (below)
   libopenmpi-dev openmpi-bin        # the MPI network probe (servesweep-mpi-probe)
   clang libclang-rt-14-dev          # libFuzzer, ASan, UBSan for the fuzz targets (scripts/fuzz.sh)
+  chromium                          # report.html rendered headless in its test (ReportHtml.*)
 )
 
 missing=()
