@@ -127,8 +127,24 @@ void RunExecutor::SetPhase(const char* phase) {
   phase_ = phase;
 }
 
+void RunExecutor::Distrust(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (distrust_reason_.empty()) distrust_reason_ = reason;
+  }
+  Cancel(reason);
+}
+
 std::unique_ptr<capnp::MallocMessageBuilder> RunExecutor::TakeResult() {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (result_ && !distrust_reason_.empty()) {
+    // Finished before the agent's loop noticed the stall: its latencies include the stall.
+    auto result = result_->getRoot<schema::RunResult>();
+    if (result.getStatus() == schema::RunStatus::OK) {
+      result.setStatus(schema::RunStatus::FAILED);
+      result.setError(distrust_reason_);
+    }
+  }
   return std::move(result_);
 }
 

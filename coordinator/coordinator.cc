@@ -443,6 +443,20 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
     spdlog::warn("agent {} refused run {}: {}", identity, run_id, error);
     return;
   }
+  if (run->state == RunState::kDone && result.getStatus() != schema::RunStatus::OK) {
+    // A late failure report of an attempt that lost the race (a stalled agent's, say): history of
+    // that attempt only; the run keeps its committed result.
+    if (Status s = store_->EndAttempt(run_id, result.getAttempt(), "failed", error, false);
+        !s.ok()) {
+      spdlog::error("{}", s.message());
+      return;
+    }
+    spdlog::info("run {} is done; kept the late failure report of attempt {} from {} as history",
+                 run_id, result.getAttempt(), identity);
+    agent_done();
+    ack(false, "");
+    return;
+  }
   if (run->state == RunState::kDone) {
     ++duplicates_dropped_;
     spdlog::info("dropped a duplicate result for {} (attempt {}) from {}", run_id,
