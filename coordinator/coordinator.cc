@@ -71,6 +71,8 @@ Status Coordinator::Prepare(LoadedMatrix& matrix) {
                  requeued);
   }
 
+  if (status = store_->LoadAgentKeys(&agent_keys_); !status.ok()) return status;
+
   const auto probes = matrix.matrix().getProbes();
   probes_enabled_ = probes.getEnabled();
   exclude_unhealthy_ = probes.getExcludeUnhealthy();
@@ -212,7 +214,9 @@ Status Coordinator::Run() {
                      frames.size());
         continue;
       }
-      HandleFrame(frames[0].to_string(), frames[1], SteadyNowNs());
+      // The ZAP handler's User-Id (the peer's public key) rides on every message it sends.
+      const char* user_id = zmq_msg_gets(frames[1].handle(), "User-Id");
+      HandleFrame(frames[0].to_string(), frames[1], user_id ? user_id : "", SteadyNowNs());
     }
     const int64_t now_ns = SteadyNowNs();
     if (now_ns >= next_heartbeat_ns) {
@@ -236,8 +240,23 @@ Status Coordinator::Run() {
   return Status::Ok();
 }
 
+bool Coordinator::KeyMatchesIdentity(const std::string& identity, const std::string& peer_key) {
+  if (peer_key.empty()) return true;  // plain TCP (--insecure): nothing to bind to
+  auto bound = agent_keys_.find(identity);
+  if (bound == agent_keys_.end() || bound->second == peer_key) return true;
+  ++impostors_refused_;
+  if (impostors_logged_.insert({identity, peer_key}).second) {
+    spdlog::warn(
+        "refused messages under agent id '{}' from public key {}: that id belongs to key {} "
+        "(first seen with it); each agent needs its own --id, and an id stays with its key",
+        identity, peer_key, bound->second);
+  }
+  return false;
+}
+
 void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t& payload,
-                              int64_t now_ns) {
+                              const std::string& peer_key, int64_t now_ns) {
+  if (!KeyMatchesIdentity(identity, peer_key)) return;
   std::unique_ptr<DecodedEnvelope> decoded;
   Status status = DecodeFrame(payload, &decoded, settings_.max_frame_bytes);
   if (!status.ok()) {
@@ -250,7 +269,7 @@ void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t&
     auto envelope = decoded->envelope();
     const auto which = envelope.which();
     if (which == schema::Envelope::HELLO) {
-      OnHello(identity, envelope.getHello(), now_ns);
+      OnHello(identity, envelope.getHello(), peer_key, now_ns);
       return;
     }
     if (!agents_.Touch(identity, now_ns)) {
@@ -300,13 +319,19 @@ void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t&
 }
 
 void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hello,
-                          int64_t now_ns) {
+                          const std::string& peer_key, int64_t now_ns) {
   auto inventory = hello.getInventory();
   if (inventory.getAgentId() != identity) {
     ++frames_rejected_;
     spdlog::warn("dropped a hello: socket identity '{}' but inventory says '{}'", identity,
                  inventory.getAgentId().cStr());
     return;
+  }
+  if (!peer_key.empty() && agent_keys_.emplace(identity, peer_key).second) {
+    if (Status s = store_->BindAgentKey(identity, peer_key); !s.ok()) {
+      spdlog::error("{}", s.message());
+    }
+    spdlog::info("agent id '{}' bound to public key {}", identity, peer_key);
   }
   std::string was_busy;
   if (AgentEntry* known = agents_.Find(identity)) {
@@ -667,6 +692,7 @@ SweepTotals Coordinator::Totals() const {
   }
   totals.duplicates_dropped = duplicates_dropped_;
   totals.frames_rejected = frames_rejected_;
+  totals.impostors_refused = impostors_refused_;
   return totals;
 }
 

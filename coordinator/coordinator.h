@@ -14,7 +14,9 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
@@ -46,6 +48,7 @@ struct SweepTotals {
   size_t runs = 0, done = 0, failed = 0, pending = 0, running = 0;
   size_t duplicates_dropped = 0;  // results received for runs already committed
   size_t frames_rejected = 0;     // malformed or unexpected frames dropped
+  size_t impostors_refused = 0;   // messages under an agent id bound to another public key
 };
 
 class Coordinator {
@@ -79,8 +82,13 @@ class Coordinator {
   };
 
   Status CheckSecurity() const;
-  void HandleFrame(const std::string& identity, const zmq::message_t& payload, int64_t now_ns);
-  void OnHello(const std::string& identity, schema::Hello::Reader hello, int64_t now_ns);
+  // `peer_key`: the sender's CurveZMQ public key (Z85, the ZAP User-Id); "" without CURVE.
+  void HandleFrame(const std::string& identity, const zmq::message_t& payload,
+                   const std::string& peer_key, int64_t now_ns);
+  void OnHello(const std::string& identity, schema::Hello::Reader hello,
+               const std::string& peer_key, int64_t now_ns);
+  // False (and the message is to be dropped) when `identity` is bound to another key.
+  bool KeyMatchesIdentity(const std::string& identity, const std::string& peer_key);
   void OnResult(const std::string& identity, schema::RunResult::Reader result);
   void OnProbeReport(const std::string& identity, schema::ProbeReport::Reader report);
   void RequestProbes();
@@ -107,6 +115,14 @@ class Coordinator {
   std::atomic<bool> stop_{false};
   size_t duplicates_dropped_ = 0;
   size_t frames_rejected_ = 0;
+  size_t impostors_refused_ = 0;
+  bool group_commit_ = false;
+  size_t results_in_batch_ = 0;
+  std::vector<std::pair<std::string, zmq::message_t>> deferred_acks_;  // sent after the commit
+  // Agent id -> the public key it was first seen with (persisted in results.db): another
+  // admitted key cannot take over an id, whatever routing id it claims.
+  std::map<std::string, std::string> agent_keys_;
+  std::set<std::pair<std::string, std::string>> impostors_logged_;  // (id, key): say it once
   int64_t waiting_since_ns_ = 0;
   bool dispatch_needed_ = true;
   bool probes_enabled_ = false;

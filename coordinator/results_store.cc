@@ -141,6 +141,10 @@ CREATE TABLE IF NOT EXISTS agents(
   version TEXT NOT NULL,
   last_hello_unix_ms INTEGER NOT NULL,
   pool TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS agent_keys(
+  agent_id TEXT PRIMARY KEY,
+  public_key TEXT NOT NULL,
+  bound_unix_ms INTEGER NOT NULL);
 )sql";
 
 std::string ResultsTableSql() {
@@ -458,20 +462,41 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
 }
 
 Status ResultsStore::UpsertAgent(schema::Inventory::Reader inventory) {
-  Statement stmt(db_, "INSERT OR REPLACE INTO agents VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  stmt.Bind(1, std::string(inventory.getAgentId()));
-  stmt.Bind(2, std::string(inventory.getHostname()));
-  stmt.Bind(3, std::string(inventory.getAddress()));
-  stmt.Bind(4, int64_t{inventory.getGpus().size()});
-  stmt.Bind(5, int64_t{inventory.getEmulatedGpus() ? 1 : 0});
-  stmt.Bind(6, inventory.getGpus().size() > 0 ? std::string(inventory.getGpus()[0].getName())
-                                              : std::string("none"));
-  stmt.Bind(7, int64_t{inventory.getCpuCores()});
-  stmt.Bind(8, static_cast<int64_t>(inventory.getMemoryBytes()));
-  stmt.Bind(9, std::string(inventory.getVersion()));
-  stmt.Bind(10, UnixNowMs());
-  stmt.Bind(11, std::string(inventory.getPool()));
-  return stmt.Run();
+  return InTransaction([&]() -> Status {
+    Statement stmt(db_, "INSERT OR REPLACE INTO agents VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    stmt.Bind(1, std::string(inventory.getAgentId()));
+    stmt.Bind(2, std::string(inventory.getHostname()));
+    stmt.Bind(3, std::string(inventory.getAddress()));
+    stmt.Bind(4, int64_t{inventory.getGpus().size()});
+    stmt.Bind(5, int64_t{inventory.getEmulatedGpus() ? 1 : 0});
+    stmt.Bind(6, inventory.getGpus().size() > 0 ? std::string(inventory.getGpus()[0].getName())
+                                                : std::string("none"));
+    stmt.Bind(7, int64_t{inventory.getCpuCores()});
+    stmt.Bind(8, static_cast<int64_t>(inventory.getMemoryBytes()));
+    stmt.Bind(9, std::string(inventory.getVersion()));
+    stmt.Bind(10, UnixNowMs());
+    stmt.Bind(11, std::string(inventory.getPool()));
+    return stmt.Run();
+  });
+}
+
+Status ResultsStore::LoadAgentKeys(std::map<std::string, std::string>* out) {
+  Table table;
+  if (Status s = Query("SELECT agent_id, public_key FROM agent_keys", &table); !s.ok()) return s;
+  out->clear();
+  for (const auto& row : table.rows) (*out)[row[0]] = row[1];
+  return Status::Ok();
+}
+
+Status ResultsStore::BindAgentKey(const std::string& agent_id, const std::string& public_key) {
+  return InTransaction([&]() -> Status {
+    // OR IGNORE: the first key an id was seen with stays its key.
+    Statement stmt(db_, "INSERT OR IGNORE INTO agent_keys VALUES(?, ?, ?)");
+    stmt.Bind(1, agent_id);
+    stmt.Bind(2, public_key);
+    stmt.Bind(3, UnixNowMs());
+    return stmt.Run();
+  });
 }
 
 Status ResultsStore::StoreProbeReport(const std::string& agent_id,

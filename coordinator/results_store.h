@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +68,9 @@ class ResultsStore {
   // *duplicate is set (and nothing written) when the run already has a committed result.
   Status CommitResult(schema::RunResult::Reader result, bool final_state_done, bool* duplicate);
   Status UpsertAgent(schema::Inventory::Reader inventory);
+  // Agent id -> the CurveZMQ public key (Z85) it was first seen with; kept across --resume.
+  Status LoadAgentKeys(std::map<std::string, std::string>* out);
+  Status BindAgentKey(const std::string& agent_id, const std::string& public_key);
   // Replaces an agent's pre-flight probe report (its figures and verdicts).
   Status StoreProbeReport(const std::string& agent_id, schema::ProbeReport::Reader report,
                           bool excluded);
