@@ -168,8 +168,12 @@ Coordinator::RunSlot* Coordinator::FindRun(const std::string& run_id) {
 }
 
 bool Coordinator::Send(const std::string& identity, capnp::MallocMessageBuilder& message) {
+  zmq::message_t frame = EncodeFrame(message);
+  return SendFrame(identity, frame);
+}
+
+bool Coordinator::SendFrame(const std::string& identity, zmq::message_t& frame) {
   try {
-    zmq::message_t frame = EncodeFrame(message);
     if (!socket_.send(zmq::buffer(identity),
                       zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
       return false;
@@ -181,8 +185,23 @@ bool Coordinator::Send(const std::string& identity, capnp::MallocMessageBuilder&
   }
 }
 
+Status Coordinator::FlushBatch() {
+  if (!group_commit_) return Status::Ok();
+  if (Status s = store_->CommitBatch(); !s.ok()) {
+    return Status::Error(fmt::format(
+        "could not commit {} result(s) to {}/results.db: {}; none was acknowledged, so the agents "
+        "keep them in their spools: fix the cause and start again with --resume",
+        results_in_batch_, settings_.out_dir, s.message()));
+  }
+  for (auto& [identity, frame] : deferred_acks_) SendFrame(identity, frame);
+  deferred_acks_.clear();
+  results_in_batch_ = 0;
+  return Status::Ok();
+}
+
 Status Coordinator::Run() {
   const int64_t interval_ns = int64_t{settings_.heartbeat_ms} * 1'000'000;
+  group_commit_ = settings_.commit_batch_max > 1;
   int64_t next_heartbeat_ns = 0;
   const auto poll_timeout =
       std::chrono::milliseconds(std::clamp(settings_.heartbeat_ms / 4, 1, 50));
@@ -194,7 +213,12 @@ Status Coordinator::Run() {
     const int64_t batch_deadline_ns =
         SteadyNowNs() + std::chrono::duration_cast<std::chrono::nanoseconds>(poll_timeout).count();
     bool drained = false;  // every message that arrived was handled
+    if (group_commit_) store_->BeginBatch();
     for (int budget = 0; budget < 10000 && SteadyNowNs() < batch_deadline_ns; ++budget) {
+      if (group_commit_ && results_in_batch_ >= static_cast<size_t>(settings_.commit_batch_max)) {
+        if (Status s = FlushBatch(); !s.ok()) return s;
+        store_->BeginBatch();
+      }
       std::vector<zmq::message_t> frames;
       std::optional<size_t> received;
       try {
@@ -232,6 +256,9 @@ Status Coordinator::Run() {
     }
     if (probes_enabled_) RequestProbes();
     Dispatch(now_ns);
+    // The turn's writes (results, attempts, placements) become durable together; only then are
+    // the results acknowledged.
+    if (Status s = FlushBatch(); !s.ok()) return s;
     if (AllFinished()) {
       SayBye();
       return Status::Ok();
@@ -435,7 +462,13 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
     body.setAttempt(result.getAttempt());
     body.setRejected(rejected);
     body.setReason(reason);
-    Send(identity, message);
+    // In a group commit even a duplicate's ack waits: the commit it duplicates may be in this
+    // very batch, not yet durable.
+    if (group_commit_) {
+      deferred_acks_.emplace_back(identity, EncodeFrame(message));
+    } else {
+      Send(identity, message);
+    }
   };
   RunSlot* run = FindRun(run_id);
   if (run == nullptr) {
@@ -492,6 +525,7 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
   }
   if (result.getStatus() == schema::RunStatus::OK) {
     bool duplicate = false;
+    ++results_in_batch_;
     if (Status s = store_->CommitResult(result, true, &duplicate); !s.ok()) {
       // Not acked: the agent resends, and the run stays placed until then.
       spdlog::error("could not commit the result of {}: {}", run_id, s.message());
@@ -519,6 +553,7 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
     EndAttempt(*run, "failed", error);
   } else {
     bool duplicate = false;
+    ++results_in_batch_;
     if (Status s = store_->CommitResult(result, false, &duplicate); !s.ok()) {
       spdlog::error("could not record the failure of {}: {}", run_id, s.message());
       return;

@@ -37,6 +37,10 @@ struct CoordinatorSettings {
   int liveness = 3;                     // heartbeat intervals of silence before an agent is lost
   int agent_wait_warn_s = 30;           // warn when pending runs wait this long for agents
   size_t max_frame_bytes = 256u << 20;  // larger frames are refused by the socket itself
+  // Group commit: results per SQLite transaction. A batch commits when it holds this many
+  // results or at the end of a turn of the loop (at most a quarter heartbeat, 50 ms), and its
+  // acks go out only after that commit. 1: one transaction per result, acked at once.
+  int commit_batch_max = 256;
   // CurveZMQ: the coordinator's secret key and the agents it admits (through a ZAP handler).
   // Both are required unless `insecure` asks for plain TCP explicitly.
   std::string curve_secret_z85;
@@ -99,6 +103,10 @@ class Coordinator {
   void Dispatch(int64_t now_ns);
   void SendHeartbeats();
   bool Send(const std::string& identity, capnp::MallocMessageBuilder& message);
+  bool SendFrame(const std::string& identity, zmq::message_t& frame);
+  // Commits the open batch, then sends the acks that waited for it. An error stops the sweep:
+  // nothing of the batch was acknowledged, so the agents still hold every result.
+  Status FlushBatch();
   RunSlot* FindRun(const std::string& run_id);
   bool AllFinished() const;
   void SayBye();

@@ -192,7 +192,14 @@ Status ResultsStore::Open(const std::string& path, std::unique_ptr<ResultsStore>
 }
 
 Status ResultsStore::InTransaction(const std::function<Status()>& body) {
-  Status status = Exec("BEGIN IMMEDIATE");
+  // Inside a group commit each write is a savepoint: it stays atomic on its own (a failed one
+  // rolls back alone), and the batch's COMMIT makes all of them durable with one fsync.
+  if (batching_ && !batch_open_) {
+    if (Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+    batch_open_ = true;
+  }
+  const bool nested = batch_open_;
+  Status status = Exec(nested ? "SAVEPOINT one_write" : "BEGIN IMMEDIATE");
   if (!status.ok()) return status;
   // Statements live inside `body`, so they are finalised before COMMIT or ROLLBACK; an exception
   // (e.g. a malformed message read lazily) rolls back like an error.
@@ -201,10 +208,26 @@ Status ResultsStore::InTransaction(const std::function<Status()>& body) {
     status = Status::Error(exception->getDescription().cStr());
   }
   if (!status.ok()) {
-    Exec("ROLLBACK");
+    if (nested) {
+      Exec("ROLLBACK TO one_write");
+      Exec("RELEASE one_write");
+    } else {
+      Exec("ROLLBACK");
+    }
     return status;
   }
-  return Exec("COMMIT");
+  return Exec(nested ? "RELEASE one_write" : "COMMIT");
+}
+
+void ResultsStore::BeginBatch() { batching_ = true; }
+
+Status ResultsStore::CommitBatch() {
+  batching_ = false;
+  if (!batch_open_) return Status::Ok();
+  batch_open_ = false;
+  Status status = Exec("COMMIT");
+  if (!status.ok()) Exec("ROLLBACK");
+  return status;
 }
 
 Status ResultsStore::Exec(const std::string& sql) {

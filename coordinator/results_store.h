@@ -75,6 +75,12 @@ class ResultsStore {
   Status StoreProbeReport(const std::string& agent_id, schema::ProbeReport::Reader report,
                           bool excluded);
 
+  // Group commit: after BeginBatch() every write joins one transaction (each write still atomic
+  // on its own, as a savepoint), made durable by CommitBatch() with a single fsync. Nothing
+  // written in between may be acknowledged to anyone before CommitBatch() succeeds.
+  void BeginBatch();
+  Status CommitBatch();
+
   // runs LEFT JOIN results, ordered by run index: the benchmark record of every run.
   Status QuerySummary(Table* out);
   Status Query(const std::string& sql, Table* out);
@@ -85,6 +91,8 @@ class ResultsStore {
   // BEGIN IMMEDIATE; body; COMMIT, or ROLLBACK when the body fails or throws.
   Status InTransaction(const std::function<Status()>& body);
   sqlite3* db_;
+  bool batching_ = false;    // BeginBatch() called: the next write opens the batch
+  bool batch_open_ = false;  // a batch transaction is open
 };
 
 }  // namespace servesweep::coordinator
