@@ -72,6 +72,18 @@ Status Coordinator::Prepare(LoadedMatrix& matrix) {
   }
 
   if (status = store_->LoadAgentKeys(&agent_keys_); !status.ok()) return status;
+  // A binding holds while its key is admitted: `servesweep run` and Slurm jobs make new keys for
+  // each start, so after --resume the same ids come back with keys of their own.
+  for (auto it = agent_keys_.begin(); it != agent_keys_.end();) {
+    const auto& allowed = settings_.allowed_agent_keys_z85;
+    if (std::find(allowed.begin(), allowed.end(), it->second) != allowed.end()) {
+      ++it;
+      continue;
+    }
+    spdlog::info("agent id '{}' was bound to key {}, no longer on the allow-list: it binds anew",
+                 it->first, it->second);
+    it = agent_keys_.erase(it);
+  }
 
   const auto probes = matrix.matrix().getProbes();
   probes_enabled_ = probes.getEnabled();

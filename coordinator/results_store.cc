@@ -513,8 +513,9 @@ Status ResultsStore::LoadAgentKeys(std::map<std::string, std::string>* out) {
 
 Status ResultsStore::BindAgentKey(const std::string& agent_id, const std::string& public_key) {
   return InTransaction([&]() -> Status {
-    // OR IGNORE: the first key an id was seen with stays its key.
-    Statement stmt(db_, "INSERT OR IGNORE INTO agent_keys VALUES(?, ?, ?)");
+    // OR REPLACE: the coordinator binds only ids it holds no admitted key for (a binding whose
+    // key left the allow-list is replaced).
+    Statement stmt(db_, "INSERT OR REPLACE INTO agent_keys VALUES(?, ?, ?)");
     stmt.Bind(1, agent_id);
     stmt.Bind(2, public_key);
     stmt.Bind(3, UnixNowMs());

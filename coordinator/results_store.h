@@ -69,6 +69,7 @@ class ResultsStore {
   Status CommitResult(schema::RunResult::Reader result, bool final_state_done, bool* duplicate);
   Status UpsertAgent(schema::Inventory::Reader inventory);
   // Agent id -> the CurveZMQ public key (Z85) it was first seen with; kept across --resume.
+  // BindAgentKey replaces an id's binding: the caller decides when one may change.
   Status LoadAgentKeys(std::map<std::string, std::string>* out);
   Status BindAgentKey(const std::string& agent_id, const std::string& public_key);
   // Replaces an agent's pre-flight probe report (its figures and verdicts).

@@ -5,6 +5,7 @@
 #include <capnp/message.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -174,6 +175,53 @@ TEST(Security, AnAgentIdStaysWithTheKeyItWasFirstSeenWith) {
   EXPECT_EQ(
       h.Query(out, "SELECT public_key FROM agent_keys WHERE agent_id='node1'").rows.at(0).at(0),
       agent_public);
+}
+
+// `servesweep run` and Slurm jobs make new keys at each start: after --resume with a new
+// allow-list, an id bound to a key that is no longer admitted binds anew (else the resumed sweep
+// would refuse its own agents and never finish).
+TEST(Security, ResumeWithNewKeysBindsTheAgentIdsAnew) {
+  Harness h("rebind");
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
+  const std::string out = h.Path("out");
+  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("rebind", 4, 40, 1, 8, 10, 4));
+  auto coordinator_args = [&](const std::string& agent_key) {
+    return Cat(
+        Cat({"coordinator", matrix, "--bind", endpoint, "--out", out, "--secret-key",
+             h.KeyPath("coordinator", "secret"), "--allowed-keys", h.KeyPath(agent_key, "pub")},
+            kFast),
+        {"--resume"});
+  };
+  size_t coordinator = h.Start("coordinator-1", coordinator_args("agent"));
+  size_t agent = StartAgent(h, "node1", endpoint, h.AgentKeyArgs("agent"));
+  ASSERT_TRUE(Harness::WaitFor([&] { return h.QueryInt(out, "SELECT COUNT(*) FROM results") >= 1; },
+                               seconds(30)))
+      << h.Log("coordinator-1");
+  h.process(coordinator).Signal(SIGKILL);
+  h.process(agent).Signal(SIGKILL);
+  h.process(coordinator).Wait(seconds(5));
+  h.process(agent).Wait(seconds(5));
+  ASSERT_LT(h.QueryInt(out, "SELECT COUNT(*) FROM results"), 4);
+
+  // New keys for the agent: the old one is off the allow-list.
+  coordinator = h.Start("coordinator-2", coordinator_args("rotated"));
+  // The same node (id, spool) restarted with its new key.
+  agent = h.Start("node1-again",
+                  Cat(Cat({"agent", "--connect", endpoint, "--id", "node1", "--emulate-gpus", "1",
+                           "--spool", h.Path("node1/spool"), "--work-dir", h.Path("node1/work"),
+                           "--reconnect-max-ms", "500"},
+                          kFast),
+                      h.AgentKeyArgs("rotated")));
+  ASSERT_EQ(ExitCode(h.process(coordinator), seconds(60)), 0) << h.Log("coordinator-2");
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), 4);
+  EXPECT_NE(h.Log("coordinator-2").find("agent id 'node1' was bound to key"), std::string::npos)
+      << h.Log("coordinator-2");
+  EXPECT_EQ(h.Log("coordinator-2").find("refused messages under agent id"), std::string::npos);
+  std::string rotated_public;
+  ASSERT_TRUE(ReadCurvePublicKey(h.KeyPath("rotated", "pub"), &rotated_public).ok());
+  EXPECT_EQ(
+      h.Query(out, "SELECT public_key FROM agent_keys WHERE agent_id='node1'").rows.at(0).at(0),
+      rotated_public);
 }
 
 TEST(Security, PlainTcpOnlyWhenAskedAndThenWithAWarning) {
