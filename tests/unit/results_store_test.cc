@@ -186,8 +186,7 @@ TEST_F(ResultsStoreTest, GroupCommitIsDurableOnlyAtCommitBatchAndKeepsEachWriteA
   BuildResult(message, 1);
   bool duplicate = true;
   ASSERT_TRUE(
-      store_->CommitResult(message.getRoot<schema::RunResult>().asReader(), true, &duplicate)
-          .ok());
+      store_->CommitResult(message.getRoot<schema::RunResult>().asReader(), true, &duplicate).ok());
   EXPECT_FALSE(duplicate);
   // A write that fails inside the batch (the sweep's runs again: their ids are taken) rolls back
   // alone: its meta rows with it, the batch's other writes stay.
@@ -203,8 +202,7 @@ TEST_F(ResultsStoreTest, GroupCommitIsDurableOnlyAtCommitBatchAndKeepsEachWriteA
   EXPECT_EQ(reader_cell("SELECT COUNT(*) FROM results WHERE run_id='" + run0_ + "'"), "1");
   EXPECT_EQ(reader_cell("SELECT COUNT(*) FROM requests WHERE run_id='" + run0_ + "'"), "3");
   EXPECT_EQ(reader_cell("SELECT status FROM runs WHERE run_id='" + run0_ + "'"), "done");
-  EXPECT_EQ(reader_cell("SELECT outcome FROM attempts WHERE run_id='" + run0_ + "'"),
-            "committed");
+  EXPECT_EQ(reader_cell("SELECT outcome FROM attempts WHERE run_id='" + run0_ + "'"), "committed");
   // After the batch, writes commit one by one again.
   ASSERT_TRUE(store_->MarkRunning(matrix_->matrix().getRuns()[1].getRunId(), 1, "b").ok());
   EXPECT_EQ(reader_cell("SELECT COUNT(*) FROM runs WHERE status='running'"), "1");
