@@ -138,11 +138,16 @@ void RunExecutor::Distrust(const std::string& reason) {
 std::unique_ptr<capnp::MallocMessageBuilder> RunExecutor::TakeResult() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (result_ && !distrust_reason_.empty()) {
-    // Finished before the agent's loop noticed the stall: its latencies include the stall.
+    // The stall comes first in the reason: an OK result finished before the loop noticed it
+    // (its latencies include the stall), and a failure is most likely the stall's doing (the
+    // cancel kills the engine under the load).
     auto result = result_->getRoot<schema::RunResult>();
+    const std::string error = result.getError().cStr();
     if (result.getStatus() == schema::RunStatus::OK) {
       result.setStatus(schema::RunStatus::FAILED);
       result.setError(distrust_reason_);
+    } else if (error.find(distrust_reason_) == std::string::npos) {
+      result.setError(fmt::format("{}; then: {}", distrust_reason_, error));
     }
   }
   return std::move(result_);
