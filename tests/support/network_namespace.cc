@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "tests/support/harness.h"
 
 namespace servesweep::testing {
@@ -15,6 +17,28 @@ Status Shell(const std::string& command) {
   if (status == 0) return Status::Ok();
   return Status::Error(fmt::format("`{}` failed ({}): {}", command,
                                    WIFEXITED(status) ? WEXITSTATUS(status) : -1, output));
+}
+
+// Namespaces of earlier test processes that died without their destructors (killed by a
+// timeout, say): ss-<tag>-<pid> whose pid is gone. Deleting one also removes its veth pair.
+void DeleteOrphans() {
+  std::string names;
+  if (RunShell("ip netns list", &names) != 0) return;
+  size_t start = 0;
+  while (start < names.size()) {
+    size_t end = names.find('\n', start);
+    if (end == std::string::npos) end = names.size();
+    const std::string line = names.substr(start, end - start);
+    start = end + 1;
+    const std::string name = line.substr(0, line.find(' '));
+    const size_t dash = name.rfind('-');
+    if (!name.starts_with("ss-") || dash == std::string::npos) continue;
+    const std::string pid = name.substr(dash + 1);
+    if (pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    if (std::filesystem::exists("/proc/" + pid)) continue;
+    std::string ignored;
+    RunShell(fmt::format("ip netns del {} 2>/dev/null", name), &ignored);
+  }
 }
 
 }  // namespace
@@ -30,6 +54,7 @@ Status NetworkNamespace::Create(const std::string& tag) {
   const int subnet = 1 + pid % 250;
   host_address_ = fmt::format("10.213.{}.1", subnet);
   node_address_ = fmt::format("10.213.{}.2", subnet);
+  DeleteOrphans();
   // A namespace left by a killed earlier run of this very pid would block the names.
   std::string ignored;
   RunShell(fmt::format("{{ ip netns del {}; ip link del {}; }} 2>/dev/null", name_, host_link_),

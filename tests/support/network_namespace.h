@@ -3,7 +3,8 @@
 // NODE_ADDRESS (a /24 of 10.213.0.0/16 chosen per process); loopback is up inside, so an agent
 // there can reach its own engine. Cut() takes the namespace side's link down: packets are lost
 // both ways and the node's own sends fail, the way an unplugged cable does; Restore() brings it
-// back. The destructor deletes the namespace (and so the pair), also after a failed assertion.
+// back. The destructor deletes the namespace (and so the pair), also after a failed assertion;
+// Create() first deletes namespaces of earlier test processes that were killed before theirs.
 //
 // Needs CAP_NET_ADMIN (root): Create() says why not otherwise, and tests skip.
 //
