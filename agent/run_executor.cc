@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -350,7 +351,17 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
     }
   }
   SetPhase("draining");
-  const bool engine_died = engines.AnyExited();
+  // A crashed engine's sockets close a moment before the process can be reaped: requests already
+  // fail ("connection refused") while waitpid still sees it alive, and a load that ends in that
+  // window would call the run done. When a request failed, give the death a moment to show.
+  const bool any_request_failed =
+      std::any_of(load.requests.begin(), load.requests.end(),
+                  [](const loadgen::RequestRecord& r) { return !r.success; });
+  bool engine_died = engines.AnyExited();
+  for (int wait = 0; !engine_died && any_request_failed && local_engine && wait < 25; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    engine_died = engines.AnyExited();
+  }
   SetEnginePgids({});
   engines.Stop(std::chrono::seconds(10));
 
