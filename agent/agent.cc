@@ -231,8 +231,12 @@ void Agent::CollectFinishedRun(int64_t now_ns) {
   }
   // Spool first: from here on a crash cannot lose the measurement.
   if (Status s = spool_.Write(run_id, attempt, *result); !s.ok()) {
-    spdlog::error("run {}: could not spool the result ({}); sending it from memory", run_id,
-                  s.message());
+    // Still delivered (at least once while this process lives): only a crash before the ack
+    // would lose it now.
+    spdlog::error(
+        "run {} attempt {}: could not spool the result: {}; sending it from memory (lost if this "
+        "agent dies before the coordinator acknowledges it)",
+        run_id, attempt, s.message());
   }
   Outgoing outgoing{run_id, attempt, std::move(result), 0};
   auto root = outgoing.result->getRoot<schema::RunResult>();
@@ -331,10 +335,25 @@ Status Agent::Run() {
   const auto poll_timeout =
       std::chrono::milliseconds(std::clamp(settings_.heartbeat_ms / 4, 1, 50));
 
+  int64_t last_turn_ns = SteadyNowNs();
   while (!stop_.load()) {
     bool readable = false;
     if (Status s = PollReadable(socket_, poll_timeout, &readable); !s.ok()) return s;
     int64_t now_ns = SteadyNowNs();
+    // A turn of this loop takes at most a poll timeout plus a little work. A gap as long as the
+    // liveness window means this process was stopped (SIGSTOP, a frozen VM) or starved: the
+    // coordinator has likely given the run to another agent, and the load generator was frozen
+    // too, so whatever the run measured meanwhile is not a measurement.
+    if (const int64_t gap_ns = now_ns - last_turn_ns;
+        gap_ns > interval_ns * settings_.liveness && executor_) {
+      const std::string why = fmt::format(
+          "agent {} stalled for {} ms (stopped or starved of CPU) during the run: its "
+          "measurements are not trusted",
+          settings_.agent_id, gap_ns / 1'000'000);
+      spdlog::warn("run {} attempt {}: {}", executor_->run_id(), executor_->attempt(), why);
+      executor_->Distrust(why);
+    }
+    last_turn_ns = now_ns;
     bool bye = false;
     if (readable) {
       zmq::message_t frame;

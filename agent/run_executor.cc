@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -127,8 +128,29 @@ void RunExecutor::SetPhase(const char* phase) {
   phase_ = phase;
 }
 
+void RunExecutor::Distrust(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (distrust_reason_.empty()) distrust_reason_ = reason;
+  }
+  Cancel(reason);
+}
+
 std::unique_ptr<capnp::MallocMessageBuilder> RunExecutor::TakeResult() {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (result_ && !distrust_reason_.empty()) {
+    // The stall comes first in the reason: an OK result finished before the loop noticed it
+    // (its latencies include the stall), and a failure is most likely the stall's doing (the
+    // cancel kills the engine under the load).
+    auto result = result_->getRoot<schema::RunResult>();
+    const std::string error = result.getError().cStr();
+    if (result.getStatus() == schema::RunStatus::OK) {
+      result.setStatus(schema::RunStatus::FAILED);
+      result.setError(distrust_reason_);
+    } else if (error.find(distrust_reason_) == std::string::npos) {
+      result.setError(fmt::format("{}; then: {}", distrust_reason_, error));
+    }
+  }
   return std::move(result_);
 }
 
@@ -339,7 +361,17 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
     }
   }
   SetPhase("draining");
-  const bool engine_died = engines.AnyExited();
+  // A crashed engine's sockets close a moment before the process can be reaped: requests already
+  // fail ("connection refused") while waitpid still sees it alive, and a load that ends in that
+  // window would call the run done. When a request failed, give the death a moment to show.
+  const bool any_request_failed =
+      std::any_of(load.requests.begin(), load.requests.end(),
+                  [](const loadgen::RequestRecord& r) { return !r.success; });
+  bool engine_died = engines.AnyExited();
+  for (int wait = 0; !engine_died && any_request_failed && local_engine && wait < 25; ++wait) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    engine_died = engines.AnyExited();
+  }
   SetEnginePgids({});
   engines.Stop(std::chrono::seconds(10));
 

@@ -48,6 +48,9 @@ class RunExecutor {
   RunExecutor& operator=(const RunExecutor&) = delete;
 
   void Cancel(const std::string& reason);
+  // The agent was stopped or starved while this run was measured: cancels it if still running,
+  // and a result already made is reported failed with `reason`, never as a measurement.
+  void Distrust(const std::string& reason);
   bool cancelled() const { return cancelled_.load(); }
   bool Finished() const { return finished_.load(); }
   // The RunResult message (head), or nullptr (worker, or nothing to report).
@@ -90,6 +93,7 @@ class RunExecutor {
   mutable std::mutex mutex_;
   std::vector<int> engine_pgids_;  // guarded by mutex_: to stop a blocked load by killing engines
   std::string cancel_reason_;
+  std::string distrust_reason_;  // guarded by mutex_
   const char* phase_ = "starting";
   std::unique_ptr<capnp::MallocMessageBuilder> result_;
   std::thread thread_;

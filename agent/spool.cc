@@ -14,7 +14,12 @@
 namespace servesweep::agent {
 namespace {
 constexpr const char* kSuffix = ".result";
+
+// "spool full: " before errors that mean the disk is full, so people and tests see the cause.
+std::string FullPrefix(int error_number) {
+  return error_number == ENOSPC || error_number == EDQUOT ? "spool full: " : "";
 }
+}  // namespace
 
 Status Spool::Init() {
   std::error_code error;
@@ -34,25 +39,33 @@ Status Spool::Write(const std::string& run_id, uint32_t attempt, capnp::MessageB
   auto words = capnp::messageToFlatArray(result);
   auto bytes = words.asBytes();
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return Status::Error(fmt::format("{}: cannot create: {}", temp, std::strerror(errno)));
+  if (fd < 0) {
+    return Status::Error(
+        fmt::format("{}{}: cannot create: {}", FullPrefix(errno), temp, std::strerror(errno)));
+  }
   size_t written = 0;
   while (written < bytes.size()) {
     const ssize_t n = ::write(fd, bytes.begin() + written, bytes.size() - written);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
-      const std::string why = std::strerror(errno);
+      const int error_number = n < 0 ? errno : ENOSPC;  // a 0-byte write means no room
       ::close(fd);
       ::unlink(temp.c_str());
-      return Status::Error(fmt::format("{}: write failed after {} of {} bytes: {}", temp, written,
-                                       bytes.size(), why));
+      return Status::Error(fmt::format("{}{}: write failed after {} of {} bytes: {}",
+                                       FullPrefix(error_number), temp, written, bytes.size(),
+                                       std::strerror(error_number)));
     }
     written += static_cast<size_t>(n);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const std::string why = std::strerror(errno);
+  // Close even when fsync fails: the descriptor must not leak on a full disk.
+  const bool synced = ::fsync(fd) == 0;
+  const int sync_errno = errno;
+  const bool closed = ::close(fd) == 0;
+  if (!synced || !closed) {
+    const int error_number = synced ? errno : sync_errno;
     ::unlink(temp.c_str());
-    return Status::Error(fmt::format("{}: fsync/close failed: {}", temp, why));
+    return Status::Error(fmt::format("{}{}: fsync/close failed: {}", FullPrefix(error_number), temp,
+                                     std::strerror(error_number)));
   }
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);

@@ -7,6 +7,7 @@
 // that nothing was lost: every run done, once.
 //
 //   coordinator_soak [--agents 1000] [--runs 100000] [--run-ms 0] [--heartbeat-ms 1000]
+//                    [--commit-batch 256]
 //                    [--out DIR]
 #include <capnp/message.h>
 #include <fmt/format.h>
@@ -39,6 +40,7 @@ struct Options {
   int runs = 100000;
   int run_ms = 0;
   int heartbeat_ms = 1000;
+  int commit_batch = 256;  // the coordinator's --commit-batch (1: a transaction per result)
   std::string out;
 };
 
@@ -96,6 +98,7 @@ int RunCoordinator(const Options& o, const std::string& endpoint, const CurveKey
   settings.bind = endpoint;
   settings.out_dir = o.out;
   settings.heartbeat_ms = o.heartbeat_ms;
+  settings.commit_batch_max = o.commit_batch;
   settings.curve_secret_z85 = server.secret_z85;
   settings.allowed_agent_keys_z85 = {agents.public_z85};
   zmq::context_t context(1);
@@ -109,8 +112,10 @@ int RunCoordinator(const Options& o, const std::string& endpoint, const CurveKey
   }
   const auto totals = coord.Totals();
   fmt::print(
-      "coordinator: {} runs, {} done, {} failed, {} duplicates dropped, {} frames rejected\n",
-      totals.runs, totals.done, totals.failed, totals.duplicates_dropped, totals.frames_rejected);
+      "coordinator: {} runs, {} done, {} failed, {} duplicates dropped, {} frames rejected, {} "
+      "impostor messages refused\n",
+      totals.runs, totals.done, totals.failed, totals.duplicates_dropped, totals.frames_rejected,
+      totals.impostors_refused);
   return totals.done == totals.runs ? 0 : 2;
 }
 
@@ -153,6 +158,8 @@ int Main(int argc, char** argv) {
       o.run_ms = std::stoi(value);
     else if (flag == "--heartbeat-ms")
       o.heartbeat_ms = std::stoi(value);
+    else if (flag == "--commit-batch")
+      o.commit_batch = std::stoi(value);
     else if (flag == "--out")
       o.out = value;
     else {
@@ -171,8 +178,10 @@ int Main(int argc, char** argv) {
   CurveKeypair server, agent_keys;
   if (!GenerateCurveKeypair(&server).ok() || !GenerateCurveKeypair(&agent_keys).ok()) return 1;
   const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
-  fmt::print("soak: {} agents, {} runs of {} ms, heartbeat {} ms, CurveZMQ, results in {}\n",
-             o.agents, o.runs, o.run_ms, o.heartbeat_ms, o.out);
+  fmt::print(
+      "soak: {} agents, {} runs of {} ms, heartbeat {} ms, commit batch {}, CurveZMQ, results in "
+      "{}\n",
+      o.agents, o.runs, o.run_ms, o.heartbeat_ms, o.commit_batch, o.out);
   const int64_t start_ns = SteadyNowNs();
   std::fflush(stdout);           // or the child prints what is buffered again
   const pid_t child = ::fork();  // before any zmq context exists in this process

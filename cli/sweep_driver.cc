@@ -26,6 +26,11 @@ void AddCoordinatorOptions(CLI::App& cmd, coordinator::CoordinatorSettings& sett
   cmd.add_option("--liveness", settings.liveness, "Missed heartbeats before an agent is lost")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd.add_option("--commit-batch", settings.commit_batch_max,
+                 "Results per SQLite transaction (group commit; acks follow the commit); 1 = one "
+                 "transaction per result")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   cmd.add_option("--max-frame-bytes", settings.max_frame_bytes,
                  "Largest message accepted from an agent; larger ones are dropped")
       ->capture_default_str()

@@ -72,6 +72,20 @@ Status Coordinator::Prepare(LoadedMatrix& matrix) {
                  requeued);
   }
 
+  if (status = store_->LoadAgentKeys(&agent_keys_); !status.ok()) return status;
+  // A binding holds while its key is admitted: `servesweep run` and Slurm jobs make new keys for
+  // each start, so after --resume the same ids come back with keys of their own.
+  for (auto it = agent_keys_.begin(); it != agent_keys_.end();) {
+    const auto& allowed = settings_.allowed_agent_keys_z85;
+    if (std::find(allowed.begin(), allowed.end(), it->second) != allowed.end()) {
+      ++it;
+      continue;
+    }
+    spdlog::info("agent id '{}' was bound to key {}, no longer on the allow-list: it binds anew",
+                 it->first, it->second);
+    it = agent_keys_.erase(it);
+  }
+
   const auto probes = matrix.matrix().getProbes();
   probes_enabled_ = probes.getEnabled();
   exclude_unhealthy_ = probes.getExcludeUnhealthy();
@@ -167,8 +181,12 @@ Coordinator::RunSlot* Coordinator::FindRun(const std::string& run_id) {
 }
 
 bool Coordinator::Send(const std::string& identity, capnp::MallocMessageBuilder& message) {
+  zmq::message_t frame = EncodeFrame(message);
+  return SendFrame(identity, frame);
+}
+
+bool Coordinator::SendFrame(const std::string& identity, zmq::message_t& frame) {
   try {
-    zmq::message_t frame = EncodeFrame(message);
     if (!socket_.send(zmq::buffer(identity),
                       zmq::send_flags::sndmore | zmq::send_flags::dontwait)) {
       return false;
@@ -180,8 +198,23 @@ bool Coordinator::Send(const std::string& identity, capnp::MallocMessageBuilder&
   }
 }
 
+Status Coordinator::FlushBatch() {
+  if (!group_commit_) return Status::Ok();
+  if (Status s = store_->CommitBatch(); !s.ok()) {
+    return Status::Error(fmt::format(
+        "could not commit {} result(s) to {}/results.db: {}; none was acknowledged, so the agents "
+        "keep them in their spools: fix the cause and start again with --resume",
+        results_in_batch_, settings_.out_dir, s.message()));
+  }
+  for (auto& [identity, frame] : deferred_acks_) SendFrame(identity, frame);
+  deferred_acks_.clear();
+  results_in_batch_ = 0;
+  return Status::Ok();
+}
+
 Status Coordinator::Run() {
   const int64_t interval_ns = int64_t{settings_.heartbeat_ms} * 1'000'000;
+  group_commit_ = settings_.commit_batch_max > 1;
   int64_t next_heartbeat_ns = 0;
   const auto poll_timeout =
       std::chrono::milliseconds(std::clamp(settings_.heartbeat_ms / 4, 1, 50));
@@ -193,7 +226,12 @@ Status Coordinator::Run() {
     const int64_t batch_deadline_ns =
         SteadyNowNs() + std::chrono::duration_cast<std::chrono::nanoseconds>(poll_timeout).count();
     bool drained = false;  // every message that arrived was handled
+    if (group_commit_) store_->BeginBatch();
     for (int budget = 0; budget < 10000 && SteadyNowNs() < batch_deadline_ns; ++budget) {
+      if (group_commit_ && results_in_batch_ >= static_cast<size_t>(settings_.commit_batch_max)) {
+        if (Status s = FlushBatch(); !s.ok()) return s;
+        store_->BeginBatch();
+      }
       std::vector<zmq::message_t> frames;
       std::optional<size_t> received;
       try {
@@ -213,7 +251,9 @@ Status Coordinator::Run() {
                      frames.size());
         continue;
       }
-      HandleFrame(frames[0].to_string(), frames[1], SteadyNowNs());
+      // The ZAP handler's User-Id (the peer's public key) rides on every message it sends.
+      const char* user_id = zmq_msg_gets(frames[1].handle(), "User-Id");
+      HandleFrame(frames[0].to_string(), frames[1], user_id ? user_id : "", SteadyNowNs());
     }
     const int64_t now_ns = SteadyNowNs();
     if (now_ns >= next_heartbeat_ns) {
@@ -230,6 +270,9 @@ Status Coordinator::Run() {
     if (probes_enabled_) RequestProbes();
     Dispatch(now_ns);
     if (settings_.progress) settings_.progress->Tick(now_ns);
+    // The turn's writes (results, attempts, placements) become durable together; only then are
+    // the results acknowledged.
+    if (Status s = FlushBatch(); !s.ok()) return s;
     if (AllFinished()) {
       SayBye();
       return Status::Ok();
@@ -238,8 +281,23 @@ Status Coordinator::Run() {
   return Status::Ok();
 }
 
+bool Coordinator::KeyMatchesIdentity(const std::string& identity, const std::string& peer_key) {
+  if (peer_key.empty()) return true;  // plain TCP (--insecure): nothing to bind to
+  auto bound = agent_keys_.find(identity);
+  if (bound == agent_keys_.end() || bound->second == peer_key) return true;
+  ++impostors_refused_;
+  if (impostors_logged_.insert({identity, peer_key}).second) {
+    spdlog::warn(
+        "refused messages under agent id '{}' from public key {}: that id belongs to key {} "
+        "(first seen with it); each agent needs its own --id, and an id stays with its key",
+        identity, peer_key, bound->second);
+  }
+  return false;
+}
+
 void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t& payload,
-                              int64_t now_ns) {
+                              const std::string& peer_key, int64_t now_ns) {
+  if (!KeyMatchesIdentity(identity, peer_key)) return;
   std::unique_ptr<DecodedEnvelope> decoded;
   Status status = DecodeFrame(payload, &decoded, settings_.max_frame_bytes);
   if (!status.ok()) {
@@ -252,7 +310,7 @@ void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t&
     auto envelope = decoded->envelope();
     const auto which = envelope.which();
     if (which == schema::Envelope::HELLO) {
-      OnHello(identity, envelope.getHello(), now_ns);
+      OnHello(identity, envelope.getHello(), peer_key, now_ns);
       return;
     }
     if (!agents_.Touch(identity, now_ns)) {
@@ -309,13 +367,19 @@ void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t&
 }
 
 void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hello,
-                          int64_t now_ns) {
+                          const std::string& peer_key, int64_t now_ns) {
   auto inventory = hello.getInventory();
   if (inventory.getAgentId() != identity) {
     ++frames_rejected_;
     spdlog::warn("dropped a hello: socket identity '{}' but inventory says '{}'", identity,
                  inventory.getAgentId().cStr());
     return;
+  }
+  if (!peer_key.empty() && agent_keys_.emplace(identity, peer_key).second) {
+    if (Status s = store_->BindAgentKey(identity, peer_key); !s.ok()) {
+      spdlog::error("{}", s.message());
+    }
+    spdlog::info("agent id '{}' bound to public key {}", identity, peer_key);
   }
   std::string was_busy;
   if (AgentEntry* known = agents_.Find(identity)) {
@@ -420,7 +484,13 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
     body.setAttempt(result.getAttempt());
     body.setRejected(rejected);
     body.setReason(reason);
-    Send(identity, message);
+    // In a group commit even a duplicate's ack waits: the commit it duplicates may be in this
+    // very batch, not yet durable.
+    if (group_commit_) {
+      deferred_acks_.emplace_back(identity, EncodeFrame(message));
+    } else {
+      Send(identity, message);
+    }
   };
   RunSlot* run = FindRun(run_id);
   if (run == nullptr) {
@@ -457,6 +527,20 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
     spdlog::warn("agent {} refused run {}: {}", identity, run_id, error);
     return;
   }
+  if (run->state == RunState::kDone && result.getStatus() != schema::RunStatus::OK) {
+    // A late failure report of an attempt that lost the race (a stalled agent's, say): history of
+    // that attempt only; the run keeps its committed result.
+    if (Status s = store_->EndAttempt(run_id, result.getAttempt(), "failed", error, false);
+        !s.ok()) {
+      spdlog::error("{}", s.message());
+      return;
+    }
+    spdlog::info("run {} is done; kept the late failure report of attempt {} from {} as history",
+                 run_id, result.getAttempt(), identity);
+    agent_done();
+    ack(false, "");
+    return;
+  }
   if (run->state == RunState::kDone) {
     ++duplicates_dropped_;
     spdlog::info("dropped a duplicate result for {} (attempt {}) from {}", run_id,
@@ -467,6 +551,7 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
   }
   if (result.getStatus() == schema::RunStatus::OK) {
     bool duplicate = false;
+    ++results_in_batch_;
     if (Status s = store_->CommitResult(result, true, &duplicate); !s.ok()) {
       // Not acked: the agent resends, and the run stays placed until then.
       spdlog::error("could not commit the result of {}: {}", run_id, s.message());
@@ -497,6 +582,7 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
     EndAttempt(*run, "failed", error);
   } else {
     bool duplicate = false;
+    ++results_in_batch_;
     if (Status s = store_->CommitResult(result, false, &duplicate); !s.ok()) {
       spdlog::error("could not record the failure of {}: {}", run_id, s.message());
       return;
@@ -688,6 +774,7 @@ SweepTotals Coordinator::Totals() const {
   }
   totals.duplicates_dropped = duplicates_dropped_;
   totals.frames_rejected = frames_rejected_;
+  totals.impostors_refused = impostors_refused_;
   return totals;
 }
 

@@ -14,7 +14,9 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
@@ -37,6 +39,10 @@ struct CoordinatorSettings {
   int liveness = 3;                     // heartbeat intervals of silence before an agent is lost
   int agent_wait_warn_s = 30;           // warn when pending runs wait this long for agents
   size_t max_frame_bytes = 256u << 20;  // larger frames are refused by the socket itself
+  // Group commit: results per SQLite transaction. A batch commits when it holds this many
+  // results or at the end of a turn of the loop (at most a quarter heartbeat, 50 ms), and its
+  // acks go out only after that commit. 1: one transaction per result, acked at once.
+  int commit_batch_max = 256;
   // CurveZMQ: the coordinator's secret key and the agents it admits (through a ZAP handler).
   // Both are required unless `insecure` asks for plain TCP explicitly.
   std::string curve_secret_z85;
@@ -51,6 +57,7 @@ struct SweepTotals {
   size_t runs = 0, done = 0, failed = 0, pending = 0, running = 0;
   size_t duplicates_dropped = 0;  // results received for runs already committed
   size_t frames_rejected = 0;     // malformed or unexpected frames dropped
+  size_t impostors_refused = 0;   // messages under an agent id bound to another public key
 };
 
 class Coordinator {
@@ -84,8 +91,13 @@ class Coordinator {
   };
 
   Status CheckSecurity() const;
-  void HandleFrame(const std::string& identity, const zmq::message_t& payload, int64_t now_ns);
-  void OnHello(const std::string& identity, schema::Hello::Reader hello, int64_t now_ns);
+  // `peer_key`: the sender's CurveZMQ public key (Z85, the ZAP User-Id); "" without CURVE.
+  void HandleFrame(const std::string& identity, const zmq::message_t& payload,
+                   const std::string& peer_key, int64_t now_ns);
+  void OnHello(const std::string& identity, schema::Hello::Reader hello,
+               const std::string& peer_key, int64_t now_ns);
+  // False (and the message is to be dropped) when `identity` is bound to another key.
+  bool KeyMatchesIdentity(const std::string& identity, const std::string& peer_key);
   void OnResult(const std::string& identity, schema::RunResult::Reader result);
   void OnProbeReport(const std::string& identity, schema::ProbeReport::Reader report);
   void RequestProbes();
@@ -98,6 +110,10 @@ class Coordinator {
   void ShowAssigned(const RunSlot& run, int64_t now_ns);
   void SendHeartbeats();
   bool Send(const std::string& identity, capnp::MallocMessageBuilder& message);
+  bool SendFrame(const std::string& identity, zmq::message_t& frame);
+  // Commits the open batch, then sends the acks that waited for it. An error stops the sweep:
+  // nothing of the batch was acknowledged, so the agents still hold every result.
+  Status FlushBatch();
   RunSlot* FindRun(const std::string& run_id);
   bool AllFinished() const;
   void SayBye();
@@ -114,6 +130,14 @@ class Coordinator {
   std::atomic<bool> stop_{false};
   size_t duplicates_dropped_ = 0;
   size_t frames_rejected_ = 0;
+  size_t impostors_refused_ = 0;
+  bool group_commit_ = false;
+  size_t results_in_batch_ = 0;
+  std::vector<std::pair<std::string, zmq::message_t>> deferred_acks_;  // sent after the commit
+  // Agent id -> the public key it was first seen with (persisted in results.db): another
+  // admitted key cannot take over an id, whatever routing id it claims.
+  std::map<std::string, std::string> agent_keys_;
+  std::set<std::pair<std::string, std::string>> impostors_logged_;  // (id, key): say it once
   int64_t waiting_since_ns_ = 0;
   bool dispatch_needed_ = true;
   bool probes_enabled_ = false;

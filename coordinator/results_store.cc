@@ -141,6 +141,10 @@ CREATE TABLE IF NOT EXISTS agents(
   version TEXT NOT NULL,
   last_hello_unix_ms INTEGER NOT NULL,
   pool TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS agent_keys(
+  agent_id TEXT PRIMARY KEY,
+  public_key TEXT NOT NULL,
+  bound_unix_ms INTEGER NOT NULL);
 )sql";
 
 // Load modes (docs/metrics.md): warm-up flag (duration mode keeps warm-up records), first body
@@ -203,7 +207,14 @@ Status ResultsStore::Open(const std::string& path, std::unique_ptr<ResultsStore>
 }
 
 Status ResultsStore::InTransaction(const std::function<Status()>& body) {
-  Status status = Exec("BEGIN IMMEDIATE");
+  // Inside a group commit each write is a savepoint: it stays atomic on its own (a failed one
+  // rolls back alone), and the batch's COMMIT makes all of them durable with one fsync.
+  if (batching_ && !batch_open_) {
+    if (Status s = Exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+    batch_open_ = true;
+  }
+  const bool nested = batch_open_;
+  Status status = Exec(nested ? "SAVEPOINT one_write" : "BEGIN IMMEDIATE");
   if (!status.ok()) return status;
   // Statements live inside `body`, so they are finalised before COMMIT or ROLLBACK; an exception
   // (e.g. a malformed message read lazily) rolls back like an error.
@@ -212,10 +223,26 @@ Status ResultsStore::InTransaction(const std::function<Status()>& body) {
     status = Status::Error(exception->getDescription().cStr());
   }
   if (!status.ok()) {
-    Exec("ROLLBACK");
+    if (nested) {
+      Exec("ROLLBACK TO one_write");
+      Exec("RELEASE one_write");
+    } else {
+      Exec("ROLLBACK");
+    }
     return status;
   }
-  return Exec("COMMIT");
+  return Exec(nested ? "RELEASE one_write" : "COMMIT");
+}
+
+void ResultsStore::BeginBatch() { batching_ = true; }
+
+Status ResultsStore::CommitBatch() {
+  batching_ = false;
+  if (!batch_open_) return Status::Ok();
+  batch_open_ = false;
+  Status status = Exec("COMMIT");
+  if (!status.ok()) Exec("ROLLBACK");
+  return status;
 }
 
 Status ResultsStore::Exec(const std::string& sql) {
@@ -483,20 +510,42 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
 }
 
 Status ResultsStore::UpsertAgent(schema::Inventory::Reader inventory) {
-  Statement stmt(db_, "INSERT OR REPLACE INTO agents VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  stmt.Bind(1, std::string(inventory.getAgentId()));
-  stmt.Bind(2, std::string(inventory.getHostname()));
-  stmt.Bind(3, std::string(inventory.getAddress()));
-  stmt.Bind(4, int64_t{inventory.getGpus().size()});
-  stmt.Bind(5, int64_t{inventory.getEmulatedGpus() ? 1 : 0});
-  stmt.Bind(6, inventory.getGpus().size() > 0 ? std::string(inventory.getGpus()[0].getName())
-                                              : std::string("none"));
-  stmt.Bind(7, int64_t{inventory.getCpuCores()});
-  stmt.Bind(8, static_cast<int64_t>(inventory.getMemoryBytes()));
-  stmt.Bind(9, std::string(inventory.getVersion()));
-  stmt.Bind(10, UnixNowMs());
-  stmt.Bind(11, std::string(inventory.getPool()));
-  return stmt.Run();
+  return InTransaction([&]() -> Status {
+    Statement stmt(db_, "INSERT OR REPLACE INTO agents VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    stmt.Bind(1, std::string(inventory.getAgentId()));
+    stmt.Bind(2, std::string(inventory.getHostname()));
+    stmt.Bind(3, std::string(inventory.getAddress()));
+    stmt.Bind(4, int64_t{inventory.getGpus().size()});
+    stmt.Bind(5, int64_t{inventory.getEmulatedGpus() ? 1 : 0});
+    stmt.Bind(6, inventory.getGpus().size() > 0 ? std::string(inventory.getGpus()[0].getName())
+                                                : std::string("none"));
+    stmt.Bind(7, int64_t{inventory.getCpuCores()});
+    stmt.Bind(8, static_cast<int64_t>(inventory.getMemoryBytes()));
+    stmt.Bind(9, std::string(inventory.getVersion()));
+    stmt.Bind(10, UnixNowMs());
+    stmt.Bind(11, std::string(inventory.getPool()));
+    return stmt.Run();
+  });
+}
+
+Status ResultsStore::LoadAgentKeys(std::map<std::string, std::string>* out) {
+  Table table;
+  if (Status s = Query("SELECT agent_id, public_key FROM agent_keys", &table); !s.ok()) return s;
+  out->clear();
+  for (const auto& row : table.rows) (*out)[row[0]] = row[1];
+  return Status::Ok();
+}
+
+Status ResultsStore::BindAgentKey(const std::string& agent_id, const std::string& public_key) {
+  return InTransaction([&]() -> Status {
+    // OR REPLACE: the coordinator binds only ids it holds no admitted key for (a binding whose
+    // key left the allow-list is replaced).
+    Statement stmt(db_, "INSERT OR REPLACE INTO agent_keys VALUES(?, ?, ?)");
+    stmt.Bind(1, agent_id);
+    stmt.Bind(2, public_key);
+    stmt.Bind(3, UnixNowMs());
+    return stmt.Run();
+  });
 }
 
 Status ResultsStore::StoreProbeReport(const std::string& agent_id,

@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,9 +68,19 @@ class ResultsStore {
   // *duplicate is set (and nothing written) when the run already has a committed result.
   Status CommitResult(schema::RunResult::Reader result, bool final_state_done, bool* duplicate);
   Status UpsertAgent(schema::Inventory::Reader inventory);
+  // Agent id -> the CurveZMQ public key (Z85) it was first seen with; kept across --resume.
+  // BindAgentKey replaces an id's binding: the caller decides when one may change.
+  Status LoadAgentKeys(std::map<std::string, std::string>* out);
+  Status BindAgentKey(const std::string& agent_id, const std::string& public_key);
   // Replaces an agent's pre-flight probe report (its figures and verdicts).
   Status StoreProbeReport(const std::string& agent_id, schema::ProbeReport::Reader report,
                           bool excluded);
+
+  // Group commit: after BeginBatch() every write joins one transaction (each write still atomic
+  // on its own, as a savepoint), made durable by CommitBatch() with a single fsync. Nothing
+  // written in between may be acknowledged to anyone before CommitBatch() succeeds.
+  void BeginBatch();
+  Status CommitBatch();
 
   // runs LEFT JOIN results, ordered by run index: the benchmark record of every run.
   Status QuerySummary(Table* out);
@@ -81,6 +92,8 @@ class ResultsStore {
   // BEGIN IMMEDIATE; body; COMMIT, or ROLLBACK when the body fails or throws.
   Status InTransaction(const std::function<Status()>& body);
   sqlite3* db_;
+  bool batching_ = false;    // BeginBatch() called: the next write opens the batch
+  bool batch_open_ = false;  // a batch transaction is open
 };
 
 }  // namespace servesweep::coordinator

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "common/curve_keys.h"
 #include "common/subprocess.h"
 #include "coordinator/placement.h"
 #include "submit/template_renderer.h"
@@ -48,6 +49,19 @@ Status Kubectl(const std::vector<std::string>& args, const std::string& dir, std
                                    TailOfFile(err_path, 20)));
 }
 
+// The sweep's CurveZMQ keys (the Secrets' files): a keypair for the coordinator and one shared
+// by its agents. Kept when already there, so submitting the same folder again keeps the pods'
+// keys (and `keygen`'s rule: a key is never overwritten).
+Status EnsureSweepKeys(const std::string& dir) {
+  for (const char* name : {"coordinator", "agents"}) {
+    if (std::filesystem::exists(fmt::format("{}/{}.secret", dir, name))) continue;
+    CurveKeypair keypair;
+    if (Status s = GenerateCurveKeypair(&keypair); !s.ok()) return s;
+    if (Status s = WriteCurveKeypair(dir, name, keypair); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status RenderK8sKustomization(coordinator::LoadedMatrix& matrix, const K8sOptions& options,
@@ -78,10 +92,10 @@ Status RenderK8sKustomization(coordinator::LoadedMatrix& matrix, const K8sOption
   const std::string image_name = tagged ? options.image.substr(0, colon) : options.image;
   const std::string image_tag = tagged ? options.image.substr(colon + 1) : "latest";
 
-  // The emulator overlay appends `--emulate-gpus 1` to the agent's 12 base arguments.
+  // The emulator overlay appends `--emulate-gpus 1` to the agent's 15 base arguments.
   const std::string gpu_ops =
       emulated ? fmt::format(
-                     "- op: replace\n  path: /spec/template/spec/containers/0/args/13\n"
+                     "- op: replace\n  path: /spec/template/spec/containers/0/args/16\n"
                      "  value: \"{}\"",
                      gpus)
                : fmt::format(
@@ -122,6 +136,7 @@ Status SubmitK8s(const K8sOptions& options, std::string* manifests) {
     const std::string target = fmt::format("{}/servesweep/{}", options.dir, path.substr(4));
     if (Status s = WriteText(target, EmbeddedTemplate(path)); !s.ok()) return s;
   }
+  if (Status s = EnsureSweepKeys(options.dir + "/keys"); !s.ok()) return s;
   for (const auto& [name, text] :
        {std::pair<std::string, std::string_view>{"kustomization.yaml", kustomization},
         {"agents-patch.yaml", agents_patch},

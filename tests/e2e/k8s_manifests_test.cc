@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "common/curve_keys.h"
 #include "tests/support/harness.h"
 
 namespace servesweep::testing {
@@ -31,6 +32,11 @@ TEST_P(Overlays, KustomizeBuildValidatesStrictly) {
             0)
       << output;
   EXPECT_EQ(Validate(manifests, &output), 0) << output;
+  // CurveZMQ, never plain TCP: both Jobs read their keys from Secrets.
+  const std::string text = ReadTextFile(manifests);
+  EXPECT_EQ(text.find("--insecure"), std::string::npos);
+  EXPECT_NE(text.find("secretName: servesweep-coordinator-keys"), std::string::npos) << text;
+  EXPECT_NE(text.find("secretName: servesweep-agent-keys"), std::string::npos) << text;
 }
 
 TEST_P(Overlays, RenderedMatrixValidatesStrictlyAndCarriesTheSweep) {
@@ -63,6 +69,34 @@ axes:
             std::string::npos)
       << manifests;
   EXPECT_EQ(manifests.find("kind: Role"), std::string::npos);  // no RBAC
+  // Keys made for the sweep, private where secret, in Secrets each pod mounts 0400; the Jobs
+  // point at the generated (hash-suffixed) names; no plain TCP anywhere.
+  for (const char* name : {"coordinator", "agents"}) {
+    const std::string secret = h.Path(fmt::format("kustomization/keys/{}.secret", name));
+    CurveKeypair keypair;
+    EXPECT_TRUE(ReadCurveSecretKey(secret, &keypair).ok()) << secret;  // refuses a readable one
+    std::string public_z85;
+    EXPECT_TRUE(
+        ReadCurvePublicKey(h.Path(fmt::format("kustomization/keys/{}.pub", name)), &public_z85)
+            .ok());
+    EXPECT_EQ(keypair.public_z85, public_z85);
+  }
+  EXPECT_EQ(manifests.find("--insecure"), std::string::npos);
+  for (const char* expected :
+       {"kind: Secret", "name: servesweep-coordinator-keys-", "name: servesweep-agent-keys-",
+        "secretName: servesweep-coordinator-keys-", "secretName: servesweep-agent-keys-",
+        "defaultMode: 256", "- /etc/servesweep-keys/coordinator.secret",
+        "- /etc/servesweep-keys/agents.secret"}) {
+    EXPECT_NE(manifests.find(expected), std::string::npos) << expected;
+  }
+  // Each pod gets only its own secret: the agents' Secret holds no coordinator secret.
+  const size_t agent_secret = manifests.find("name: servesweep-agent-keys-");
+  const size_t agent_secret_start = manifests.rfind("---", agent_secret);
+  const std::string agent_secret_doc = manifests.substr(
+      agent_secret_start == std::string::npos ? 0 : agent_secret_start,
+      agent_secret - (agent_secret_start == std::string::npos ? 0 : agent_secret_start));
+  EXPECT_EQ(agent_secret_doc.find("coordinator.secret"), std::string::npos) << agent_secret_doc;
+  EXPECT_NE(agent_secret_doc.find("agents.secret"), std::string::npos) << agent_secret_doc;
   EXPECT_EQ(manifests.find("hostNetwork: true") != std::string::npos,
             GetParam() == "gpu-hostnetwork");
 }

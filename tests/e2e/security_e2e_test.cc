@@ -2,16 +2,20 @@
 // public keys the coordinator lists are admitted (ZAP); an unlisted agent, or one that trusts the
 // wrong coordinator key, never registers and nothing it sends is recorded. Plain TCP only with
 // --insecure, and then with a warning. `servesweep keygen` writes keys a stranger cannot read.
+#include <capnp/message.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <zmq.hpp>
 
 #include "common/curve_keys.h"
+#include "common/envelope_codec.h"
 #include "tests/support/harness.h"
 
 namespace servesweep::testing {
@@ -88,6 +92,136 @@ TEST(Security, OnlyListedAgentsAreAdmitted) {
   EXPECT_EQ(h.Log("misled").find("said bye"), std::string::npos);
   EXPECT_NE(h.Log("coordinator").find("CurveZMQ"), std::string::npos);
   EXPECT_EQ(h.Log("coordinator").find("plain TCP"), std::string::npos);
+}
+
+// Two listed keys, one agent id: the id belongs to the key it was first seen with. A second
+// peer presenting that id with the other listed key is refused: its hello does not register
+// it, and a result it forges for the real agent's run is not recorded.
+TEST(Security, AnAgentIdStaysWithTheKeyItWasFirstSeenWith) {
+  Harness h("idkey");
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
+  const std::string out = h.Path("out");
+  // Runs of ~1.5 s, so the forged result lands while the real attempt is running.
+  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("idkey", 3, 40, 1, 8, 10, 4));
+  const std::string allowed = h.WriteFile(
+      "allowed.keys", ReadAll(h.KeyPath("agent", "pub")) + ReadAll(h.KeyPath("other", "pub")));
+  const size_t coordinator = h.Start(
+      "coordinator", Cat({"coordinator", matrix, "--bind", endpoint, "--out", out, "--secret-key",
+                          h.KeyPath("coordinator", "secret"), "--allowed-keys", allowed},
+                         kFast));
+  const size_t real = StartAgent(h, "node1", endpoint, h.AgentKeyArgs("agent"));
+  std::string agent_public;
+  ASSERT_TRUE(ReadCurvePublicKey(h.KeyPath("agent", "pub"), &agent_public).ok());
+  std::string run_id;
+  ASSERT_TRUE(Harness::WaitFor(
+      [&] {
+        const auto rows =
+            h.Query(out, "SELECT run_id FROM attempts WHERE outcome='running' AND agents='node1'");
+        if (!rows.rows.empty()) run_id = rows.rows[0][0];
+        return !run_id.empty();
+      },
+      seconds(20)))
+      << h.Log("coordinator");
+  EXPECT_NE(h.Log("coordinator").find("agent id 'node1' bound to public key " + agent_public),
+            std::string::npos)
+      << h.Log("coordinator");
+
+  {
+    std::string server_public;
+    CurveKeypair other;
+    ASSERT_TRUE(ReadCurvePublicKey(h.KeyPath("coordinator", "pub"), &server_public).ok());
+    ASSERT_TRUE(ReadCurveSecretKey(h.KeyPath("other", "secret"), &other).ok());
+    zmq::context_t context(1);
+    zmq::socket_t impostor(context, zmq::socket_type::dealer);
+    impostor.set(zmq::sockopt::routing_id, "node1");
+    impostor.set(zmq::sockopt::linger, 2000);
+    impostor.set(zmq::sockopt::curve_serverkey, server_public);
+    impostor.set(zmq::sockopt::curve_publickey, other.public_z85);
+    impostor.set(zmq::sockopt::curve_secretkey, other.secret_z85);
+    impostor.connect(endpoint);
+    auto send = [&](capnp::MallocMessageBuilder& message) {
+      impostor.send(EncodeFrame(message), zmq::send_flags::none);
+    };
+    capnp::MallocMessageBuilder hello;
+    auto inventory = NewEnvelope(hello).initHello().initInventory();
+    inventory.setAgentId("node1");
+    inventory.setHostname("impostor-host");
+    send(hello);
+    capnp::MallocMessageBuilder forged;
+    auto result = NewEnvelope(forged).initResult();
+    result.setRunId(run_id);
+    result.setAttempt(1);
+    result.setAgentId("node1");
+    result.setStatus(schema::RunStatus::FAILED);
+    result.setError("IMPOSTOR-FORGED");
+    send(forged);
+    impostor.close();  // linger sends both first
+  }
+  ASSERT_TRUE(Harness::WaitFor(
+      [&] {
+        return h.Log("coordinator").find("refused messages under agent id 'node1'") !=
+               std::string::npos;
+      },
+      seconds(10)))
+      << h.Log("coordinator");
+
+  // The real agent keeps its id and finishes the sweep; nothing of the impostor's is recorded.
+  ASSERT_EQ(ExitCode(h.process(coordinator), seconds(60)), 0) << h.Log("coordinator");
+  EXPECT_EQ(ExitCode(h.process(real), seconds(10)), 0) << h.Log("node1");
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), 3);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM results"), 3);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM attempts WHERE error LIKE '%IMPOSTOR%'"), 0);
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM agents WHERE hostname='impostor-host'"), 0);
+  EXPECT_EQ(
+      h.Query(out, "SELECT public_key FROM agent_keys WHERE agent_id='node1'").rows.at(0).at(0),
+      agent_public);
+}
+
+// `servesweep run` and Slurm jobs make new keys at each start: after --resume with a new
+// allow-list, an id bound to a key that is no longer admitted binds anew (else the resumed sweep
+// would refuse its own agents and never finish).
+TEST(Security, ResumeWithNewKeysBindsTheAgentIdsAnew) {
+  Harness h("rebind");
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
+  const std::string out = h.Path("out");
+  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("rebind", 4, 40, 1, 8, 10, 4));
+  auto coordinator_args = [&](const std::string& agent_key) {
+    return Cat(
+        Cat({"coordinator", matrix, "--bind", endpoint, "--out", out, "--secret-key",
+             h.KeyPath("coordinator", "secret"), "--allowed-keys", h.KeyPath(agent_key, "pub")},
+            kFast),
+        {"--resume"});
+  };
+  size_t coordinator = h.Start("coordinator-1", coordinator_args("agent"));
+  size_t agent = StartAgent(h, "node1", endpoint, h.AgentKeyArgs("agent"));
+  ASSERT_TRUE(Harness::WaitFor([&] { return h.QueryInt(out, "SELECT COUNT(*) FROM results") >= 1; },
+                               seconds(30)))
+      << h.Log("coordinator-1");
+  h.process(coordinator).Signal(SIGKILL);
+  h.process(agent).Signal(SIGKILL);
+  h.process(coordinator).Wait(seconds(5));
+  h.process(agent).Wait(seconds(5));
+  ASSERT_LT(h.QueryInt(out, "SELECT COUNT(*) FROM results"), 4);
+
+  // New keys for the agent: the old one is off the allow-list.
+  coordinator = h.Start("coordinator-2", coordinator_args("rotated"));
+  // The same node (id, spool) restarted with its new key.
+  agent = h.Start("node1-again",
+                  Cat(Cat({"agent", "--connect", endpoint, "--id", "node1", "--emulate-gpus", "1",
+                           "--spool", h.Path("node1/spool"), "--work-dir", h.Path("node1/work"),
+                           "--reconnect-max-ms", "500"},
+                          kFast),
+                      h.AgentKeyArgs("rotated")));
+  ASSERT_EQ(ExitCode(h.process(coordinator), seconds(60)), 0) << h.Log("coordinator-2");
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), 4);
+  EXPECT_NE(h.Log("coordinator-2").find("agent id 'node1' was bound to key"), std::string::npos)
+      << h.Log("coordinator-2");
+  EXPECT_EQ(h.Log("coordinator-2").find("refused messages under agent id"), std::string::npos);
+  std::string rotated_public;
+  ASSERT_TRUE(ReadCurvePublicKey(h.KeyPath("rotated", "pub"), &rotated_public).ok());
+  EXPECT_EQ(
+      h.Query(out, "SELECT public_key FROM agent_keys WHERE agent_id='node1'").rows.at(0).at(0),
+      rotated_public);
 }
 
 TEST(Security, PlainTcpOnlyWhenAskedAndThenWithAWarning) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -30,7 +31,8 @@ Harness::~Harness() {
   for (auto& process : processes_) {
     if (process->started() && !process->Poll()) process->Stop(std::chrono::seconds(2));
   }
-  if (!::testing::Test::HasFailure()) {
+  // SERVESWEEP_KEEP_TEST_DIRS=1 keeps logs and databases of passing tests too.
+  if (!::testing::Test::HasFailure() && std::getenv("SERVESWEEP_KEEP_TEST_DIRS") == nullptr) {
     std::error_code ignored;
     std::filesystem::remove_all(dir_, ignored);
   }
@@ -64,9 +66,11 @@ std::vector<std::string> Harness::AgentKeyArgs(const std::string& agent_key,
   return {"--server-key", KeyPath(server_key, "pub"), "--secret-key", KeyPath(agent_key, "secret")};
 }
 
-size_t Harness::Start(const std::string& log_name, std::vector<std::string> args) {
+size_t Harness::Start(const std::string& log_name, std::vector<std::string> args,
+                      const std::vector<std::string>& wrapper) {
   SpawnOptions options;
-  options.argv = {ServesweepBinary()};
+  options.argv = wrapper;
+  options.argv.push_back(ServesweepBinary());
   options.argv.insert(options.argv.end(), args.begin(), args.end());
   options.log_path = Path(log_name + ".log");
   auto process = std::make_unique<ChildProcess>();

@@ -37,8 +37,11 @@ class Harness {
   std::vector<std::string> AgentKeyArgs(const std::string& agent_key = "agent",
                                         const std::string& server_key = "coordinator");
 
-  // Starts `servesweep args...`, output to dir/<log_name>.log. Returns its index.
-  size_t Start(const std::string& log_name, std::vector<std::string> args);
+  // Starts `servesweep args...`, output to dir/<log_name>.log. Returns its index. A `wrapper`
+  // runs first and execs servesweep (e.g. {"ip", "netns", "exec", "NS"}: the process is then
+  // servesweep itself, so its signals reach it).
+  size_t Start(const std::string& log_name, std::vector<std::string> args,
+               const std::vector<std::string>& wrapper = {});
   ChildProcess& process(size_t index) { return *processes_[index]; }
   std::string Log(const std::string& log_name) const;
 

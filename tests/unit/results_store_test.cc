@@ -188,3 +188,50 @@ TEST_F(ResultsStoreTest, SummaryHasOneRowPerRunWithEveryRecordColumn) {
 
 }  // namespace
 }  // namespace servesweep::coordinator
+
+namespace servesweep::coordinator {
+namespace {
+
+// Group commit: writes between BeginBatch and CommitBatch are invisible to another connection
+// (not durable) until the one COMMIT; a write that fails inside the batch rolls back alone.
+TEST_F(ResultsStoreTest, GroupCommitIsDurableOnlyAtCommitBatchAndKeepsEachWriteAtomic) {
+  std::unique_ptr<ResultsStore> reader;
+  ASSERT_TRUE(ResultsStore::Open(path_, &reader).ok());
+  auto reader_cell = [&](const std::string& sql) {
+    Table t;
+    EXPECT_TRUE(reader->Query(sql, &t).ok()) << sql;
+    return t.rows.empty() ? "<none>" : t.rows[0][0];
+  };
+  store_->BeginBatch();
+  ASSERT_TRUE(store_->MarkRunning(run0_, 1, "a").ok());
+  capnp::MallocMessageBuilder message;
+  BuildResult(message, 1);
+  bool duplicate = true;
+  ASSERT_TRUE(
+      store_->CommitResult(message.getRoot<schema::RunResult>().asReader(), true, &duplicate).ok());
+  EXPECT_FALSE(duplicate);
+  // A write that fails inside the batch (the sweep's runs again: their ids are taken) rolls back
+  // alone: its meta rows with it, the batch's other writes stay.
+  const std::string created = Cell("SELECT value FROM meta WHERE key='created_unix_ms'");
+  EXPECT_FALSE(store_->InitSweep(matrix_->matrix(), "changed text").ok());
+  EXPECT_EQ(Cell("SELECT value FROM meta WHERE key='created_unix_ms'"), created);
+  EXPECT_NE(Cell("SELECT value FROM meta WHERE key='matrix_text'"), "changed text");
+  // The writer sees its batch; another connection does not, yet.
+  EXPECT_EQ(Cell("SELECT status FROM runs WHERE run_id='" + run0_ + "'"), "done");
+  EXPECT_EQ(reader_cell("SELECT COUNT(*) FROM results"), "0");
+  EXPECT_EQ(reader_cell("SELECT status FROM runs WHERE run_id='" + run0_ + "'"), "pending");
+  ASSERT_TRUE(store_->CommitBatch().ok());
+  EXPECT_EQ(reader_cell("SELECT COUNT(*) FROM results WHERE run_id='" + run0_ + "'"), "1");
+  EXPECT_EQ(reader_cell("SELECT COUNT(*) FROM requests WHERE run_id='" + run0_ + "'"), "3");
+  EXPECT_EQ(reader_cell("SELECT status FROM runs WHERE run_id='" + run0_ + "'"), "done");
+  EXPECT_EQ(reader_cell("SELECT outcome FROM attempts WHERE run_id='" + run0_ + "'"), "committed");
+  // After the batch, writes commit one by one again.
+  ASSERT_TRUE(store_->MarkRunning(matrix_->matrix().getRuns()[1].getRunId(), 1, "b").ok());
+  EXPECT_EQ(reader_cell("SELECT COUNT(*) FROM runs WHERE status='running'"), "1");
+  // An empty batch commits nothing and is fine.
+  store_->BeginBatch();
+  EXPECT_TRUE(store_->CommitBatch().ok());
+}
+
+}  // namespace
+}  // namespace servesweep::coordinator
