@@ -6,6 +6,8 @@
 #include <kj/exception.h>
 
 #include <cmath>
+#include <cstring>
+#include <set>
 
 #include "common/clock.h"
 #include "coordinator/record_columns.h"
@@ -154,6 +156,17 @@ constexpr const char* kLaterRequestColumns[] = {
     "done_ns INTEGER NOT NULL DEFAULT -1",    "cancelled INTEGER NOT NULL DEFAULT 0",
     "session_id INTEGER NOT NULL DEFAULT -1", "turn INTEGER NOT NULL DEFAULT -1"};
 
+// One record column's value for a result, as stored: NULL where it was not measured.
+void BindColumn(Statement& statement, int index, const RecordColumn& column,
+                schema::RunResult::Reader result) {
+  const bool ok = result.getStatus() == schema::RunStatus::OK;
+  if ((column.figure && !ok) || (column.from_record && !result.hasRecord())) {
+    statement.Bind(index, std::nan(""));
+  } else {
+    std::visit([&](const auto& v) { statement.Bind(index, v); }, column.value(result));
+  }
+}
+
 std::string ResultsTableSql() {
   std::string sql =
       "CREATE TABLE IF NOT EXISTS results(run_id TEXT PRIMARY KEY REFERENCES runs(run_id), "
@@ -201,8 +214,63 @@ Status ResultsStore::Open(const std::string& path, std::unique_ptr<ResultsStore>
       status = Status::Ok();
     }
   }
+  if (status.ok()) status = store->AddLaterRecordColumns();
   if (!status.ok()) return Status::Error(fmt::format("{}: {}", path, status.message()));
   *out = std::move(store);
+  return Status::Ok();
+}
+
+// A database made before a record column existed (e.g. cost_per_mtok_output) gets the column
+// in place, filled from each stored RunResult, so reports and comparisons still read it.
+Status ResultsStore::AddLaterRecordColumns() {
+  std::set<std::string> existing;
+  Statement info(db_, "PRAGMA table_info(results)");
+  while (sqlite3_step(info.get()) == SQLITE_ROW) {
+    existing.insert(reinterpret_cast<const char*>(sqlite3_column_text(info.get(), 1)));
+  }
+  std::vector<const RecordColumn*> added;
+  for (const auto& column : RecordColumns()) {
+    if (existing.count(column.name) != 0) continue;
+    added.push_back(&column);
+  }
+  if (added.empty()) return Status::Ok();
+  return InTransaction([&]() { return FillRecordColumns(added); });
+}
+
+Status ResultsStore::FillRecordColumns(const std::vector<const RecordColumn*>& added) {
+  for (const RecordColumn* column : added) {
+    const std::string sql =
+        fmt::format("ALTER TABLE results ADD COLUMN \"{}\" {}", column->name, column->sql_type);
+    if (Status s = Exec(sql); !s.ok()) return s;
+  }
+  std::string sets;
+  for (const RecordColumn* column : added) {
+    sets += fmt::format("{}\"{}\"=?", sets.empty() ? "" : ", ", column->name);
+  }
+  Statement update(db_, fmt::format("UPDATE results SET {} WHERE run_id=?", sets));
+  Statement rows(db_, "SELECT run_id, result FROM results");
+  while (sqlite3_step(rows.get()) == SQLITE_ROW) {
+    const std::string run_id = reinterpret_cast<const char*>(sqlite3_column_text(rows.get(), 0));
+    const auto* blob = static_cast<const char*>(sqlite3_column_blob(rows.get(), 1));
+    auto words =
+        kj::heapArray<capnp::word>(sqlite3_column_bytes(rows.get(), 1) / sizeof(capnp::word));
+    if (words.size() > 0) std::memcpy(words.begin(), blob, words.size() * sizeof(capnp::word));
+    Status status;
+    kj::Maybe<kj::Exception> corrupt = kj::runCatchingExceptions([&]() {
+      capnp::ReaderOptions options;
+      options.traversalLimitInWords = words.size() + 1;
+      capnp::FlatArrayMessageReader reader(words, options);
+      const auto result = reader.getRoot<schema::RunResult>();
+      int index = 1;
+      for (const RecordColumn* column : added) BindColumn(update, index++, *column, result);
+      update.Bind(index, run_id);
+      status = update.Run();
+    });
+    if (corrupt != nullptr) {
+      return Status::Error(fmt::format("the stored result of run {} is unreadable", run_id));
+    }
+    if (!status.ok()) return status;
+  }
   return Status::Ok();
 }
 
@@ -434,15 +502,7 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
     insert.Bind(2, UnixNowMs());
     insert.BindBlob(3, bytes.data(), bytes.size());
     int index = 4;
-    const bool ok = result.getStatus() == schema::RunStatus::OK;
-    for (const auto& column : columns) {
-      if ((column.figure && !ok) || (column.from_record && !result.hasRecord())) {
-        insert.Bind(index, std::nan(""));  // NULL: not measured
-      } else {
-        std::visit([&](const auto& v) { insert.Bind(index, v); }, column.value(result));
-      }
-      ++index;
-    }
+    for (const auto& column : columns) BindColumn(insert, index++, column, result);
     if (status = insert.Run(); !status.ok()) return status;
 
     Statement request(db_,

@@ -22,6 +22,8 @@
 
 namespace servesweep::coordinator {
 
+struct RecordColumn;
+
 enum class RunState { kPending, kRunning, kDone, kFailed };
 const char* RunStateName(RunState state);
 
@@ -89,6 +91,8 @@ class ResultsStore {
  private:
   explicit ResultsStore(sqlite3* db) : db_(db) {}
   Status Exec(const std::string& sql);
+  Status AddLaterRecordColumns();
+  Status FillRecordColumns(const std::vector<const RecordColumn*>& added);
   // BEGIN IMMEDIATE; body; COMMIT, or ROLLBACK when the body fails or throws.
   Status InTransaction(const std::function<Status()>& body);
   sqlite3* db_;

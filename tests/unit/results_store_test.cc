@@ -3,6 +3,7 @@
 
 #include <capnp/message.h>
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -119,6 +120,31 @@ TEST_F(ResultsStoreTest, RequestsKeepSessionTurnFirstByteAndCancellation) {
                  "FROM requests WHERE idx = 1"),
             "4,2,1234,9999");
   EXPECT_EQ(Cell("SELECT cancelled || ',' || warmup FROM requests WHERE idx = 2"), "1,1");
+}
+
+TEST_F(ResultsStoreTest, RecordColumnsMissingFromAnOlderDatabaseAreAddedAndFilled) {
+  ASSERT_TRUE(store_->MarkRunning(run0_, 1, "a").ok());
+  capnp::MallocMessageBuilder message;
+  BuildResult(message, 1);
+  bool duplicate = true;
+  ASSERT_TRUE(store_->CommitResult(message.getRoot<schema::RunResult>(), true, &duplicate).ok());
+  // An older servesweep made this database: two record columns did not exist yet.
+  store_.reset();
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &raw), SQLITE_OK);
+  for (const char* column : {"output_throughput", "goodput"}) {
+    const std::string sql = std::string("ALTER TABLE results DROP COLUMN ") + column;
+    EXPECT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+  }
+  sqlite3_close(raw);
+
+  ASSERT_TRUE(ResultsStore::Open(path_, &store_).ok());
+  EXPECT_EQ(Cell("SELECT output_throughput FROM results"), "123.5");  // from the stored result
+  EXPECT_EQ(Cell("SELECT goodput IS NULL FROM results"), "1");        // NaN stays NULL
+  EXPECT_EQ(Cell("SELECT ttft_median_ms FROM results"), "20.25");     // untouched
+  Table summary;
+  ASSERT_TRUE(store_->QuerySummary(&summary).ok());
+  EXPECT_EQ(summary.rows.size(), 3u);
 }
 
 TEST_F(ResultsStoreTest, EndAttemptRetriesThenFailsOnlyTheCurrentAttempt) {
