@@ -29,6 +29,7 @@ namespace {
 constexpr size_t kMaxErrorBodyBytes = 200;
 constexpr int64_t kProgressIntervalNs = 100'000'000;  // on_progress at most ~10 times/s
 constexpr int kMaxPollMs = 100;                       // so progress reports keep coming
+constexpr uint32_t kMaxReservedChunks = 256;          // chunk vectors reserved per request
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -43,14 +44,15 @@ void GlobalInitOnce() {
 }
 
 // One reusable easy handle and the per-stream parsing state. Used only by the load thread.
-struct Transfer {
+// Events reach OnEvent straight from the parser, as views into libcurl's buffer (no copy).
+struct Transfer final : SseSink {
   CURL* easy = nullptr;
   char errbuf[CURL_ERROR_SIZE] = {};
   std::string body;
   RequestRecord* rec = nullptr;
   SseParser parser;
   OpenAiStreamDecoder decoder;
-  std::vector<SseEvent> events;
+  int64_t read_ns = 0;  // when the bytes being parsed arrived
   long http_status = 0;
   std::string error_body;  // first bytes of a non-200 body
   bool saw_done = false;
@@ -60,11 +62,15 @@ struct Transfer {
   uint32_t usage_prompt_tok = 0;
   uint32_t usage_completion_tok = 0;
 
-  void ResetForRequest(RequestRecord* r) {
+  void ResetForRequest(RequestRecord* r, uint32_t expected_chunks) {
     rec = r;
+    // Room for the expected chunks up front: no regrowth while a typical stream is read. Capped
+    // so that a huge max_tokens the server never reaches does not pin memory per record.
+    const uint32_t reserve = std::min<uint32_t>(expected_chunks, kMaxReservedChunks);
+    rec->chunk_times_ns.reserve(reserve);
+    rec->chunk_tokens.reserve(reserve);
     parser.Reset();
     decoder.Reset();
-    events.clear();
     http_status = 0;
     error_body.clear();
     saw_done = false;
@@ -75,32 +81,29 @@ struct Transfer {
     errbuf[0] = '\0';
   }
 
-  void HandleEvents(int64_t now_ns) {
-    for (const SseEvent& ev : events) {
-      if (saw_done || stream_error) break;  // nothing after [DONE] or an error counts
-      StreamChunk c = decoder.Decode(ev.data);
-      if (c.done) {
-        saw_done = true;
-        continue;
-      }
-      if (c.error) {
-        stream_error = true;
-        stream_error_text = std::move(c.error_text);
-        continue;
-      }
-      if (c.has_usage) {
-        have_usage = true;
-        usage_prompt_tok = c.prompt_tokens;
-        usage_completion_tok = c.completion_tokens;
-      }
-      if (c.output) {
-        if (rec->first_token_ns < 0) rec->first_token_ns = now_ns;
-        rec->end_ns = now_ns;
-        rec->chunk_times_ns.push_back(now_ns);
-        rec->chunk_tokens.push_back(c.tokens);
-      }
+  void OnEvent(std::string_view /*event*/, std::string_view data) override {
+    if (saw_done || stream_error) return;  // nothing after [DONE] or an error counts
+    StreamChunk c = decoder.Decode(data);
+    if (c.done) {
+      saw_done = true;
+      return;
     }
-    events.clear();
+    if (c.error) {
+      stream_error = true;
+      stream_error_text = std::move(c.error_text);
+      return;
+    }
+    if (c.has_usage) {
+      have_usage = true;
+      usage_prompt_tok = c.prompt_tokens;
+      usage_completion_tok = c.completion_tokens;
+    }
+    if (c.output) {
+      if (rec->first_token_ns < 0) rec->first_token_ns = read_ns;
+      rec->end_ns = read_ns;
+      rec->chunk_times_ns.push_back(read_ns);
+      rec->chunk_tokens.push_back(c.tokens);
+    }
   }
 };
 
@@ -115,8 +118,8 @@ size_t WriteCallback(char* ptr, size_t size, size_t nmemb, void* userdata) {
     }
     return n;
   }
-  t->parser.Feed(std::string_view(ptr, n), &t->events);
-  t->HandleEvents(now_ns);
+  t->read_ns = now_ns;
+  t->parser.Feed(std::string_view(ptr, n), t);
   return n;
 }
 
@@ -269,8 +272,8 @@ class Engine {
 
   void Start(RequestRecord& r, uint64_t prompt_index) {
     Transfer* t = Acquire();
-    t->ResetForRequest(&r);
     const auto [input_len_tok, output_len_tok] = LengthsFor(r);
+    t->ResetForRequest(&r, output_len_tok);
     PromptPrefix prefix;
     if (!r.warmup && r.index < s_.plan.size() && !s_.plan[r.index].prefix_blocks.empty()) {
       const PlannedRequest& planned = s_.plan[r.index];
@@ -298,8 +301,8 @@ class Engine {
     r.done_ns = done_ns;
     if (t->http_status == 0) curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t->http_status);
     if (t->http_status == 200) {
-      t->parser.Finish(&t->events);  // a last event without its blank line
-      t->HandleEvents(done_ns);
+      t->read_ns = done_ns;
+      t->parser.Finish(t);  // a last event without its blank line
     }
 
     const uint32_t output_chunks = static_cast<uint32_t>(r.chunk_times_ns.size());
