@@ -117,11 +117,7 @@ bool JsonCursor::SkipBom() {
   return true;
 }
 
-void JsonCursor::SkipSpace() {
-  while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
-}
-
-bool JsonCursor::ReadString(JsonString* out) {
+bool JsonCursor::ReadStringSlow(JsonString* out) {
   if (p_ >= end_ || *p_ != '"') return false;
   const char* start = ++p_;
   bool escaped = false;
@@ -243,44 +239,6 @@ bool JsonCursor::SkipLiteral(std::string_view literal) {
     return false;
   }
   p_ += literal.size();
-  return true;
-}
-
-bool JsonCursor::NextMember(bool first, JsonString* key, bool* done) {
-  *done = false;
-  SkipSpace();
-  if (p_ >= end_) return false;
-  if (*p_ == '}' && first) {
-    ++p_;
-    *done = true;
-    return false;
-  }
-  if (!first) {
-    if (*p_ == '}') {
-      ++p_;
-      *done = true;
-      return false;
-    }
-    if (*p_ != ',') return false;
-    ++p_;
-    SkipSpace();
-  }
-  if (!ReadString(key)) return false;
-  return Consume(':');
-}
-
-bool JsonCursor::NextElement(bool first, bool* done) {
-  *done = false;
-  SkipSpace();
-  if (p_ >= end_) return false;
-  if (*p_ == ']') {
-    ++p_;
-    *done = true;
-    return false;
-  }
-  if (first) return true;
-  if (*p_ != ',') return false;
-  ++p_;
   return true;
 }
 

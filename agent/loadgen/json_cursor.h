@@ -15,6 +15,10 @@
 #include <string_view>
 #include <vector>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 namespace servesweep::loadgen {
 
 struct JsonString {
@@ -30,7 +34,9 @@ class JsonCursor {
 
   // Skips a BOM (EF BB BF) at the very start, as nlohmann does; false on a partial BOM.
   bool SkipBom();
-  void SkipSpace();
+  void SkipSpace() {
+    while (p_ < end_ && (*p_ == ' ' || *p_ == '\n' || *p_ == '\r' || *p_ == '\t')) ++p_;
+  }
   // The next non-space byte, or '\0' at the end (the caller then fails on it).
   char Peek() {
     SkipSpace();
@@ -52,7 +58,30 @@ class JsonCursor {
     return false;
   }
 
-  bool ReadString(JsonString* out);  // at '"'
+  // At '"'. Inline for the common case, a short plain string (a key, a token's text): its
+  // closing quote within 16 bytes and nothing to check before it.
+  bool ReadString(JsonString* out) {
+#ifdef __SSE2__
+    if (end_ - p_ >= 17 && *p_ == '"') {
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p_ + 1));
+      const __m128i special =
+          _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+                                    _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+                       _mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));  // signed: also bytes >= 0x80
+      const int mask = _mm_movemask_epi8(special);
+      if (mask != 0) {
+        const int at = __builtin_ctz(static_cast<unsigned>(mask));
+        if (p_[1 + at] == '"') {
+          out->raw = std::string_view(p_ + 1, static_cast<size_t>(at));
+          out->escaped = false;
+          p_ += at + 2;
+          return true;
+        }
+      }
+    }
+#endif
+    return ReadStringSlow(out);
+  }
   // A number token; *value is its double value (as nlohmann's get<double>()).
   bool ReadNumber(double* value);
   bool Skip();  // any value, validated
@@ -60,14 +89,43 @@ class JsonCursor {
   // Object iteration: after Consume('{'), call NextMember until it returns false; `*key` is set
   // and the cursor stands before the member's value, which the caller must read or Skip().
   // *done is set when the object closed (returns false with *done == false on bad input).
-  bool NextMember(bool first, JsonString* key, bool* done);
+  bool NextMember(bool first, JsonString* key, bool* done) {
+    *done = false;
+    SkipSpace();
+    if (p_ >= end_) return false;
+    if (*p_ == '}') {
+      ++p_;
+      *done = true;
+      return false;
+    }
+    if (!first) {
+      if (*p_ != ',') return false;
+      ++p_;
+      SkipSpace();
+    }
+    return ReadString(key) && Consume(':');
+  }
   // Array iteration, likewise: true with the cursor before an element, false at ']' (*done) or
   // on bad input.
-  bool NextElement(bool first, bool* done);
+  bool NextElement(bool first, bool* done) {
+    *done = false;
+    SkipSpace();
+    if (p_ >= end_) return false;
+    if (*p_ == ']') {
+      ++p_;
+      *done = true;
+      return false;
+    }
+    if (first) return true;
+    if (*p_ != ',') return false;
+    ++p_;
+    return true;
+  }
   // Counts the elements of an array (cursor at '['), validating them.
   bool CountElements(size_t* count);
 
  private:
+  bool ReadStringSlow(JsonString* out);
   bool SkipLiteral(std::string_view literal);
   bool SkipNumber(double* value);
 

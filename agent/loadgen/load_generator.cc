@@ -417,6 +417,7 @@ LoadResult RunLoad(const LoadSettings& settings,
   const int64_t last_done_ns = engine.RunPhase(result.requests, 0, open_loop ? &schedule : nullptr,
                                                settings.concurrency, t0_ns, /*warmup=*/false);
   result.duration_s = static_cast<double>(last_done_ns - t0_ns) / 1e9;
+  result.t0_steady_ns = t0_ns;
 
   uint32_t failed = 0;
   for (RequestRecord& r : result.requests) {

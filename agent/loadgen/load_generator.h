@@ -87,6 +87,8 @@ struct Progress {
 struct LoadResult {
   std::vector<RequestRecord> requests;  // measured requests only, in index order
   double duration_s = 0;                // first measured send -> last measured completion
+  int64_t t0_steady_ns = 0;  // t0 on the steady clock (CLOCK_MONOTONIC): aligns the records
+                             // with another process's timestamps (the emulator's request log)
 };
 
 // Throws std::invalid_argument when settings are inconsistent. Failed requests are recorded,

@@ -7,6 +7,7 @@
 #include "agent/loadgen/openai_stream.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "agent/loadgen/json_cursor.h"
 
@@ -19,10 +20,12 @@ std::string Truncate(std::string_view s) {
   return std::string(s.substr(0, std::min(s.size(), kMaxErrorChars)));
 }
 
-// A key compared by its decoded value: raw bytes when it has no escape (the common case).
-bool KeyIs(const JsonString& key, std::string_view name) {
-  if (!key.escaped) return key.raw == name;
-  return StringEquals(key, name);
+// A key compared by its decoded value: raw bytes when it has no escape (the common case; a
+// compile-time length lets the compiler inline the comparison).
+template <size_t N>
+[[gnu::always_inline]] inline bool KeyIs(const JsonString& key, const char (&name)[N]) {
+  if (!key.escaped) return key.raw.size() == N - 1 && std::memcmp(key.raw.data(), name, N - 1) == 0;
+  return StringEquals(key, std::string_view(name, N - 1));
 }
 
 // What one payload says, as far as the definitions care.
