@@ -123,6 +123,25 @@ size_t WriteCallback(char* ptr, size_t size, size_t nmemb, void* userdata) {
   return n;
 }
 
+// The handshake or certificate check failed: said apart from other transport errors, since the
+// fix is a setting (ca_file), not the server.
+bool IsTlsError(CURLcode code) {
+  switch (code) {
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::string BuildBody(const LoadSettings& s, uint64_t prompt_index, uint32_t input_len_tok,
                       uint32_t output_len_tok, const PromptPrefix& prefix) {
   nlohmann::json body;
@@ -257,6 +276,11 @@ class Engine {
     curl_easy_setopt(e, CURLOPT_FORBID_REUSE, s_.reuse_connections ? 0L : 1L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
                      static_cast<long>(std::llround(s_.request_timeout_s * 1000.0)));
+    if (!s_.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, s_.ca_file.c_str());
+    if (s_.insecure_tls) {
+      curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
     // No CURLOPT_MAXFILESIZE: responses are as long as the server makes them.
     transfers_.push_back(std::move(t));
     return transfers_.back().get();
@@ -314,6 +338,8 @@ class Engine {
     if (result != CURLE_OK && !(t->saw_done && result == CURLE_PARTIAL_FILE)) {
       if (result == CURLE_OPERATION_TIMEDOUT) {
         r.error = fmt::format("timeout after {} s", s_.request_timeout_s);
+      } else if (IsTlsError(result)) {
+        r.error = fmt::format("tls: {}", t->errbuf[0] ? t->errbuf : curl_easy_strerror(result));
       } else {
         r.error = fmt::format("curl: {}", t->errbuf[0] ? t->errbuf : curl_easy_strerror(result));
       }

@@ -56,6 +56,11 @@ struct LoadSettings {
   // false: a new connection per request, for servers that close a connection after a streamed
   // response while announcing keep-alive (a reused one then dies as the next request is sent).
   bool reuse_connections = true;
+  // HTTPS: the server's certificate is verified (chain and host name) against the system's CA
+  // store, or against the CA certificate(s) in this PEM file when set.
+  std::string ca_file;
+  // Skips certificate verification (a self-signed test server); off by default.
+  bool insecure_tls = false;
 };
 
 struct RequestRecord {
