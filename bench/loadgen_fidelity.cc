@@ -154,7 +154,7 @@ int Agree(const std::string& url, const std::string& sim_log, uint32_t requests,
   // Pair each client request with the emulator request whose first token went out closest to
   // the one the client saw (the log has no client id; first tokens of different requests are
   // milliseconds apart at this load, the delivery delay tens of microseconds).
-  std::vector<double> ttft_diff_us, itl_diff_us, first_token_delay_us;
+  std::vector<double> ttft_diff_us, itl_diff_us, first_token_delay_us, request_delay_us;
   uint32_t unmatched = 0;
   for (const RequestRecord& q : r.requests) {
     if (!q.success) {
@@ -179,6 +179,8 @@ int Agree(const std::string& url, const std::string& sim_log, uint32_t requests,
     const double sim_ttft = static_cast<double>(best->token_ns[0] - best->arrival_ns);
     ttft_diff_us.push_back(std::abs(client_ttft - sim_ttft) / 1e3);
     first_token_delay_us.push_back(static_cast<double>(first_abs - best->token_ns[0]) / 1e3);
+    request_delay_us.push_back(
+        static_cast<double>(best->arrival_ns - (r.t0_steady_ns + q.start_ns)) / 1e3);
     for (size_t i = 1; i < q.chunk_times_ns.size(); ++i) {
       const double client_gap = static_cast<double>(q.chunk_times_ns[i] - q.chunk_times_ns[i - 1]);
       const double sim_gap = static_cast<double>(best->token_ns[i] - best->token_ns[i - 1]);
@@ -190,6 +192,8 @@ int Agree(const std::string& url, const std::string& sim_log, uint32_t requests,
       requests, concurrency, output_tok, ttft_diff_us.size(), unmatched, Failed(r));
   PrintDistribution("|TTFT client - TTFT emulator|", ttft_diff_us);
   PrintDistribution("|ITL client - ITL emulator|", itl_diff_us);
+  // The two legs of the TTFT difference: the request's way in, the first token's way out.
+  PrintDistribution("request: sim read - client start", request_delay_us);
   PrintDistribution("first token: client saw - sim sent", first_token_delay_us);
   return 0;
 }

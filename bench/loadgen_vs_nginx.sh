@@ -160,10 +160,25 @@ wait_ready "http://127.0.0.1:$sim_port/health"
 echo "== $HOLD_STREAMS streams held against the emulator (8 tokens, 1 s apart: about 8 s each)"
 "$FIDELITY" hold "http://127.0.0.1:$sim_port" "$HOLD_STREAMS" 8
 
-log_port=$(free_port)
-"$SERVESWEEP" --log-level warn sim --port "$log_port" --model m --ttft-ms 20 --itl-ms 5 \
-  --request-log "$tmp/sim_requests.jsonl" &
-pids+=($!)
-wait_ready "http://127.0.0.1:$log_port/health"
-echo "== TTFT / ITL against the emulator's request log (ttft 20 ms, itl 5 ms)"
-"$FIDELITY" agree "http://127.0.0.1:$log_port" "$tmp/sim_requests.jsonl" 400 16 32
+# agree_run LABEL PREFIX...: a fresh emulator with a request log, the client against it; both
+# under PREFIX (e.g. `chrt -f 50`, so that other tenants' load on a shared machine stays out of
+# the figures).
+agree_run() {
+  local label=$1
+  shift
+  local port log
+  port=$(free_port)
+  log="$tmp/sim_requests_$port.jsonl"
+  "$@" "$SERVESWEEP" --log-level warn sim --port "$port" --model m --ttft-ms 20 --itl-ms 5 \
+    --request-log "$log" &
+  pids+=($!)
+  wait_ready "http://127.0.0.1:$port/health"
+  for concurrency in 1 16; do
+    echo "== TTFT / ITL against the emulator's request log (ttft 20 ms, itl 5 ms), $label"
+    "$@" "$FIDELITY" agree "http://127.0.0.1:$port" "$log" $((concurrency == 1 ? 100 : 400)) \
+      "$concurrency" 32
+    : >"$log"
+  done
+}
+agree_run "normal priority" env
+if chrt -f 50 true 2>/dev/null; then agree_run "client and emulator under chrt -f 50" chrt -f 50; fi

@@ -6,7 +6,10 @@ vllm/benchmarks/lib/endpoint_request_func.py @ 02cfb534df5674737558730b10f23d1b7
 async_request_openai_completions; written anew here, not copied): one aiohttp ClientSession,
 an asyncio semaphore for the concurrency limit, a POST with the JSON payload, `async for chunk in
 response.content.iter_any()`, an incremental UTF-8 decode into a string buffer split on blank
-lines, `json.loads` per event, a perf_counter timestamp per event with TTFT and ITL kept.
+lines (and, as vLLM's handler, a json.loads of an unterminated `data:` tail to see whether it is
+complete), `json.loads` per event, a perf_counter timestamp per event with TTFT and ITL kept.
+Left out: vLLM strips the bytes of each read before decoding (which can join two events when a
+read ends between the two newlines of a separator) and its tqdm progress bar.
 
 Usage: vllm_style_client.py URL NUM_REQUESTS CONCURRENCY [OUTPUT_TOK]
 Prints one line: `requests/s <rate> completed <n> failed <n> events <n>`.
@@ -36,10 +39,28 @@ async def one_request(session, url, payload, semaphore, stats):
                 buffer = ""
                 async for piece in response.content.iter_any():
                     buffer += decoder.decode(piece)
+                    messages = []
                     while "\n\n" in buffer:
                         message, buffer = buffer.split("\n\n", 1)
                         message = message.strip()
-                        if not message or message.startswith(":"):
+                        if message:
+                            messages.append(message)
+                    # As vLLM's handler does: a tail without its blank line is taken as complete
+                    # when it is [DONE] or parses as JSON (one more json.loads per read).
+                    if buffer.startswith("data: "):
+                        tail = buffer.removeprefix("data: ").strip()
+                        if tail == "[DONE]":
+                            messages.append(buffer.strip())
+                            buffer = ""
+                        elif tail:
+                            try:
+                                json.loads(tail)
+                                messages.append(buffer.strip())
+                                buffer = ""
+                            except json.JSONDecodeError:
+                                pass
+                    for message in messages:
+                        if message.startswith(":"):
                             continue
                         data = message.removeprefix("data: ")
                         if data == "[DONE]":

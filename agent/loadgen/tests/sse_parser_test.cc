@@ -32,10 +32,10 @@ const std::string kBody =
     "event: message\r\ndata: first\r\ndata: second\r\n\r\n"
     "data:nospace\r\rdata: cr only\r\r"
     ":comment\ndata: {\"b\":2}\n\n"
-    "id: 7\nretry: 10\n\n"          // no data: not dispatched
+    "id: 7\nretry: 10\n\n"  // no data: not dispatched
     "data: [DONE]\n\n";
-const std::vector<std::string> kExpected = {"{\"a\":1}", "first\nsecond", "nospace", "cr only",
-                                            "{\"b\":2}", "[DONE]"};
+const std::vector<std::string> kExpected = {"{\"a\":1}", "first\nsecond", "nospace",
+                                            "cr only",   "{\"b\":2}",     "[DONE]"};
 
 TEST(SseParser, WholeBody) {
   auto evs = FeedPieces(kBody, {});
@@ -61,15 +61,52 @@ TEST(SseParser, RandomSplits) {
   }
 }
 
+// An OpenAI stream cut into two reads at every byte position, through the sink (the events
+// handed on as views, copied only when split): the events never depend on where the cut fell.
+TEST(SseParser, OpenAiStreamSplitAtEveryPosition) {
+  const std::string body =
+      ": ping\r\n\r\n"
+      "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\r\n\r\n"
+      "data: {\"choices\":[{\"text\":\" a b\",\"logprobs\":{\"tokens\":[\" a\",\" b\"]}}]}\n\n"
+      "event: message\ndata: {\"choices\":[{\"text\":\"c\"}]}\n\n"
+      "data: {\"choices\":[],\ndata: \"usage\":{\"prompt_tokens\":3,\"completion_tokens\":3}}\n\n"
+      "data: [DONE]\n\n";
+  struct Recorder final : SseSink {
+    std::vector<std::string> data;
+    void OnEvent(std::string_view, std::string_view d) override { data.emplace_back(d); }
+  };
+  Recorder whole;
+  SseParser p;
+  p.Feed(body, &whole);
+  p.Finish(&whole);
+  ASSERT_EQ(whole.data.size(), 5u);
+  EXPECT_EQ(whole.data[3],
+            "{\"choices\":[],\n\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":3}}");
+  for (size_t cut = 1; cut < body.size(); ++cut) {
+    Recorder split;
+    SseParser q;
+    // Each piece from its own buffer, overwritten after the call: a view kept past Feed would
+    // read the overwritten bytes.
+    std::string piece = body.substr(0, cut);
+    q.Feed(piece, &split);
+    piece.assign(piece.size(), '#');
+    piece = body.substr(cut);
+    q.Feed(piece, &split);
+    piece.assign(piece.size(), '#');
+    q.Finish(&split);
+    ASSERT_EQ(split.data, whole.data) << "cut at byte " << cut;
+  }
+}
+
 TEST(SseParser, CrLfSplitBetweenReads) {
   SseParser p;
   std::vector<SseEvent> out;
   p.Feed("data: x\r", &out);
   EXPECT_TRUE(out.empty());
-  p.Feed("\n\r", &out);   // the LF ends "data: x"; the CR is the blank line
+  p.Feed("\n\r", &out);  // the LF ends "data: x"; the CR is the blank line
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].data, "x");
-  p.Feed("\ndata: y\r\n\r\n", &out);   // this LF belongs to the CR before it: no extra line
+  p.Feed("\ndata: y\r\n\r\n", &out);  // this LF belongs to the CR before it: no extra line
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[1].data, "y");
 }
@@ -80,7 +117,7 @@ TEST(SseParser, EventsArriveOnlyWhenComplete) {
   p.Feed("data: {\"partial\":", &out);
   EXPECT_TRUE(out.empty());
   p.Feed("1}\n", &out);
-  EXPECT_TRUE(out.empty());   // no blank line yet
+  EXPECT_TRUE(out.empty());  // no blank line yet
   p.Feed("\n", &out);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].data, "{\"partial\":1}");
