@@ -12,7 +12,8 @@
 // fractions truncate, values at or above 2^32 saturate at UINT32_MAX.
 //
 // Cost: one validating pass over the payload, no DOM and no allocation on the common path
-// (bench: tens of ns per event); garbage is rejected exactly as a full JSON parse rejects it.
+// (about 0.13 us per 190-byte event with SSE splitting, 11x less than a DOM parse; bench/
+// stream_decode_bench); garbage is rejected exactly as a full JSON parse rejects it.
 //
 // Stateful (continuous usage deltas), so one decoder per stream; not thread-safe.
 #pragma once
