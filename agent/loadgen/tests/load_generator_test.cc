@@ -3,9 +3,10 @@
 
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <set>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 #include "agent/loadgen/arrival_schedule.h"
 #include "agent/loadgen/prompt_builder.h"
@@ -59,15 +60,15 @@ TEST(RunLoad, ClosedLoopKeepsConcurrencyAndReusesConnections) {
     EXPECT_EQ(r.index, i);
     EXPECT_FALSE(r.warmup);
     ExpectWellFormed(r, 5);
-    EXPECT_EQ(r.output_tokens, 5u);   // usage.completion_tokens
-    EXPECT_EQ(r.prompt_tokens, 16u);  // usage.prompt_tokens: the server counts words
+    EXPECT_EQ(r.output_tokens, 5u);    // usage.completion_tokens
+    EXPECT_EQ(r.prompt_tokens, 16u);   // usage.prompt_tokens: the server counts words
     // Closed loop: due when a slot frees; sent once its body is built (microseconds).
     EXPECT_LT(r.start_ns - r.scheduled_ns, 50'000'000);
     last_done = std::max(last_done, r.done_ns);
   }
   EXPECT_EQ(server.requests(), 40);
-  EXPECT_EQ(server.max_in_flight(), 4);  // reached, never exceeded
-  EXPECT_EQ(server.connections(), 4);    // keep-alive: one per slot, reused
+  EXPECT_EQ(server.max_in_flight(), 4);   // reached, never exceeded
+  EXPECT_EQ(server.connections(), 4);     // keep-alive: one per slot, reused
   EXPECT_NEAR(res.duration_s, static_cast<double>(last_done) / 1e9, 1e-9);
 
   std::set<std::string> prompts;
@@ -95,7 +96,7 @@ TEST(RunLoad, ChatRoleOnlyChunkIsNotTheFirstToken) {
   s.ignore_eos = false;
   LoadResult res = RunLoad(s);
   for (const auto& r : res.requests) {
-    ExpectWellFormed(r, 5);  // 5 content chunks; the role-only chunk is not one of them
+    ExpectWellFormed(r, 5);   // 5 content chunks; the role-only chunk is not one of them
     EXPECT_EQ(r.output_tokens, 5u);
   }
   EXPECT_NE(server.last_head().find("POST /v1/chat/completions"), std::string::npos);
@@ -116,7 +117,7 @@ TEST(RunLoad, CrlfAndCommentsAndSpeculativeChunks) {
   LoadResult spec = RunLoad(s);
   for (const auto& r : spec.requests) {
     ExpectWellFormed(r, 3);
-    EXPECT_EQ(r.output_tokens, 6u);  // from usage, not from the chunk count
+    EXPECT_EQ(r.output_tokens, 6u);   // from usage, not from the chunk count
   }
 }
 
@@ -125,8 +126,8 @@ TEST(RunLoad, CleanEndOfBodyWithoutDoneOrUsage) {
   LoadResult res = RunLoad(Settings(server, "nousage"));
   for (const auto& r : res.requests) {
     ExpectWellFormed(r, 5);
-    EXPECT_EQ(r.output_tokens, 5u);   // counted chunks, never the requested max_tokens
-    EXPECT_EQ(r.prompt_tokens, 16u);  // the requested input length
+    EXPECT_EQ(r.output_tokens, 5u);    // counted chunks, never the requested max_tokens
+    EXPECT_EQ(r.prompt_tokens, 16u);   // the requested input length
   }
 }
 
@@ -193,7 +194,7 @@ TEST(RunLoad, GarbageCutAndStallMidStreamAreFailures) {
 TEST(RunLoad, ConnectionRefusedIsAFailure) {
   uint16_t dead_port;
   {
-    TestSseServer server;  // take a free port, then close it
+    TestSseServer server;   // take a free port, then close it
     dead_port = static_cast<uint16_t>(std::stoi(server.base_url().substr(17)));
   }
   LoadSettings s;
@@ -211,22 +212,22 @@ TEST(RunLoad, OpenLoopFollowsTheAbsoluteSchedule) {
   LoadSettings s = Settings(server, "ok");
   s.num_requests = 30;
   s.request_rate_per_s = 300;
-  s.concurrency = 0;  // uncapped
+  s.concurrency = 0;   // uncapped
   s.seed = 5;
   LoadResult res = RunLoad(s);
   auto schedule = PoissonScheduleNs(30, 300, 5);
   for (uint32_t i = 0; i < 30; ++i) {
     const RequestRecord& r = res.requests[i];
     ExpectWellFormed(r, 5);
-    EXPECT_EQ(r.scheduled_ns, schedule[i]);  // t0 + t_i exactly, however late the loop ran
+    EXPECT_EQ(r.scheduled_ns, schedule[i]);   // t0 + t_i exactly, however late the loop ran
   }
 }
 
 TEST(RunLoad, OpenLoopCappedQueuesOnTheClient) {
-  TestSseServer server(3000);  // 5 tokens x 3 ms: ~15 ms per request
+  TestSseServer server(3000);   // 5 tokens x 3 ms: ~15 ms per request
   LoadSettings s = Settings(server, "ok");
   s.num_requests = 10;
-  s.request_rate_per_s = std::numeric_limits<double>::infinity();  // all due at t0
+  s.request_rate_per_s = std::numeric_limits<double>::infinity();   // all due at t0
   s.concurrency = 2;
   LoadResult res = RunLoad(s);
   int queued = 0;
@@ -236,7 +237,7 @@ TEST(RunLoad, OpenLoopCappedQueuesOnTheClient) {
     if (r.start_ns - r.scheduled_ns > 10'000'000) ++queued;
   }
   EXPECT_EQ(server.max_in_flight(), 2);
-  EXPECT_GE(queued, 6);  // 8 of 10 wait for a free slot for at least one request's time
+  EXPECT_GE(queued, 6);   // 8 of 10 wait for a free slot for at least one request's time
 }
 
 TEST(RunLoad, WarmupIsSentButNotRecorded) {
@@ -267,7 +268,7 @@ TEST(RunLoad, TokenIdPromptsHaveExactLengthsAndDifferPerRequest) {
   const LoadResult res = RunLoad(s);
   for (const auto& r : res.requests) {
     EXPECT_TRUE(r.success) << r.error;
-    EXPECT_EQ(r.prompt_tokens, 37u);  // the server counted the ids
+    EXPECT_EQ(r.prompt_tokens, 37u);   // the server counted the ids
   }
   const auto body = nlohmann::json::parse(server.last_body());
   ASSERT_TRUE(body.at("prompt").is_array());
@@ -284,10 +285,10 @@ TEST(RunLoad, TokenIdPromptsHaveExactLengthsAndDifferPerRequest) {
 
 TEST(RunLoad, RejectsInconsistentSettings) {
   LoadSettings s;
-  EXPECT_THROW(RunLoad(s), std::invalid_argument);  // no base_url
+  EXPECT_THROW(RunLoad(s), std::invalid_argument);   // no base_url
   s.base_url = "http://127.0.0.1:1";
   s.concurrency = 0;
-  EXPECT_THROW(RunLoad(s), std::invalid_argument);  // closed loop without concurrency
+  EXPECT_THROW(RunLoad(s), std::invalid_argument);   // closed loop without concurrency
   s.concurrency = 1;
   s.request_rate_per_s = -1;
   EXPECT_THROW(RunLoad(s), std::invalid_argument);

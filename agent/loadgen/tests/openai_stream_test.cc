@@ -44,10 +44,9 @@ TEST(OpenAiStream, ChatContentReasoningAndToolCallsAreOutput) {
   EXPECT_TRUE(d.Decode(R"({"choices":[{"delta":{"content":"x"}}]})").output);
   EXPECT_TRUE(d.Decode(R"({"choices":[{"delta":{"reasoning_content":"hmm"}}]})").output);
   EXPECT_TRUE(d.Decode(R"({"choices":[{"delta":{"reasoning":"hmm"}}]})").output);
-  EXPECT_TRUE(
-      d.Decode(
-           R"({"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]})")
-          .output);
+  EXPECT_TRUE(d.Decode(
+      R"({"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{"}}]}}]})")
+                  .output);
   EXPECT_FALSE(d.Decode(R"({"choices":[{"delta":{"tool_calls":[]}}]})").output);
 }
 

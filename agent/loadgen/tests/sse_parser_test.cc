@@ -32,10 +32,10 @@ const std::string kBody =
     "event: message\r\ndata: first\r\ndata: second\r\n\r\n"
     "data:nospace\r\rdata: cr only\r\r"
     ":comment\ndata: {\"b\":2}\n\n"
-    "id: 7\nretry: 10\n\n"  // no data: not dispatched
+    "id: 7\nretry: 10\n\n"          // no data: not dispatched
     "data: [DONE]\n\n";
-const std::vector<std::string> kExpected = {"{\"a\":1}", "first\nsecond", "nospace",
-                                            "cr only",   "{\"b\":2}",     "[DONE]"};
+const std::vector<std::string> kExpected = {"{\"a\":1}", "first\nsecond", "nospace", "cr only",
+                                            "{\"b\":2}", "[DONE]"};
 
 TEST(SseParser, WholeBody) {
   auto evs = FeedPieces(kBody, {});
@@ -103,10 +103,10 @@ TEST(SseParser, CrLfSplitBetweenReads) {
   std::vector<SseEvent> out;
   p.Feed("data: x\r", &out);
   EXPECT_TRUE(out.empty());
-  p.Feed("\n\r", &out);  // the LF ends "data: x"; the CR is the blank line
+  p.Feed("\n\r", &out);   // the LF ends "data: x"; the CR is the blank line
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].data, "x");
-  p.Feed("\ndata: y\r\n\r\n", &out);  // this LF belongs to the CR before it: no extra line
+  p.Feed("\ndata: y\r\n\r\n", &out);   // this LF belongs to the CR before it: no extra line
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[1].data, "y");
 }
@@ -117,7 +117,7 @@ TEST(SseParser, EventsArriveOnlyWhenComplete) {
   p.Feed("data: {\"partial\":", &out);
   EXPECT_TRUE(out.empty());
   p.Feed("1}\n", &out);
-  EXPECT_TRUE(out.empty());  // no blank line yet
+  EXPECT_TRUE(out.empty());   // no blank line yet
   p.Feed("\n", &out);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].data, "{\"partial\":1}");

@@ -10,9 +10,10 @@
 #include <algorithm>
 #include <cctype>
 #include <chrono>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+
+#include <nlohmann/json.hpp>
 
 namespace servesweep::loadgen::testing {
 namespace {
@@ -77,13 +78,15 @@ TestSseServer::~TestSseServer() {
   std::vector<std::thread> threads;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (int fd : conn_fds_) ::shutdown(fd, SHUT_RDWR);  // wakes blocked recv()
+    for (int fd : conn_fds_) ::shutdown(fd, SHUT_RDWR);   // wakes blocked recv()
     threads = std::move(conn_threads_);
   }
   for (auto& t : threads) t.join();
 }
 
-std::string TestSseServer::base_url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+std::string TestSseServer::base_url() const {
+  return "http://127.0.0.1:" + std::to_string(port_);
+}
 
 std::string TestSseServer::last_head() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -122,7 +125,7 @@ void TestSseServer::Serve(int fd) {
     size_t head_end;
     while ((head_end = buf.find("\r\n\r\n")) == std::string::npos) {
       ssize_t n = ::recv(fd, tmp, sizeof tmp, 0);
-      if (n <= 0) return;  // the fd is closed by nobody but the destructor's shutdown
+      if (n <= 0) return;   // the fd is closed by nobody but the destructor's shutdown
       buf.append(tmp, static_cast<size_t>(n));
     }
     std::string head = buf.substr(0, head_end);
@@ -149,8 +152,7 @@ bool TestSseServer::Respond(int fd, const std::string& head, const std::string& 
   std::string prompt = chat  ? req["messages"][0]["content"].get<std::string>()
                        : ids ? req["prompt"].dump()
                              : req["prompt"].get<std::string>();
-  const uint32_t prompt_tokens =
-      ids ? static_cast<uint32_t>(req["prompt"].size()) : CountWords(prompt);
+  const uint32_t prompt_tokens = ids ? static_cast<uint32_t>(req["prompt"].size()) : CountWords(prompt);
   {
     std::lock_guard<std::mutex> lock(mu_);
     last_head_ = head;
@@ -172,9 +174,8 @@ bool TestSseServer::Respond(int fd, const std::string& head, const std::string& 
     leave();
     return SendAll(fd, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n\r\nboom");
   }
-  if (!SendAll(fd,
-               "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-               "Transfer-Encoding: chunked\r\n\r\n")) {
+  if (!SendAll(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                   "Transfer-Encoding: chunked\r\n\r\n")) {
     leave();
     return false;
   }
@@ -184,7 +185,7 @@ bool TestSseServer::Respond(int fd, const std::string& head, const std::string& 
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     leave();
-    return false;  // close: the client has given up on this connection
+    return false;   // close: the client has given up on this connection
   }
   const std::string sep = model == "crlf" ? "\r\n\r\n" : "\n\n";
   auto event = [&](const nlohmann::json& j) { return Chunk("data: " + j.dump() + sep); };

@@ -42,7 +42,8 @@ class TestSseServer {
  private:
   void AcceptLoop();
   void Serve(int fd);
-  bool Respond(int fd, const std::string& head, const std::string& path, const std::string& body);
+  bool Respond(int fd, const std::string& head, const std::string& path,
+               const std::string& body);
 
   int listen_fd_ = -1;
   uint16_t port_ = 0;
