@@ -151,6 +151,12 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--no-connection-reuse{false}", o->load.reuse_connections,
                 "A new connection per request (servers that close streamed connections, e.g. "
                 "llama-server)");
+  cmd->add_option("--ca-file", o->load.ca_file,
+                  "HTTPS: verify the server against the CA certificate(s) in this PEM file "
+                  "instead of the system's CA store")
+      ->check(CLI::ExistingFile);
+  cmd->add_flag("--insecure-tls", o->load.insecure_tls,
+                "HTTPS: do not verify the server's certificate (test servers only)");
   cmd->add_option("--num-requests", o->load.num_requests, "Measured requests")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-20}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(envelope sse prometheus matrix trace)
+[ ${#targets[@]} -eq 0 ] && targets=(envelope sse stream prometheus matrix trace)
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 
 if ! command -v clang++ > /dev/null; then

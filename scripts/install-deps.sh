@@ -17,6 +17,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   procps iproute2
   wrk nginx-light                   # bench/sim_capacity.sh: load and the static-body baseline
+  python3-aiohttp                   # bench/loadgen_vs_nginx.sh: the vLLM-style Python client
+  openssl                           # the HTTPS test makes a self-signed certificate
   slurm-wlm munge libpmix-dev       # the real Slurm cluster of the tests (and `submit slurm`)
   python3-venv                      # kubernetes-validate's environment (below)
   libopenmpi-dev openmpi-bin        # the MPI network probe (servesweep-mpi-probe)

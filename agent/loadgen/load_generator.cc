@@ -32,6 +32,7 @@ namespace {
 constexpr size_t kMaxErrorBodyBytes = 200;
 constexpr int64_t kProgressIntervalNs = 100'000'000;  // on_progress at most ~10 times/s
 constexpr int kMaxPollMs = 100;                       // so progress reports keep coming
+constexpr uint32_t kMaxReservedChunks = 256;          // chunk vectors reserved per request
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -46,14 +47,15 @@ void GlobalInitOnce() {
 }
 
 // One reusable easy handle and the per-stream parsing state. Used only by the load thread.
-struct Transfer {
+// Events reach OnEvent straight from the parser, as views into libcurl's buffer (no copy).
+struct Transfer final : SseSink {
   CURL* easy = nullptr;
   char errbuf[CURL_ERROR_SIZE] = {};
   std::string body;
   RequestRecord* rec = nullptr;
   SseParser parser;
   OpenAiStreamDecoder decoder;
-  std::vector<SseEvent> events;
+  int64_t read_ns = 0;  // when the bytes being parsed arrived
   long http_status = 0;
   std::string error_body;  // first bytes of a non-200 body
   bool saw_done = false;
@@ -71,11 +73,15 @@ struct Transfer {
   bool vllm_exception = false;
   uint32_t input_len_tok = 0;  // requested: the prompt length without usage
 
-  void ResetForRequest(RequestRecord* r) {
+  void ResetForRequest(RequestRecord* r, uint32_t expected_chunks) {
     rec = r;
+    // Room for the expected chunks up front: no regrowth while a typical stream is read. Capped
+    // so that a huge max_tokens the server never reaches does not pin memory per record.
+    const uint32_t reserve = std::min<uint32_t>(expected_chunks, kMaxReservedChunks);
+    rec->chunk_times_ns.reserve(reserve);
+    rec->chunk_tokens.reserve(reserve);
     parser.Reset();
     decoder.Reset();
-    events.clear();
     http_status = 0;
     error_body.clear();
     saw_done = false;
@@ -99,34 +105,31 @@ struct Transfer {
     }
   }
 
-  void HandleEvents(int64_t now_ns) {
-    for (const SseEvent& ev : events) {
-      if (vllm_view && !saw_done) ObserveAsVllm(ev.data, now_ns);
-      if (saw_done || stream_error) break;  // nothing after [DONE] or an error counts
-      StreamChunk c = decoder.Decode(ev.data);
-      if (c.done) {
-        saw_done = true;
-        continue;
-      }
-      if (c.error) {
-        stream_error = true;
-        stream_error_text = std::move(c.error_text);
-        continue;
-      }
-      if (c.has_usage) {
-        have_usage = true;
-        usage_prompt_tok = c.prompt_tokens;
-        usage_completion_tok = c.completion_tokens;
-      }
-      if (c.output) {
-        if (capture_text) AppendChunkText(ev.data, &answer);
-        if (rec->first_token_ns < 0) rec->first_token_ns = now_ns;
-        rec->end_ns = now_ns;
-        rec->chunk_times_ns.push_back(now_ns);
-        rec->chunk_tokens.push_back(c.tokens);
-      }
+  void OnEvent(std::string_view /*event*/, std::string_view data) override {
+    if (vllm_view && !saw_done) ObserveAsVllm(data, read_ns);
+    if (saw_done || stream_error) return;  // nothing after [DONE] or an error counts
+    StreamChunk c = decoder.Decode(data);
+    if (c.done) {
+      saw_done = true;
+      return;
     }
-    events.clear();
+    if (c.error) {
+      stream_error = true;
+      stream_error_text = std::move(c.error_text);
+      return;
+    }
+    if (c.has_usage) {
+      have_usage = true;
+      usage_prompt_tok = c.prompt_tokens;
+      usage_completion_tok = c.completion_tokens;
+    }
+    if (c.output) {
+      if (capture_text) AppendChunkText(data, &answer);
+      if (rec->first_token_ns < 0) rec->first_token_ns = read_ns;
+      rec->end_ns = read_ns;
+      rec->chunk_times_ns.push_back(read_ns);
+      rec->chunk_tokens.push_back(c.tokens);
+    }
   }
 };
 
@@ -142,9 +145,28 @@ size_t WriteCallback(char* ptr, size_t size, size_t nmemb, void* userdata) {
     }
     return n;
   }
-  t->parser.Feed(std::string_view(ptr, n), &t->events);
-  t->HandleEvents(now_ns);
+  t->read_ns = now_ns;
+  t->parser.Feed(std::string_view(ptr, n), t);
   return n;
+}
+
+// The handshake or certificate check failed: said apart from other transport errors, since the
+// fix is a setting (ca_file), not the server.
+bool IsTlsError(CURLcode code) {
+  switch (code) {
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+      return true;
+    default:
+      return false;
+  }
 }
 
 std::string BuildBody(const LoadSettings& s, const RequestContent& c) {
@@ -315,6 +337,11 @@ class Engine {
     curl_easy_setopt(e, CURLOPT_FORBID_REUSE, s_.reuse_connections ? 0L : 1L);
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
                      static_cast<long>(std::llround(s_.request_timeout_s * 1000.0)));
+    if (!s_.ca_file.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, s_.ca_file.c_str());
+    if (s_.insecure_tls) {
+      curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
     // No CURLOPT_MAXFILESIZE: responses are as long as the server makes them.
     transfers_.push_back(std::move(t));
     return transfers_.back().get();
@@ -322,7 +349,7 @@ class Engine {
 
   void Start(RequestRecord& r, const RequestContent& content, bool capture_text) {
     Transfer* t = Acquire();
-    t->ResetForRequest(&r);
+    t->ResetForRequest(&r, content.output_len_tok);
     t->capture_text = capture_text;
     t->vllm_view = s_.vllm_view;
     t->chat = s_.api == Api::kChatCompletions;
@@ -369,8 +396,8 @@ class Engine {
     r.done_ns = done_ns;
     if (t->http_status == 0) curl_easy_getinfo(easy, CURLINFO_RESPONSE_CODE, &t->http_status);
     if (t->http_status == 200) {
-      t->parser.Finish(&t->events);  // a last event without its blank line
-      t->HandleEvents(done_ns);
+      t->read_ns = done_ns;
+      t->parser.Finish(t);  // a last event without its blank line
     }
 
     const uint32_t output_chunks = static_cast<uint32_t>(r.chunk_times_ns.size());
@@ -382,6 +409,8 @@ class Engine {
     if (result != CURLE_OK && !(t->saw_done && result == CURLE_PARTIAL_FILE)) {
       if (result == CURLE_OPERATION_TIMEDOUT) {
         r.error = fmt::format("timeout after {} s", s_.request_timeout_s);
+      } else if (IsTlsError(result)) {
+        r.error = fmt::format("tls: {}", t->errbuf[0] ? t->errbuf : curl_easy_strerror(result));
       } else {
         r.error = fmt::format("curl: {}", t->errbuf[0] ? t->errbuf : curl_easy_strerror(result));
       }
@@ -556,6 +585,7 @@ LoadResult RunLoad(const LoadSettings& settings,
   std::deque<RequestRecord> records;
   const int64_t t0_ns = NowNs();
   engine.RunPhase(*source, records, cap, t0_ns, /*warmup=*/false, settings.drain_timeout_s);
+  result.t0_steady_ns = t0_ns;
 
   result.requests.assign(std::make_move_iterator(records.begin()),
                          std::make_move_iterator(records.end()));

@@ -101,6 +101,11 @@ struct LoadSettings {
   // false: a new connection per request, for servers that close a connection after a streamed
   // response while announcing keep-alive (a reused one then dies as the next request is sent).
   bool reuse_connections = true;
+  // HTTPS: the server's certificate is verified (chain and host name) against the system's CA
+  // store, or against the CA certificate(s) in this PEM file when set.
+  std::string ca_file;
+  // Skips certificate verification (a self-signed test server); off by default.
+  bool insecure_tls = false;
 };
 
 struct RequestRecord {
@@ -152,6 +157,8 @@ struct LoadResult {
   int64_t window_end_ns = 0;
   // What drove the arrivals, e.g. "poisson", "constant ramp linear 1->10/s over 20 s".
   std::string arrival;
+  int64_t t0_steady_ns = 0;  // t0 on the steady clock (CLOCK_MONOTONIC): aligns the records
+                             // with another process's timestamps (the emulator's request log)
 };
 
 // Throws std::invalid_argument when settings are inconsistent. Failed requests are recorded,

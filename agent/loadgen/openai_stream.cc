@@ -1,13 +1,18 @@
+// The decoder reads each payload once with JsonCursor (no DOM, no allocation on the common
+// path) and keeps only the fields the definitions in openai_stream.h name. It must agree with a
+// full parse (nlohmann::json) on every input: tests/openai_stream_reference.{h,cc} keeps that
+// logic as the oracle for the differential test and the stream fuzz target. JSON objects keep
+// the LAST of duplicate keys (as nlohmann does), so each captured field is reset whenever its
+// key is seen again.
 #include "agent/loadgen/openai_stream.h"
 
 #include <algorithm>
+#include <cstring>
 
-#include <nlohmann/json.hpp>
+#include "agent/loadgen/json_cursor.h"
 
 namespace servesweep::loadgen {
 namespace {
-
-using nlohmann::json;
 
 constexpr size_t kMaxErrorChars = 200;
 
@@ -15,36 +20,198 @@ std::string Truncate(std::string_view s) {
   return std::string(s.substr(0, std::min(s.size(), kMaxErrorChars)));
 }
 
-bool NonEmptyString(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_string() && !it->get_ref<const std::string&>().empty();
+// A key compared by its decoded value: raw bytes when it has no escape (the common case; a
+// compile-time length lets the compiler inline the comparison).
+template <size_t N>
+[[gnu::always_inline]] inline bool KeyIs(const JsonString& key, const char (&name)[N]) {
+  if (!key.escaped) return key.raw.size() == N - 1 && std::memcmp(key.raw.data(), name, N - 1) == 0;
+  return StringEquals(key, std::string_view(name, N - 1));
 }
 
-bool NonEmptyArray(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  return it != obj.end() && it->is_array() && !it->empty();
+// What one payload says, as far as the definitions care.
+struct Facts {
+  // Top level.
+  bool error_present = false;         // an "error" member, of any type
+  char error_kind = 0;                // first byte of its value: '{', '"', 'n' (null), other
+  bool error_message_string = false;  // error object's "message" is a string
+  JsonString error_message;
+  JsonString error_string;     // "error" as a string
+  bool object_string = false;  // "object" is a string
+  JsonString object;
+  bool message_string = false;  // top-level "message" is a string (older vLLM errors)
+  JsonString message;
+  bool usage_object = false;
+  double prompt_tokens = 0;
+  double completion_tokens = 0;
+  // choices[0], when choices is a non-empty array whose first element is an object.
+  bool choice_object = false;
+  bool text = false;  // non-empty "text"
+  bool delta_object = false;
+  bool content = false, reasoning_content = false, reasoning = false, tool_calls = false;
+  bool logprobs_object = false;
+  size_t logprob_tokens = 0;   // "tokens" array size (0: absent, empty or not an array)
+  size_t logprob_content = 0;  // "content" array size
+};
+
+// The usage numbers, as nlohmann's get<double>() then our cast: non-numbers count 0, negatives
+// 0, fractions truncate, anything at or above 2^32 saturates.
+uint32_t ToTokens(double v) {
+  if (!(v > 0)) return 0;
+  if (v >= 4294967296.0) return UINT32_MAX;
+  return static_cast<uint32_t>(v);
 }
 
-uint32_t UintField(const json& obj, const char* key) {
-  auto it = obj.find(key);
-  if (it == obj.end() || !it->is_number()) return 0;
-  double v = it->get<double>();
-  return v > 0 ? static_cast<uint32_t>(v) : 0;
-}
+class PayloadReader {
+ public:
+  PayloadReader(std::string_view payload, std::vector<char>* stack, Facts* facts)
+      : cur_(payload, stack), f_(*facts) {}
 
-// Tokens in an output chunk when the server says: per-token logprobs list one entry per token
-// (completions: logprobs.tokens; chat: logprobs.content). 0 = the server did not say.
-uint32_t LogprobTokens(const json& choice) {
-  auto lp = choice.find("logprobs");
-  if (lp == choice.end() || !lp->is_object()) return 0;
-  for (const char* key : {"tokens", "content"}) {
-    auto it = lp->find(key);
-    if (it != lp->end() && it->is_array() && !it->empty()) {
-      return static_cast<uint32_t>(it->size());
+  bool Read() {
+    if (!cur_.SkipBom()) return false;
+    if (cur_.Peek() != '{') {
+      not_object_ = true;
+      return cur_.Skip() && cur_.AtEnd();
+    }
+    if (!Object([this](const JsonString& key) { return RootMember(key); })) return false;
+    return cur_.AtEnd();
+  }
+
+  // The payload was valid JSON but not an object.
+  bool not_object() const { return not_object_; }
+
+ private:
+  template <typename OnMember>
+  bool Object(OnMember&& on_member) {
+    if (!cur_.Consume('{')) return false;
+    JsonString key;
+    bool done = false;
+    for (bool first = true;; first = false) {
+      if (!cur_.NextMember(first, &key, &done)) return done;
+      if (!on_member(key)) return false;
     }
   }
-  return 0;
-}
+
+  // A string member value: sets *is_string and *value, or validates and skips a non-string.
+  bool StringOrSkip(bool* is_string, JsonString* value) {
+    *is_string = cur_.Peek() == '"';
+    return *is_string ? cur_.ReadString(value) : cur_.Skip();
+  }
+
+  bool NonEmptyStringOrSkip(bool* non_empty) {
+    bool is_string = false;
+    JsonString s;
+    if (!StringOrSkip(&is_string, &s)) return false;
+    *non_empty = is_string && !s.raw.empty();  // an escape decodes to >= 1 byte
+    return true;
+  }
+
+  // The size of an array member, 0 when it is not an array.
+  bool ArraySizeOrSkip(size_t* size) {
+    *size = 0;
+    return cur_.Peek() == '[' ? cur_.CountElements(size) : cur_.Skip();
+  }
+
+  bool NumberOrSkip(double* value) {
+    *value = 0;
+    const char c = cur_.Peek();
+    return c == '-' || (c >= '0' && c <= '9') ? cur_.ReadNumber(value) : cur_.Skip();
+  }
+
+  bool RootMember(const JsonString& key) {
+    if (KeyIs(key, "choices")) return Choices();
+    if (KeyIs(key, "usage")) {
+      f_.usage_object = false;
+      f_.prompt_tokens = f_.completion_tokens = 0;
+      if (cur_.Peek() != '{') return cur_.Skip();
+      f_.usage_object = true;
+      return Object([this](const JsonString& k) {
+        if (KeyIs(k, "prompt_tokens")) return NumberOrSkip(&f_.prompt_tokens);
+        if (KeyIs(k, "completion_tokens")) return NumberOrSkip(&f_.completion_tokens);
+        return cur_.Skip();
+      });
+    }
+    if (KeyIs(key, "object")) return StringOrSkip(&f_.object_string, &f_.object);
+    if (KeyIs(key, "error")) return Error();
+    if (KeyIs(key, "message")) return StringOrSkip(&f_.message_string, &f_.message);
+    return cur_.Skip();
+  }
+
+  bool Error() {
+    f_.error_present = true;
+    f_.error_message_string = false;
+    f_.error_kind = cur_.Peek();
+    if (f_.error_kind == '"') return cur_.ReadString(&f_.error_string);
+    if (f_.error_kind != '{') return cur_.Skip();
+    return Object([this](const JsonString& k) {
+      if (KeyIs(k, "message")) return StringOrSkip(&f_.error_message_string, &f_.error_message);
+      return cur_.Skip();
+    });
+  }
+
+  bool Choices() {
+    f_.choice_object = false;
+    ResetChoice();
+    if (cur_.Peek() != '[') return cur_.Skip();
+    cur_.Consume('[');
+    bool done = false;
+    for (bool first = true;; first = false) {
+      if (!cur_.NextElement(first, &done)) return done;
+      if (first && cur_.Peek() == '{') {
+        f_.choice_object = true;
+        if (!Object([this](const JsonString& k) { return ChoiceMember(k); })) return false;
+      } else if (!cur_.Skip()) {
+        return false;
+      }
+    }
+  }
+
+  void ResetChoice() {
+    f_.text = false;
+    f_.delta_object = false;
+    f_.content = f_.reasoning_content = f_.reasoning = f_.tool_calls = false;
+    f_.logprobs_object = false;
+    f_.logprob_tokens = f_.logprob_content = 0;
+  }
+
+  bool ChoiceMember(const JsonString& key) {
+    if (KeyIs(key, "text")) return NonEmptyStringOrSkip(&f_.text);
+    if (KeyIs(key, "delta")) {
+      f_.delta_object = false;
+      f_.content = f_.reasoning_content = f_.reasoning = f_.tool_calls = false;
+      if (cur_.Peek() != '{') return cur_.Skip();
+      f_.delta_object = true;
+      return Object([this](const JsonString& k) {
+        if (KeyIs(k, "content")) return NonEmptyStringOrSkip(&f_.content);
+        // `reasoning` is the field name newer vLLM uses for reasoning_content.
+        if (KeyIs(k, "reasoning_content")) return NonEmptyStringOrSkip(&f_.reasoning_content);
+        if (KeyIs(k, "reasoning")) return NonEmptyStringOrSkip(&f_.reasoning);
+        if (KeyIs(k, "tool_calls")) {
+          size_t n = 0;
+          if (!ArraySizeOrSkip(&n)) return false;
+          f_.tool_calls = n > 0;
+          return true;
+        }
+        return cur_.Skip();
+      });
+    }
+    if (KeyIs(key, "logprobs")) {
+      f_.logprobs_object = false;
+      f_.logprob_tokens = f_.logprob_content = 0;
+      if (cur_.Peek() != '{') return cur_.Skip();
+      f_.logprobs_object = true;
+      return Object([this](const JsonString& k) {
+        if (KeyIs(k, "tokens")) return ArraySizeOrSkip(&f_.logprob_tokens);
+        if (KeyIs(k, "content")) return ArraySizeOrSkip(&f_.logprob_content);
+        return cur_.Skip();
+      });
+    }
+    return cur_.Skip();
+  }
+
+  JsonCursor cur_;
+  Facts& f_;
+  bool not_object_ = false;
+};
 
 }  // namespace
 
@@ -63,27 +230,29 @@ StreamChunk OpenAiStreamDecoder::Decode(std::string_view payload) {
     chunk.done = true;
     return chunk;
   }
-  if (payload.empty()) return chunk;   // an empty data line carries nothing
+  if (payload.empty()) return chunk;  // an empty data line carries nothing
 
-  json doc = json::parse(payload, nullptr, /*allow_exceptions=*/false);
-  if (doc.is_discarded() || !doc.is_object()) {
+  Facts f;
+  PayloadReader reader(payload, &stack_, &f);
+  if (!reader.Read() || reader.not_object()) {
     chunk.error = true;
     chunk.error_text = "bad stream payload: " + Truncate(payload);
     return chunk;
   }
 
   // OpenAI's shape {"error": {...}}; older vLLM sent {"object": "error", "message": ...}.
-  auto err = doc.find("error");
-  bool object_error = NonEmptyString(doc, "object") && doc["object"] == "error";
-  if ((err != doc.end() && !err->is_null()) || object_error) {
+  const bool object_error =
+      f.object_string && !f.object.raw.empty() && StringEquals(f.object, "error");
+  if ((f.error_present && f.error_kind != 'n') || object_error) {
     chunk.error = true;
     std::string message;
-    if (object_error && NonEmptyString(doc, "message")) {
-      message = doc["message"].get<std::string>();
-    } else if (err->is_object() && NonEmptyString(*err, "message")) {
-      message = (*err)["message"].get<std::string>();
-    } else if (err->is_string()) {
-      message = err->get<std::string>();
+    if (object_error && f.message_string && !f.message.raw.empty()) {
+      message = Unescape(f.message);
+    } else if (f.error_present && f.error_kind == '{' && f.error_message_string &&
+               !f.error_message.raw.empty()) {
+      message = Unescape(f.error_message);
+    } else if (f.error_present && f.error_kind == '"') {
+      message = Unescape(f.error_string);
     } else {
       message = payload;
     }
@@ -91,29 +260,24 @@ StreamChunk OpenAiStreamDecoder::Decode(std::string_view payload) {
     return chunk;
   }
 
-  auto usage = doc.find("usage");
-  if (usage != doc.end() && usage->is_object()) {
+  if (f.usage_object) {
     chunk.has_usage = true;
-    chunk.prompt_tokens = UintField(*usage, "prompt_tokens");
-    chunk.completion_tokens = UintField(*usage, "completion_tokens");
+    chunk.prompt_tokens = ToTokens(f.prompt_tokens);
+    chunk.completion_tokens = ToTokens(f.completion_tokens);
   }
 
-  auto choices = doc.find("choices");
-  if (choices != doc.end() && choices->is_array() && !choices->empty() &&
-      (*choices)[0].is_object()) {
-    const json& choice = (*choices)[0];
-    bool text = NonEmptyString(choice, "text");
-    auto delta = choice.find("delta");
-    if (!text && delta != choice.end() && delta->is_object()) {
-      // `reasoning` is the field name newer vLLM uses for reasoning_content.
-      text = NonEmptyString(*delta, "content") || NonEmptyString(*delta, "reasoning_content") ||
-             NonEmptyString(*delta, "reasoning") || NonEmptyArray(*delta, "tool_calls");
-    }
-    chunk.output = text;
+  if (f.choice_object) {
+    chunk.output = f.text || (f.delta_object &&
+                              (f.content || f.reasoning_content || f.reasoning || f.tool_calls));
   }
 
   if (chunk.output) {
-    uint32_t tokens = LogprobTokens((*choices)[0]);
+    // Tokens in an output chunk when the server says: per-token logprobs list one entry per
+    // token (completions: logprobs.tokens; chat: logprobs.content).
+    uint32_t tokens = 0;
+    if (f.logprobs_object) {
+      tokens = static_cast<uint32_t>(f.logprob_tokens > 0 ? f.logprob_tokens : f.logprob_content);
+    }
     if (!chunk.has_usage) usage_on_every_output_chunk_ = false;
     if (tokens == 0 && chunk.has_usage && usage_on_every_output_chunk_ &&
         chunk.completion_tokens > last_completion_tokens_) {

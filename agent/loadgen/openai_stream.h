@@ -8,21 +8,29 @@
 // usage-only chunk (`choices: []`) are not output, so TTFT is the time to real text. (vLLM's
 // benchmark client counts any chunk with non-empty `choices`; see README.md.)
 //
+// Usage numbers are read as doubles (as a JSON parser does): negatives and non-numbers count 0,
+// fractions truncate, values at or above 2^32 saturate at UINT32_MAX.
+//
+// Cost: one validating pass over the payload, no DOM and no allocation on the common path
+// (about 0.13 us per 190-byte event with SSE splitting, 11x less than a DOM parse; bench/
+// stream_decode_bench); garbage is rejected exactly as a full JSON parse rejects it.
+//
 // Stateful (continuous usage deltas), so one decoder per stream; not thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace servesweep::loadgen {
 
 struct StreamChunk {
-  bool done = false;            // `data: [DONE]`
-  bool error = false;           // `{"error": ...}` or a payload that is not JSON
-  std::string error_text;       // short, for RequestRecord::error
-  bool output = false;          // carried generated text
-  uint32_t tokens = 0;          // tokens in this chunk when output (1 unless the server says)
+  bool done = false;       // `data: [DONE]`
+  bool error = false;      // `{"error": ...}` or a payload that is not JSON
+  std::string error_text;  // short, for RequestRecord::error
+  bool output = false;     // carried generated text
+  uint32_t tokens = 0;     // tokens in this chunk when output (1 unless the server says)
   bool has_usage = false;
   uint32_t prompt_tokens = 0;
   uint32_t completion_tokens = 0;
@@ -43,6 +51,7 @@ class OpenAiStreamDecoder {
   // usage on its last text chunk must not have all tokens credited to that one chunk.
   bool usage_on_every_output_chunk_ = true;
   uint32_t last_completion_tokens_ = 0;
+  std::vector<char> stack_;  // the JSON cursor's scratch for nested values, kept for reuse
 };
 
 }  // namespace servesweep::loadgen

@@ -166,6 +166,31 @@ TEST(RunLoad, TimeoutIsAFailure) {
   }
 }
 
+// A stream that goes wrong after its first tokens: each a failure with its reason, the tokens
+// seen so far kept on the record, never a crash.
+TEST(RunLoad, GarbageCutAndStallMidStreamAreFailures) {
+  TestSseServer server;
+  struct Case {
+    const char* model;
+    const char* error_prefix;
+  };
+  for (const Case& c :
+       {Case{"garbage", "bad stream payload: {\"choices\":[{\"text\":\"x\"}]}}not json"},
+        Case{"cut", "curl: "}, Case{"stall", "timeout after 0.5 s"}}) {
+    LoadSettings s = Settings(server, c.model);
+    s.num_requests = 3;
+    s.request_timeout_s = 0.5;
+    LoadResult res = RunLoad(s);
+    ASSERT_EQ(res.requests.size(), 3u);
+    for (const auto& r : res.requests) {
+      EXPECT_FALSE(r.success) << c.model;
+      EXPECT_EQ(r.error.rfind(c.error_prefix, 0), 0u) << c.model << ": " << r.error;
+      EXPECT_EQ(r.chunk_times_ns.size(), 2u) << c.model;
+      EXPECT_GE(r.done_ns, r.end_ns);
+    }
+  }
+}
+
 TEST(RunLoad, ConnectionRefusedIsAFailure) {
   uint16_t dead_port;
   {

@@ -61,6 +61,43 @@ TEST(SseParser, RandomSplits) {
   }
 }
 
+// An OpenAI stream cut into two reads at every byte position, through the sink (the events
+// handed on as views, copied only when split): the events never depend on where the cut fell.
+TEST(SseParser, OpenAiStreamSplitAtEveryPosition) {
+  const std::string body =
+      ": ping\r\n\r\n"
+      "data: {\"choices\":[{\"delta\":{\"role\":\"assistant\"}}]}\r\n\r\n"
+      "data: {\"choices\":[{\"text\":\" a b\",\"logprobs\":{\"tokens\":[\" a\",\" b\"]}}]}\n\n"
+      "event: message\ndata: {\"choices\":[{\"text\":\"c\"}]}\n\n"
+      "data: {\"choices\":[],\ndata: \"usage\":{\"prompt_tokens\":3,\"completion_tokens\":3}}\n\n"
+      "data: [DONE]\n\n";
+  struct Recorder final : SseSink {
+    std::vector<std::string> data;
+    void OnEvent(std::string_view, std::string_view d) override { data.emplace_back(d); }
+  };
+  Recorder whole;
+  SseParser p;
+  p.Feed(body, &whole);
+  p.Finish(&whole);
+  ASSERT_EQ(whole.data.size(), 5u);
+  EXPECT_EQ(whole.data[3],
+            "{\"choices\":[],\n\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":3}}");
+  for (size_t cut = 1; cut < body.size(); ++cut) {
+    Recorder split;
+    SseParser q;
+    // Each piece from its own buffer, overwritten after the call: a view kept past Feed would
+    // read the overwritten bytes.
+    std::string piece = body.substr(0, cut);
+    q.Feed(piece, &split);
+    piece.assign(piece.size(), '#');
+    piece = body.substr(cut);
+    q.Feed(piece, &split);
+    piece.assign(piece.size(), '#');
+    q.Finish(&split);
+    ASSERT_EQ(split.data, whole.data) << "cut at byte " << cut;
+  }
+}
+
 TEST(SseParser, CrLfSplitBetweenReads) {
   SseParser p;
   std::vector<SseEvent> out;

@@ -218,6 +218,23 @@ bool TestSseServer::Respond(int fd, const std::string& head, const std::string& 
       ok = SendAll(fd, text_chunk(" a b"));
     }
     completion = max_tokens;
+  } else if (model == "garbage" || model == "cut" || model == "stall") {
+    ok = SendAll(fd, text_chunk(" w0")) && SendAll(fd, text_chunk(" w1"));
+    if (model == "garbage") {
+      ok = ok && SendAll(fd, Chunk("data: {\"choices\":[{\"text\":\"x\"}]}}not json" + sep));
+    } else if (model == "cut") {
+      leave();
+      ::shutdown(fd, SHUT_RDWR);  // close mid-stream: no usage, no [DONE], no last body chunk
+      return false;
+    } else {
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (!stop_ && std::chrono::steady_clock::now() < until) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      leave();
+      return false;
+    }
+    completion = 2;
   } else if (model == "error_event") {
     ok = SendAll(fd, text_chunk(" w")) &&
          SendAll(fd, event({{"error", {{"message", "oops"}, {"code", 500}}}}));

@@ -8,6 +8,9 @@
 //   notokens     200, usage-only chunk and [DONE], no text
 //   error_event  one token, then data: {"error": {"message": "oops"}}
 //   hang         200 headers, then nothing until the client gives up
+//   garbage      two tokens, then an event whose payload is not JSON
+//   cut          two tokens, then the connection closes mid-body
+//   stall        two tokens, then nothing until the client gives up
 // It counts connections, requests and the peak of requests in flight. Test-only; its
 // counters are atomics and the last request is kept under a mutex.
 #pragma once
