@@ -238,6 +238,7 @@ void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summ
   record.setGoodput(summary.goodput);
   record.setColdStartMs(cold_start_ms);
   record.setCancelled(summary.cancelled);
+  record.setOutputTokensSource(summary.output_tokens_source);
   FillStats(summary.client_queue_ms, record.initClientQueueMs());
   FillStats(summary.ttfb_ms, record.initTtfbMs());
   record.setWindowS(summary.window_s);
@@ -279,6 +280,8 @@ void CopyRequestRecord(const loadgen::RequestRecord& in, schema::RequestRecord::
   out.setSessionId(in.session_id);
   out.setTurn(in.turn);
   out.setDoneNs(in.done_ns);
+  out.setOutputTokensFromUsage(in.output_tokens_from_usage);
+  out.setHttpStatus(in.http_status);
 }
 
 }  // namespace servesweep::agent

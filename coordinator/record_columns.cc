@@ -154,6 +154,7 @@ std::vector<RecordColumn> Build() {
   Real(c, "window_output_throughput", [](Record r) { return r.getWindowOutputThroughput(); });
   Real(c, "window_total_token_throughput",
        [](Record r) { return r.getWindowTotalTokenThroughput(); });
+  Text(c, "output_tokens_source", [](Record r) { return std::string(r.getOutputTokensSource()); });
 
   // Engine signals scraped from /metrics during the measured phase.
   Real(c, "kv_cache_usage_max", [](Record r) { return r.getKvCacheUsageMax(); });

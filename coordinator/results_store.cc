@@ -152,9 +152,14 @@ CREATE TABLE IF NOT EXISTS agent_keys(
 // Load modes (docs/metrics.md): warm-up flag (duration mode keeps warm-up records), first body
 // byte, end of transfer, drain cancellation, multi-turn session and turn (-1 when none).
 constexpr const char* kLaterRequestColumns[] = {
-    "warmup INTEGER NOT NULL DEFAULT 0",      "first_byte_ns INTEGER NOT NULL DEFAULT -1",
-    "done_ns INTEGER NOT NULL DEFAULT -1",    "cancelled INTEGER NOT NULL DEFAULT 0",
-    "session_id INTEGER NOT NULL DEFAULT -1", "turn INTEGER NOT NULL DEFAULT -1"};
+    "warmup INTEGER NOT NULL DEFAULT 0",
+    "first_byte_ns INTEGER NOT NULL DEFAULT -1",
+    "done_ns INTEGER NOT NULL DEFAULT -1",
+    "cancelled INTEGER NOT NULL DEFAULT 0",
+    "session_id INTEGER NOT NULL DEFAULT -1",
+    "turn INTEGER NOT NULL DEFAULT -1",
+    "output_tokens_from_usage INTEGER NOT NULL DEFAULT 0",
+    "http_status INTEGER NOT NULL DEFAULT 0"};
 
 // One record column's value for a result, as stored: NULL where it was not measured.
 void BindColumn(Statement& statement, int index, const RecordColumn& column,
@@ -508,8 +513,9 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
     Statement request(db_,
                       "INSERT INTO requests(run_id, idx, success, error, prompt_tokens, "
                       "output_tokens, scheduled_ns, start_ns, first_token_ns, end_ns, chunks, "
-                      "warmup, first_byte_ns, done_ns, cancelled, session_id, turn) "
-                      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                      "warmup, first_byte_ns, done_ns, cancelled, session_id, turn, "
+                      "output_tokens_from_usage, http_status) "
+                      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     for (auto r : result.getRequests()) {
       request.Bind(1, run_id);
       request.Bind(2, int64_t{r.getIndex()});
@@ -528,6 +534,8 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
       request.Bind(15, int64_t{r.getCancelled() ? 1 : 0});
       request.Bind(16, int64_t{r.getSessionId()});
       request.Bind(17, int64_t{r.getTurn()});
+      request.Bind(18, int64_t{r.getOutputTokensFromUsage() ? 1 : 0});
+      request.Bind(19, int64_t{r.getHttpStatus()});
       if (status = request.Run(); !status.ok()) return status;
     }
     Statement sample(db_, "INSERT INTO engine_samples VALUES(?, ?, ?, ?)");

@@ -36,6 +36,8 @@ struct RequestRecord {
   sessionId @14 :Int32;    # multi-turn: session and turn (0-based); -1 otherwise
   turn @15 :Int32;
   doneNs @16 :Int64;       # the transfer ended (finished or cancelled)
+  outputTokensFromUsage @17 :Bool;  # outputTokens is the server's usage (else chunk token counts)
+  httpStatus @18 :Int32;            # the response's HTTP status; 0 when none arrived
 }
 
 struct EngineSample {
@@ -155,6 +157,8 @@ struct BenchmarkRecord {
   windowS @68 :Float64;
   windowOutputThroughput @69 :Float64;
   windowTotalTokenThroughput @70 :Float64;
+  # Where the output tokens came from: "server usage", "chunk count", or a mix with counts.
+  outputTokensSource @71 :Text;
 }
 
 enum RunStatus {

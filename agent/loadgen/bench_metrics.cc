@@ -9,6 +9,8 @@
 // gather; the same up to scheduling noise).
 #include "agent/loadgen/bench_metrics.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -62,6 +64,14 @@ Stats ComputeStats(std::vector<double> values) {
   return s;
 }
 
+std::string DescribeOutputTokensSource(uint32_t from_usage, uint32_t completed) {
+  if (completed == 0) return "n/a: no completed request";
+  if (from_usage == completed) return "server usage";
+  if (from_usage == 0) return "chunk count";
+  return fmt::format("server usage for {} of {} requests, chunk count for the rest", from_usage,
+                     completed);
+}
+
 BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
   BenchSummary out;
   out.duration_s = result.duration_s;
@@ -70,6 +80,7 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
   std::vector<double> ttfts, tpots, all_tpots, itls, e2els, decode, prefill, ttft_seen, ttft_new;
   std::vector<double> queue_s, ttfb_s;
   uint64_t window_output_tok = 0, window_prompt_tok = 0;
+  uint32_t from_usage = 0;
   const int64_t win_lo = result.window_start_ns, win_hi = result.window_end_ns;
   for (const RequestRecord& r : result.requests) {
     // Window throughput: every chunk inside [start, end), whoever sent the request.
@@ -91,6 +102,7 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
     }
     if (r.first_byte_ns >= 0) ttfb_s.push_back(Seconds(r.first_byte_ns - r.start_ns));
     ++out.completed;
+    if (r.output_tokens_from_usage) ++from_usage;
     // vLLM: usage.completion_tokens, else retokenized text, else 1. Ours is never 0 on success
     // (at least one output chunk); the max() keeps vLLM's floor for hand-made records.
     const uint32_t output_len = std::max<uint32_t>(r.output_tokens, 1);
@@ -117,6 +129,7 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
     if (ttft_s > 0) prefill.push_back(static_cast<double>(r.prompt_tokens) / ttft_s);
   }
 
+  out.output_tokens_source = DescribeOutputTokensSource(from_usage, out.completed);
   const double dur = result.duration_s;
   auto per_s = [dur](double x) { return dur > 0 ? x / dur : kNaN; };
   out.request_throughput = per_s(out.completed);

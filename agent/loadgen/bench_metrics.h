@@ -29,6 +29,9 @@ struct BenchSummary {
   uint32_t completed = 0;
   uint32_t failed = 0;     // every unsuccessful measured request, cancelled ones included
   uint32_t cancelled = 0;  // of those, cut off by the drain timeout
+  // Where the completed requests' output tokens came from, e.g. "server usage", "chunk
+  // count", or "server usage for 9 of 10 requests, chunk count for the rest".
+  std::string output_tokens_source;
   uint64_t total_input_tokens = 0;
   uint64_t total_output_tokens = 0;
   double request_throughput = 0;
@@ -57,6 +60,9 @@ struct BenchSummary {
 };
 
 BenchSummary Summarize(const LoadResult& result, const SloLimits& slo = {});
+
+// BenchSummary::output_tokens_source from how many of the completed requests had usage.
+std::string DescribeOutputTokensSource(uint32_t from_usage, uint32_t completed);
 
 // The JSON `vllm bench serve --save-result` writes, same field names (ms units as there).
 nlohmann::json ToVllmJson(const BenchSummary& summary);

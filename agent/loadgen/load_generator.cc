@@ -426,8 +426,15 @@ class Engine {
     }
 
     const uint32_t output_chunks = static_cast<uint32_t>(r.chunk_times_ns.size());
-    r.output_tokens =
-        t->have_usage && t->usage_completion_tok > 0 ? t->usage_completion_tok : output_chunks;
+    r.http_status = static_cast<int32_t>(t->http_status);
+    r.output_tokens_from_usage = t->have_usage && t->usage_completion_tok > 0;
+    if (r.output_tokens_from_usage) {
+      r.output_tokens = t->usage_completion_tok;
+    } else {
+      // Without usage: the chunks' own token counts (1 each unless the server said more).
+      r.output_tokens = 0;
+      for (uint32_t n : r.chunk_tokens) r.output_tokens += n;
+    }
     r.prompt_tokens =
         t->have_usage && t->usage_prompt_tok > 0 ? t->usage_prompt_tok : t->input_len_tok;
     r.success = false;

@@ -128,7 +128,11 @@ struct RequestRecord {
   std::vector<uint32_t> chunk_tokens;
   int64_t first_byte_ns = -1;  // first byte of the response body, whatever it held
   bool cancelled = false;      // cut off by the drain timeout (success false, error says so)
-  int32_t session_id = -1;     // multi-turn: the session and the turn (0-based); -1 otherwise
+  // output_tokens came from the server's usage.completion_tokens (else: the output chunks'
+  // token counts, see openai_stream.h). Recorded so a figure's source is never guessed.
+  bool output_tokens_from_usage = false;
+  int32_t http_status = 0;  // the response's status; 0 when none arrived
+  int32_t session_id = -1;  // multi-turn: the session and the turn (0-based); -1 otherwise
   int32_t turn = -1;
   // The vLLM view (LoadSettings::vllm_view), as vllm/benchmarks/lib/endpoint_request_func.py
   // sees the stream: times of the chunks with non-empty `choices`, usage read only from chunks

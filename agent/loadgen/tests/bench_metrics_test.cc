@@ -121,6 +121,14 @@ TEST(Summarize, EveryVllmFormula) {
   EXPECT_NEAR(s.prefill_tok_per_s.std, 0, 1e-6);
 }
 
+TEST(Summarize, SaysWhereTheOutputTokensCameFrom) {
+  EXPECT_EQ(DescribeOutputTokensSource(0, 0), "n/a: no completed request");
+  EXPECT_EQ(DescribeOutputTokensSource(4, 4), "server usage");
+  EXPECT_EQ(DescribeOutputTokensSource(0, 4), "chunk count");
+  EXPECT_EQ(DescribeOutputTokensSource(3, 4),
+            "server usage for 3 of 4 requests, chunk count for the rest");
+}
+
 TEST(Summarize, GoodputAsVllm) {
   // ttft <= 250 and tpot <= 25: A fails tpot (30), C fails ttft (300): only B.
   EXPECT_DOUBLE_EQ(Summarize(Crafted(), {250, 25, 0}).goodput, 0.5);

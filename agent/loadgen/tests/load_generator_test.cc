@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/loadgen/arrival_schedule.h"
+#include "agent/loadgen/bench_metrics.h"
 #include "agent/loadgen/prompt_builder.h"
 #include "agent/loadgen/tests/test_sse_server.h"
 
@@ -118,7 +119,10 @@ TEST(RunLoad, CrlfAndCommentsAndSpeculativeChunks) {
   for (const auto& r : spec.requests) {
     ExpectWellFormed(r, 3);
     EXPECT_EQ(r.output_tokens, 6u);   // from usage, not from the chunk count
+    EXPECT_TRUE(r.output_tokens_from_usage);
+    EXPECT_EQ(r.http_status, 200);
   }
+  EXPECT_EQ(Summarize(spec).output_tokens_source, "server usage");
 }
 
 TEST(RunLoad, CleanEndOfBodyWithoutDoneOrUsage) {
@@ -128,7 +132,9 @@ TEST(RunLoad, CleanEndOfBodyWithoutDoneOrUsage) {
     ExpectWellFormed(r, 5);
     EXPECT_EQ(r.output_tokens, 5u);    // counted chunks, never the requested max_tokens
     EXPECT_EQ(r.prompt_tokens, 16u);   // the requested input length
+    EXPECT_FALSE(r.output_tokens_from_usage);
   }
+  EXPECT_EQ(Summarize(res).output_tokens_source, "chunk count");
 }
 
 TEST(RunLoad, FailuresAreRecordedNotThrown) {
@@ -147,6 +153,7 @@ TEST(RunLoad, FailuresAreRecordedNotThrown) {
       EXPECT_FALSE(r.success) << c.model;
       EXPECT_EQ(r.error, c.error);
       EXPECT_GE(r.done_ns, r.start_ns);
+      EXPECT_EQ(r.http_status, std::string(c.model) == "http500" ? 500 : 200) << c.model;
     }
   }
   // Keep-alive survives a 500 with a body: 3 runs of 4 requests at concurrency 3.
