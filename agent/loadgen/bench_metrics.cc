@@ -72,6 +72,19 @@ std::string DescribeOutputTokensSource(uint32_t from_usage, uint32_t completed) 
                      completed);
 }
 
+uint32_t CountGood(const SloLimits& slo, const std::vector<double>& ttft_s,
+                   const std::vector<double>& tpot_s, const std::vector<double>& e2el_s) {
+  uint32_t good = 0;
+  for (size_t i = 0; i < ttft_s.size(); ++i) {
+    bool ok = true;
+    if (slo.ttft_ms > 0) ok = ok && slo.ttft_ms / 1000 >= ttft_s[i];
+    if (slo.tpot_ms > 0) ok = ok && slo.tpot_ms / 1000 >= tpot_s[i];
+    if (slo.e2el_ms > 0) ok = ok && slo.e2el_ms / 1000 >= e2el_s[i];
+    if (ok) ++good;
+  }
+  return good;
+}
+
 BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
   BenchSummary out;
   out.duration_s = result.duration_s;
@@ -137,20 +150,7 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
   out.total_token_throughput =
       per_s(static_cast<double>(out.total_input_tokens + out.total_output_tokens));
 
-  if (slo.ttft_ms > 0 || slo.tpot_ms > 0 || slo.e2el_ms > 0) {
-    // vLLM: good when every configured `slo_ms / 1000 >= value_s` (inclusive).
-    uint32_t good = 0;
-    for (size_t i = 0; i < ttfts.size(); ++i) {
-      bool ok = true;
-      if (slo.ttft_ms > 0) ok = ok && slo.ttft_ms / 1000 >= ttfts[i];
-      if (slo.tpot_ms > 0) ok = ok && slo.tpot_ms / 1000 >= all_tpots[i];
-      if (slo.e2el_ms > 0) ok = ok && slo.e2el_ms / 1000 >= e2els[i];
-      if (ok) ++good;
-    }
-    out.goodput = per_s(good);
-  } else {
-    out.goodput = kNaN;
-  }
+  out.goodput = slo.any() ? per_s(CountGood(slo, ttfts, all_tpots, e2els)) : kNaN;
 
   out.ttft_ms = Scaled(ComputeStats(std::move(ttfts)), 1000);
   out.tpot_ms = Scaled(ComputeStats(std::move(tpots)), 1000);

@@ -22,7 +22,13 @@ Stats ComputeStats(std::vector<double> values);
 
 struct SloLimits {
   double ttft_ms = 0, tpot_ms = 0, e2el_ms = 0;  // 0 = no limit
+  bool any() const { return ttft_ms > 0 || tpot_ms > 0 || e2el_ms > 0; }
 };
+
+// Requests that meet every set limit, as vLLM counts them: `slo_ms / 1000 >= value_s`
+// (inclusive). Per request, in seconds, same order; tpot_s is 0 for a one-token request.
+uint32_t CountGood(const SloLimits& slo, const std::vector<double>& ttft_s,
+                   const std::vector<double>& tpot_s, const std::vector<double>& e2el_s);
 
 struct BenchSummary {
   double duration_s = 0;

@@ -112,19 +112,8 @@ BenchSummary SummarizeVllm(const LoadResult& result, const SloLimits& slo) {
   out.output_throughput = per_s(static_cast<double>(out.total_output_tokens));
   out.total_token_throughput =
       per_s(static_cast<double>(out.total_input_tokens + out.total_output_tokens));
-  if (slo.ttft_ms > 0 || slo.tpot_ms > 0 || slo.e2el_ms > 0) {
-    uint32_t good = 0;
-    for (size_t i = 0; i < ttfts.size(); ++i) {
-      bool ok = true;
-      if (slo.ttft_ms > 0) ok = ok && slo.ttft_ms / 1000 >= ttfts[i];
-      if (slo.tpot_ms > 0) ok = ok && slo.tpot_ms / 1000 >= all_tpots[i];
-      if (slo.e2el_ms > 0) ok = ok && slo.e2el_ms / 1000 >= e2els[i];
-      if (ok) ++good;
-    }
-    out.goodput = per_s(good);
-  } else {
-    out.goodput = kNaN;  // vLLM's result JSON: request_goodput None
-  }
+  // vLLM's result JSON: request_goodput None without an SLO.
+  out.goodput = slo.any() ? per_s(CountGood(slo, ttfts, all_tpots, e2els)) : kNaN;
   out.ttft_ms = VllmStats(std::move(ttfts));
   out.tpot_ms = VllmStats(std::move(tpots));
   out.itl_ms = VllmStats(std::move(itls));
