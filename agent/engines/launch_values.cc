@@ -111,6 +111,39 @@ std::vector<PdInstance> PdInstances(const LaunchContext& context, uint32_t gpus_
   return out;
 }
 
+bool AddPdRouter(const FlagTable& table, const LaunchContext& context,
+                 const std::vector<PdInstance>& instances, EngineLaunch* launch) {
+  if (table.router_program.empty()) {
+    launch->error = fmt::format("{} {} flag table has no router for disaggregated layouts",
+                                table.engine, table.version);
+    return false;
+  }
+  Values values = RunValues(context);
+  Argv router;
+  Status s = FillArgv(table.router_program, values, &router);
+  for (const auto& instance : instances) {
+    const std::string address = AddressOf(context, instance.rank);
+    if (address.empty()) {
+      launch->error = fmt::format(
+          "the router needs the address of agent rank {} (instance {}{}), which this "
+          "assignment does not carry",
+          instance.rank, instance.prefill ? "prefill" : "decode", instance.index);
+      return false;
+    }
+    values["url"] = fmt::format("http://{}:{}", address, instance.port);
+    values["bootstrap_port"] = std::to_string(instance.bootstrap_port);
+    if (s.ok()) {
+      s = FillArgv(instance.prefill ? table.router_prefill : table.router_decode, values, &router);
+    }
+  }
+  if (!s.ok()) {
+    launch->error = s.message();
+    return false;
+  }
+  launch->processes.push_back({"router", router, {}});
+  return true;
+}
+
 std::string GpuList(uint32_t first, uint32_t gpus) {
   std::string out;
   for (uint32_t g = first; g < first + gpus; ++g)

@@ -69,6 +69,13 @@ struct PdInstance {
 };
 std::vector<PdInstance> PdInstances(const LaunchContext& context, uint32_t gpus_per_instance);
 
+// The head's router in front of a disaggregated layout (the table's router_program with one
+// router_prefill / router_decode group per instance, {url} and {bootstrap_port} filled) added
+// to launch->processes. False (the reason in launch->error) when the table has no router or an
+// instance's agent address is unknown.
+bool AddPdRouter(const FlagTable& table, const LaunchContext& context,
+                 const std::vector<PdInstance>& instances, EngineLaunch* launch);
+
 // "0,1,2,3" for `gpus` GPUs from `first`.
 std::string GpuList(uint32_t first, uint32_t gpus);
 

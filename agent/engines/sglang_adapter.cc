@@ -87,32 +87,7 @@ EngineLaunch SglangAdapter::Plan(const LaunchContext& context) const {
         launch.metrics_url = fmt::format("http://127.0.0.1:{}/metrics", instance.port);
       }
     }
-    if (head) {
-      Values values = RunValues(context);
-      Argv router;
-      Status s = FillArgv(table.router_program, values, &router);
-      for (const auto& instance : instances) {
-        const std::string address = AddressOf(context, instance.rank);
-        if (address.empty()) {
-          launch.error = fmt::format(
-              "the router needs the address of agent rank {} (instance {}{}), which this "
-              "assignment does not carry",
-              instance.rank, instance.prefill ? "prefill" : "decode", instance.index);
-          return launch;
-        }
-        values["url"] = fmt::format("http://{}:{}", address, instance.port);
-        values["bootstrap_port"] = std::to_string(instance.bootstrap_port);
-        if (s.ok()) {
-          s = FillArgv(instance.prefill ? table.router_prefill : table.router_decode, values,
-                       &router);
-        }
-      }
-      if (!s.ok()) {
-        launch.error = s.message();
-        return launch;
-      }
-      launch.processes.push_back({"router", router, {}});
-    }
+    if (head && !AddPdRouter(table, context, instances, &launch)) return launch;
     if (launch.metrics_url.empty()) launch.metrics_persona.clear();
     return launch;
   }
