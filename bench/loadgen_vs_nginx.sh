@@ -39,27 +39,9 @@ done
 # 10,000 streams need 10,000 sockets on each side.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
-tmp=$(mktemp -d)
-chmod 755 "$tmp"  # nginx workers (another user) read the body file
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-free_port() {
-  "$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-wait_ready() {  # url
-  for _ in $(seq 500); do
-    curl -sf -o /dev/null "$1" && return 0
-    sleep 0.02
-  done
-  echo "loadgen_vs_nginx: $1 never answered" >&2
-  exit 1
-}
+BENCH_NAME=loadgen_vs_nginx
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 
 # The static body, as the file nginx serves at /v1/completions (too long for `return 200 '...'`:
 # nginx caps a config token at 4 KB).
@@ -81,35 +63,12 @@ PY
 body_bytes=$(stat -c %s "$tmp/www/v1/completions")
 
 nginx_port=$(free_port)
-mkdir -p "$tmp/nginx"
-cat >"$tmp/nginx/nginx.conf" <<CONF
-worker_processes 1;
-worker_rlimit_nofile 65536;
-daemon off;
-pid $tmp/nginx/nginx.pid;
-error_log $tmp/nginx/error.log warn;
-events { worker_connections 20000; }
-http {
-  access_log off;
-  client_body_temp_path $tmp/nginx/body;
-  proxy_temp_path $tmp/nginx/proxy;
-  fastcgi_temp_path $tmp/nginx/fastcgi;
-  uwsgi_temp_path $tmp/nginx/uwsgi;
-  scgi_temp_path $tmp/nginx/scgi;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$nginx_port backlog=4096;
-    # A POST to a static file is answered 405; error_page turns that into the file, served
-    # as to a GET (the request body is read and discarded; the connection stays open).
-    location / {
-      root $tmp/www;
+# A POST to a static file is answered 405; error_page turns that into the file, served as to a
+# GET (the request body is read and discarded; the connection stays open).
+write_nginx_conf "$nginx_port" 20000 " backlog=4096" '      root '"$tmp"'/www;
       default_type "text/event-stream; charset=utf-8";
       open_file_cache max=16;
-      error_page 405 =200 \$uri;
-    }
-  }
-}
-CONF
+      error_page 405 =200 $uri;'
 nginx -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log" &
 pids+=($!)
 url="http://127.0.0.1:$nginx_port"

@@ -28,26 +28,9 @@ for tool in wrk nginx taskset curl python3; do
 done
 [ -x "$SERVESWEEP" ] || { echo "sim_capacity: $SERVESWEEP not built" >&2; exit 1; }
 
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-wait_ready() {  # url
-  for _ in $(seq 500); do
-    curl -sf -o /dev/null "$1" && return 0
-    sleep 0.02
-  done
-  echo "sim_capacity: $1 never answered" >&2
-  exit 1
-}
+BENCH_NAME=sim_capacity
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
 cpu_ticks() {  # pid -> utime + stime in clock ticks
   awk '{print $14 + $15}' "/proc/$1/stat"
 }
@@ -107,30 +90,8 @@ open(sys.argv[2], "w").write(f"return 200 '{escaped}';\n")
 EOF
 
 nginx_port=$(free_port)
-mkdir -p "$tmp/nginx"
-cat >"$tmp/nginx/nginx.conf" <<EOF
-worker_processes 1;
-daemon off;
-pid $tmp/nginx/nginx.pid;
-error_log $tmp/nginx/error.log warn;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $tmp/nginx/body;
-  proxy_temp_path $tmp/nginx/proxy;
-  fastcgi_temp_path $tmp/nginx/fastcgi;
-  uwsgi_temp_path $tmp/nginx/uwsgi;
-  scgi_temp_path $tmp/nginx/scgi;
-  keepalive_requests 1000000;
-  server {
-    listen 127.0.0.1:$nginx_port;
-    location / {
-      default_type "text/event-stream; charset=utf-8";
-      include $tmp/body.conf;
-    }
-  }
-}
-EOF
+write_nginx_conf "$nginx_port" 4096 "" '      default_type "text/event-stream; charset=utf-8";
+      include '"$tmp"'/body.conf;'
 taskset -c "$SERVER_CPU" nginx -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log" &
 pids+=($!)
 nginx_pid=$!
