@@ -240,6 +240,7 @@ void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summ
   record.setCancelled(summary.cancelled);
   record.setOutputTokensSource(summary.output_tokens_source);
   FillStats(summary.client_queue_ms, record.initClientQueueMs());
+  FillStats(summary.client_send_ms, record.initClientSendMs());
   FillStats(summary.ttfb_ms, record.initTtfbMs());
   record.setWindowS(summary.window_s);
   record.setWindowOutputThroughput(summary.window_output_throughput);
@@ -282,6 +283,7 @@ void CopyRequestRecord(const loadgen::RequestRecord& in, schema::RequestRecord::
   out.setDoneNs(in.done_ns);
   out.setOutputTokensFromUsage(in.output_tokens_from_usage);
   out.setHttpStatus(in.http_status);
+  out.setSentNs(in.sent_ns);
 }
 
 }  // namespace servesweep::agent

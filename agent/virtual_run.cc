@@ -79,6 +79,7 @@ loadgen::LoadResult LoadResultOf(const perfmodel::SimulationResult& sim,
     out.prompt_tokens = static_cast<uint32_t>(r.input_tok);
     out.scheduled_ns = r.arrival_ns;
     out.start_ns = r.arrival_ns;
+    out.sent_ns = r.arrival_ns;  // the model has no client: sent as scheduled
     out.success = !r.rejected && r.finish_ns >= 0;
     if (r.rejected) out.error = "rejected by the model: the request never fits in the KV cache";
     for (const auto& chunk : r.chunks) {

@@ -134,6 +134,7 @@ int Lateness(const std::string& url, double rate, uint32_t requests, uint32_t ou
 
 struct SimRequest {
   int64_t arrival_ns = 0;
+  uint32_t prompt_tok = 0;
   std::vector<int64_t> token_ns;
   bool used = false;
 };
@@ -142,6 +143,17 @@ int Agree(const std::string& url, const std::string& sim_log, uint32_t requests,
           uint32_t concurrency, uint32_t output_tok) {
   LoadSettings s = Base(url, requests, output_tok);
   s.concurrency = concurrency;
+  // Prompts of 16 .. 16 + concurrency - 1 token ids in turn: requests in flight together differ
+  // in prompt length (which the emulator logs), not in output length, so they still start and
+  // end together as a closed loop's do, and each pairs with its line of the log (below).
+  s.replay_arrivals = false;
+  s.token_id_prompts = true;
+  for (uint32_t i = 0; i < requests; ++i) {
+    servesweep::loadgen::PlannedRequest planned;
+    planned.input_len_tok = 16 + i % concurrency;
+    planned.output_len_tok = output_tok;
+    s.plan.push_back(planned);
+  }
   const LoadResult r = RunLoad(s);
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the emulator flushes each 1 s
   std::vector<SimRequest> sim;
@@ -149,11 +161,13 @@ int Agree(const std::string& url, const std::string& sim_log, uint32_t requests,
   for (std::string line; std::getline(in, line);) {
     const auto j = nlohmann::json::parse(line);
     if (j.value("status", "") != "ok") continue;
-    sim.push_back({j["arrival_ns"].get<int64_t>(), j["token_ns"].get<std::vector<int64_t>>()});
+    sim.push_back({j["arrival_ns"].get<int64_t>(), j["prompt_tokens"].get<uint32_t>(),
+                   j["token_ns"].get<std::vector<int64_t>>()});
   }
-  // Pair each client request with the emulator request whose first token went out closest to
-  // the one the client saw (the log has no client id; first tokens of different requests are
-  // milliseconds apart at this load, the delivery delay tens of microseconds).
+  // Pair each client request with the emulator request of the same prompt length whose first
+  // token went out closest to the one the client saw (the log has no client id). Requests of
+  // equal prompt length are `concurrency` requests apart, a whole request's time; the delivery
+  // delay is microseconds.
   std::vector<double> ttft_diff_us, itl_diff_us, first_token_delay_us, request_delay_us;
   uint32_t unmatched = 0;
   for (const RequestRecord& q : r.requests) {
@@ -164,7 +178,8 @@ int Agree(const std::string& url, const std::string& sim_log, uint32_t requests,
     const int64_t first_abs = r.t0_steady_ns + q.first_token_ns;
     SimRequest* best = nullptr;
     for (auto& c : sim) {
-      if (c.used || c.token_ns.size() != q.chunk_times_ns.size()) continue;
+      if (c.used || c.prompt_tok != q.prompt_tokens || c.token_ns.size() != q.chunk_times_ns.size())
+        continue;
       if (!best ||
           std::llabs(c.token_ns[0] - first_abs) < std::llabs(best->token_ns[0] - first_abs)) {
         best = &c;
@@ -175,12 +190,12 @@ int Agree(const std::string& url, const std::string& sim_log, uint32_t requests,
       continue;
     }
     best->used = true;
-    const double client_ttft = static_cast<double>(q.first_token_ns - q.start_ns);
+    const double client_ttft = static_cast<double>(q.first_token_ns - q.sent_ns);
     const double sim_ttft = static_cast<double>(best->token_ns[0] - best->arrival_ns);
     ttft_diff_us.push_back(std::abs(client_ttft - sim_ttft) / 1e3);
     first_token_delay_us.push_back(static_cast<double>(first_abs - best->token_ns[0]) / 1e3);
     request_delay_us.push_back(
-        static_cast<double>(best->arrival_ns - (r.t0_steady_ns + q.start_ns)) / 1e3);
+        static_cast<double>(best->arrival_ns - (r.t0_steady_ns + q.sent_ns)) / 1e3);
     for (size_t i = 1; i < q.chunk_times_ns.size(); ++i) {
       const double client_gap = static_cast<double>(q.chunk_times_ns[i] - q.chunk_times_ns[i - 1]);
       const double sim_gap = static_cast<double>(best->token_ns[i] - best->token_ns[i - 1]);
@@ -193,7 +208,7 @@ int Agree(const std::string& url, const std::string& sim_log, uint32_t requests,
   PrintDistribution("|TTFT client - TTFT emulator|", ttft_diff_us);
   PrintDistribution("|ITL client - ITL emulator|", itl_diff_us);
   // The two legs of the TTFT difference: the request's way in, the first token's way out.
-  PrintDistribution("request: sim read - client start", request_delay_us);
+  PrintDistribution("request: sim arrival - client sent", request_delay_us);
   PrintDistribution("first token: client saw - sim sent", first_token_delay_us);
   return 0;
 }

@@ -59,6 +59,7 @@ void PrintSummary(const loadgen::BenchSummary& s, const char* title, bool ours) 
   if (ours) {
     PrintStats("TTFB", s.ttfb_ms);
     PrintStats("client queue", s.client_queue_ms);
+    PrintStats("client send", s.client_send_ms);
     fmt::print("{:<34}{:>12.2f}\n", "Window (s):", s.window_s);
     fmt::print("{:<34}{:>12.2f}\n", "Window output tok/s:", s.window_output_throughput);
     fmt::print("{:<34}{:>12.2f}\n", "Window total tok/s:", s.window_total_token_throughput);
@@ -76,7 +77,9 @@ void AddServesweepKeys(const loadgen::BenchSummary& s, const loadgen::LoadResult
   j["window_output_throughput"] = num(s.window_output_throughput);
   j["window_total_token_throughput"] = num(s.window_total_token_throughput);
   const std::pair<const char*, const loadgen::Stats*> stats[] = {
-      {"ttfb", &s.ttfb_ms}, {"client_queue", &s.client_queue_ms}};
+      {"ttfb", &s.ttfb_ms},
+      {"client_queue", &s.client_queue_ms},
+      {"client_send", &s.client_send_ms}};
   for (const auto& [name, st] : stats) {
     const std::string n(name);
     j["mean_" + n + "_ms"] = num(st->mean);

@@ -150,6 +150,8 @@ std::vector<RecordColumn> Build() {
   StatsColumns(c, "client_queue", "ms", [](Record r) { return r.getClientQueueMs(); },
                {"mean", "median", "p99"});
   StatsColumns(c, "ttfb", "ms", [](Record r) { return r.getTtfbMs(); }, {"mean", "median", "p99"});
+  StatsColumns(c, "client_send", "ms", [](Record r) { return r.getClientSendMs(); },
+               {"mean", "median", "p99"});
   Real(c, "window_s", [](Record r) { return r.getWindowS(); });
   Real(c, "window_output_throughput", [](Record r) { return r.getWindowOutputThroughput(); });
   Real(c, "window_total_token_throughput",

@@ -192,7 +192,8 @@ Status LoadReportData(ResultsStore& store, ReportData* out) {
     return s;
   }
   if (Status s =
-          store.Query("SELECT run_id, prompt_tokens, (first_token_ns - start_ns) / 1e6, start_ns "
+          store.Query("SELECT run_id, prompt_tokens, (first_token_ns - "
+                      "CASE WHEN sent_ns >= 0 THEN sent_ns ELSE start_ns END) / 1e6, start_ns "
                       "FROM requests WHERE success = 1 ORDER BY run_id, idx",
                       &requests);
       !s.ok()) {

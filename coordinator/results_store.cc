@@ -159,7 +159,8 @@ constexpr const char* kLaterRequestColumns[] = {
     "session_id INTEGER NOT NULL DEFAULT -1",
     "turn INTEGER NOT NULL DEFAULT -1",
     "output_tokens_from_usage INTEGER NOT NULL DEFAULT 0",
-    "http_status INTEGER NOT NULL DEFAULT 0"};
+    "http_status INTEGER NOT NULL DEFAULT 0",
+    "sent_ns INTEGER NOT NULL DEFAULT -1"};
 
 // One record column's value for a result, as stored: NULL where it was not measured.
 void BindColumn(Statement& statement, int index, const RecordColumn& column,
@@ -514,8 +515,8 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
                       "INSERT INTO requests(run_id, idx, success, error, prompt_tokens, "
                       "output_tokens, scheduled_ns, start_ns, first_token_ns, end_ns, chunks, "
                       "warmup, first_byte_ns, done_ns, cancelled, session_id, turn, "
-                      "output_tokens_from_usage, http_status) "
-                      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                      "output_tokens_from_usage, http_status, sent_ns) "
+                      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     for (auto r : result.getRequests()) {
       request.Bind(1, run_id);
       request.Bind(2, int64_t{r.getIndex()});
@@ -536,6 +537,7 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
       request.Bind(17, int64_t{r.getTurn()});
       request.Bind(18, int64_t{r.getOutputTokensFromUsage() ? 1 : 0});
       request.Bind(19, int64_t{r.getHttpStatus()});
+      request.Bind(20, r.getSentNs());
       if (status = request.Run(); !status.ok()) return status;
     }
     Statement sample(db_, "INSERT INTO engine_samples VALUES(?, ?, ?, ?)");

@@ -38,6 +38,7 @@ struct RequestRecord {
   doneNs @16 :Int64;       # the transfer ended (finished or cancelled)
   outputTokensFromUsage @17 :Bool;  # outputTokens is the server's usage (else chunk token counts)
   httpStatus @18 :Int32;            # the response's HTTP status; 0 when none arrived
+  sentNs @19 :Int64;       # libcurl began writing the request on its connection; -1 if never
 }
 
 struct EngineSample {
@@ -159,6 +160,9 @@ struct BenchmarkRecord {
   windowTotalTokenThroughput @70 :Float64;
   # Where the output tokens came from: "server usage", "chunk count", or a mix with counts.
   outputTokensSource @71 :Text;
+  # Client send delay (sent - start): connection setup and the wait inside libcurl before the
+  # request went out, kept out of TTFT and E2EL.
+  clientSendMs @72 :LatencyStats;
 }
 
 enum RunStatus {

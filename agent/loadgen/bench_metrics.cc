@@ -91,7 +91,7 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
   // Per-request values in seconds, as vLLM keeps them; scaled to ms at the end like its
   // np.mean(ttfts) * 1000.
   std::vector<double> ttfts, tpots, all_tpots, itls, e2els, decode, prefill, ttft_seen, ttft_new;
-  std::vector<double> queue_s, ttfb_s;
+  std::vector<double> queue_s, send_s, ttfb_s;
   uint64_t window_output_tok = 0, window_prompt_tok = 0;
   uint32_t from_usage = 0;
   const int64_t win_lo = result.window_start_ns, win_hi = result.window_end_ns;
@@ -108,12 +108,16 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
     if (r.warmup) continue;
     if (r.start_ns >= 0 && r.scheduled_ns >= 0)
       queue_s.push_back(Seconds(r.start_ns - r.scheduled_ns));
+    if (r.sent_ns >= 0 && r.start_ns >= 0) send_s.push_back(Seconds(r.sent_ns - r.start_ns));
+    // Latencies run from the request's send: records without one (hand-made, or from before
+    // sent_ns) from its start.
+    const int64_t sent_ns = r.sent_ns >= 0 ? r.sent_ns : r.start_ns;
     if (r.cancelled) ++out.cancelled;
     if (!r.success) {
       ++out.failed;
       continue;
     }
-    if (r.first_byte_ns >= 0) ttfb_s.push_back(Seconds(r.first_byte_ns - r.start_ns));
+    if (r.first_byte_ns >= 0) ttfb_s.push_back(Seconds(r.first_byte_ns - sent_ns));
     ++out.completed;
     if (r.output_tokens_from_usage) ++from_usage;
     // vLLM: usage.completion_tokens, else retokenized text, else 1. Ours is never 0 on success
@@ -121,8 +125,8 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
     const uint32_t output_len = std::max<uint32_t>(r.output_tokens, 1);
     out.total_input_tokens += r.prompt_tokens;
     out.total_output_tokens += output_len;
-    const double ttft_s = Seconds(r.first_token_ns - r.start_ns);
-    const double latency_s = Seconds(r.end_ns - r.start_ns);  // start -> last output chunk
+    const double ttft_s = Seconds(r.first_token_ns - sent_ns);
+    const double latency_s = Seconds(r.end_ns - sent_ns);  // sent -> last output chunk
     double tpot_s = 0;
     if (output_len > 1) {
       tpot_s = (latency_s - ttft_s) / static_cast<double>(output_len - 1);
@@ -161,6 +165,7 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
   out.ttft_prefix_seen_ms = Scaled(ComputeStats(std::move(ttft_seen)), 1000);
   out.ttft_prefix_new_ms = Scaled(ComputeStats(std::move(ttft_new)), 1000);
   out.client_queue_ms = Scaled(ComputeStats(std::move(queue_s)), 1000);
+  out.client_send_ms = Scaled(ComputeStats(std::move(send_s)), 1000);
   out.ttfb_ms = Scaled(ComputeStats(std::move(ttfb_s)), 1000);
   out.window_s = Seconds(win_hi - win_lo);
   out.window_output_throughput =

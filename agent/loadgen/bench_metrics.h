@@ -54,6 +54,9 @@ struct BenchSummary {
   // Client-side queue time (start - scheduled) of every measured request that was sent: open
   // loop with a concurrency cap, the wait for a free slot (vLLM's client_queue_time).
   Stats client_queue_ms;
+  // Client send delay (sent - start) of every measured request that went out: connection setup
+  // for a new connection and the wait inside libcurl behind requests started together.
+  Stats client_send_ms;
   // Time to first byte: first byte of the response body - start, successful requests.
   Stats ttfb_ms;
   // The steady-state window (LoadResult::window_*): its length, and the output tokens of every

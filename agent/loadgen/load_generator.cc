@@ -1,5 +1,7 @@
-// The load loop: one thread, libcurl's multi interface, plain curl_multi_perform +
-// curl_multi_poll (measured faster than socket_action + epoll for this load; DESIGN.md).
+// The load loop: one thread, libcurl's multi interface driven by curl_multi_socket_action over
+// our own epoll set, so the loop knows which socket is readable and stamps what libcurl reads
+// from it with the kernel's receive time (common/receive_time.h), not the time the loop got
+// there.
 // Easy handles are reused (remove, new body, re-add) so keep-alive connections persist in the
 // multi handle's connection cache and no request pays a TCP handshake after the first few.
 #include "agent/loadgen/load_generator.h"
@@ -7,10 +9,13 @@
 #include <curl/curl.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <deque>
@@ -27,6 +32,7 @@
 #include "agent/loadgen/sse_parser.h"
 #include "agent/loadgen/stream_text.h"
 #include "agent/loadgen/vllm_compat.h"
+#include "common/receive_time.h"
 
 namespace servesweep::loadgen {
 namespace {
@@ -35,6 +41,7 @@ constexpr size_t kMaxErrorBodyBytes = 200;
 constexpr int64_t kProgressIntervalNs = 100'000'000;  // on_progress at most ~10 times/s
 constexpr int kMaxPollMs = 100;                       // so progress reports keep coming
 constexpr uint32_t kMaxReservedChunks = 256;          // chunk vectors reserved per request
+constexpr int kMaxEventsPerWait = 256;
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -48,6 +55,11 @@ void GlobalInitOnce() {
   std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
+// For each socket epoll reported readable in this wake-up, the kernel's receive time of what
+// waits on it (indexed by fd; -1: unknown). Taken for all of them before libcurl reads any:
+// libcurl may read a socket while handling another's event or a timeout.
+using ReceiveTimes = std::vector<int64_t>;
+
 // One reusable easy handle and the per-stream parsing state. Used only by the load thread.
 // Events reach OnEvent straight from the parser, as views into libcurl's buffer (no copy).
 struct Transfer final : SseSink {
@@ -58,6 +70,8 @@ struct Transfer final : SseSink {
   SseParser parser;
   OpenAiStreamDecoder decoder;
   int64_t read_ns = 0;  // when the bytes being parsed arrived
+  const ReceiveTimes* receive_times = nullptr;  // the engine's
+  int fd = -1;                            // this request's connection (set at the send)
   long http_status = 0;
   std::string error_body;  // first bytes of a non-200 body
   bool saw_done = false;
@@ -135,10 +149,34 @@ struct Transfer final : SseSink {
   }
 };
 
+// libcurl is about to write the request on its connection (connected, TLS done): the send.
+int PrereqCallback(void* userdata, char* /*conn_primary_ip*/, char* /*conn_local_ip*/,
+                   int /*conn_primary_port*/, int /*conn_local_port*/) {
+  auto* t = static_cast<Transfer*>(userdata);
+  t->rec->sent_ns = NowNs();
+  curl_socket_t fd = CURL_SOCKET_BAD;
+  t->fd = curl_easy_getinfo(t->easy, CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK ? fd : -1;
+  return CURL_PREREQFUNC_OK;
+}
+
+// Every new connection gets kernel receive timestamps (where refused, reads use the clock).
+int SockoptCallback(void* /*userdata*/, curl_socket_t fd, curlsocktype purpose) {
+  if (purpose == CURLSOCKTYPE_IPCXN) EnableReceiveTimestamps(fd);
+  return CURL_SOCKOPT_OK;
+}
+
+// When the bytes libcurl hands over arrived: the kernel's time for the socket being read, else
+// now. Never before the request went out.
+int64_t ReadTimeNs(const Transfer& t) {
+  const ReceiveTimes& times = *t.receive_times;
+  const bool known = t.fd >= 0 && static_cast<size_t>(t.fd) < times.size() && times[t.fd] >= 0;
+  return std::max(known ? times[t.fd] : NowNs(), t.rec->sent_ns);
+}
+
 size_t WriteCallback(char* ptr, size_t size, size_t nmemb, void* userdata) {
   auto* t = static_cast<Transfer*>(userdata);
   const size_t n = size * nmemb;
-  const int64_t now_ns = NowNs();  // one timestamp per read: these bytes arrived together
+  const int64_t now_ns = ReadTimeNs(*t);  // one timestamp per read: these bytes arrived together
   if (t->rec->first_byte_ns < 0) t->rec->first_byte_ns = now_ns;
   if (t->http_status == 0) curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &t->http_status);
   if (t->http_status != 200) {
@@ -206,9 +244,24 @@ class Engine {
     GlobalInitOnce();
     multi_ = curl_multi_init();
     if (!multi_) throw std::runtime_error("curl_multi_init failed");
+    epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+    if (epoll_fd_ < 0) throw std::runtime_error("epoll_create1 failed");
+    curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &Engine::OnSocket);
+    curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
+    curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &Engine::OnTimer);
+    curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
     // On the steady clock's base (CLOCK_MONOTONIC), so NowNs() deadlines arm it directly. Without
-    // it the loop still runs, on millisecond poll timeouts.
+    // it the loop still runs, on millisecond epoll timeouts.
     due_timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (due_timer_fd_ >= 0) {
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = due_timer_fd_;
+      if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, due_timer_fd_, &ev) != 0) {
+        close(due_timer_fd_);
+        due_timer_fd_ = -1;
+      }
+    }
     std::string base = s.base_url;
     while (!base.empty() && base.back() == '/') base.pop_back();
     url_ = base + (s.api == Api::kChatCompletions ? "/v1/chat/completions" : "/v1/completions");
@@ -228,6 +281,7 @@ class Engine {
     }
     curl_multi_cleanup(multi_);
     if (due_timer_fd_ >= 0) close(due_timer_fd_);
+    close(epoll_fd_);
     curl_slist_free_all(headers_);
   }
 
@@ -261,8 +315,12 @@ class Engine {
         now_ns = NowNs();
       }
 
-      int running = 0;
-      curl_multi_perform(multi_, &running);
+      // New transfers (libcurl asks for an immediate timeout) and libcurl's own timeouts.
+      if (curl_due_ns_ >= 0 && curl_due_ns_ <= NowNs()) {
+        curl_due_ns_ = -1;
+        int running = 0;
+        curl_multi_socket_action(multi_, CURL_SOCKET_TIMEOUT, 0, &running);
+      }
       bool finished_any = false;
       int queued = 0;
       while (CURLMsg* msg = curl_multi_info_read(multi_, &queued)) {
@@ -314,36 +372,84 @@ class Engine {
       if (exhausted && drain_timeout_ns > 0 && in_flight > 0) {
         wait_ns = std::min(wait_ns, drain_from_ns + drain_timeout_ns - now_ns);
       }
+      if (curl_due_ns_ >= 0 && curl_due_ns_ - now_ns < wait_ns) {
+        wait_ns = curl_due_ns_ - now_ns;
+        send_due = false;
+      }
       if (wait_ns > 0) WaitForSockets(now_ns + wait_ns, send_due);
     }
     return last_done_ns;
   }
 
  private:
-  // Sleeps until a socket is ready or deadline_ns (steady clock). curl_multi_poll's timeout is
-  // whole milliseconds, which alone made sends up to 1 ms late (p50 0.5 ms); for a scheduled
-  // send (`precise`) a timerfd armed at the deadline and polled beside the sockets wakes it
-  // within microseconds. Other deadlines (progress, drain) keep the millisecond timeout and
+  // Sleeps until a socket is ready or deadline_ns (steady clock), then hands each ready socket
+  // to libcurl with the kernel's receive time of what waits on it. epoll's timeout is whole
+  // milliseconds, which alone made sends up to 1 ms late (p50 0.5 ms); for a scheduled send
+  // (`precise`) a timerfd armed at the deadline in the same epoll set wakes it within
+  // microseconds. Other deadlines (progress, drain, libcurl's) keep the millisecond timeout and
   // cost no timer syscall, so the closed loop's waits are unchanged.
   void WaitForSockets(int64_t deadline_ns, bool precise) {
-    bool armed = false;
     if (precise && due_timer_fd_ >= 0) {
       itimerspec at{};
       at.it_value.tv_sec = deadline_ns / 1'000'000'000;
       at.it_value.tv_nsec = deadline_ns % 1'000'000'000;
-      armed = timerfd_settime(due_timer_fd_, TFD_TIMER_ABSTIME, &at, nullptr) == 0;
+      timerfd_settime(due_timer_fd_, TFD_TIMER_ABSTIME, &at, nullptr);
     }
     // The millisecond timeout stays as a backstop (rounded up, so it never fires early).
     const int64_t wait_ns = deadline_ns - NowNs();
     const int timeout_ms =
         static_cast<int>(std::clamp<int64_t>((wait_ns + 999'999) / 1'000'000, 0, kMaxPollMs));
     if (timeout_ms <= 0) return;
-    curl_waitfd due{due_timer_fd_, CURL_WAIT_POLLIN, 0};
-    curl_multi_poll(multi_, armed ? &due : nullptr, armed ? 1 : 0, timeout_ms, nullptr);
-    if (armed && (due.revents & CURL_WAIT_POLLIN) != 0) {
-      uint64_t expirations = 0;
-      [[maybe_unused]] const ssize_t n = read(due_timer_fd_, &expirations, sizeof expirations);
+    epoll_event events[kMaxEventsPerWait];
+    const int n = epoll_wait(epoll_fd_, events, kMaxEventsPerWait, timeout_ms);
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == due_timer_fd_ || !(events[i].events & EPOLLIN)) continue;
+      if (static_cast<size_t>(fd) >= receive_times_.size()) receive_times_.resize(fd + 1, -1);
+      receive_times_[fd] = PeekReceiveSteadyNs(fd);
     }
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == due_timer_fd_) {
+        uint64_t expirations = 0;
+        [[maybe_unused]] const ssize_t r = read(due_timer_fd_, &expirations, sizeof expirations);
+        continue;
+      }
+      const uint32_t ev = events[i].events;
+      int flags = 0;
+      if (ev & EPOLLIN) flags |= CURL_CSELECT_IN;
+      if (ev & EPOLLOUT) flags |= CURL_CSELECT_OUT;
+      if (ev & (EPOLLERR | EPOLLHUP)) flags |= CURL_CSELECT_ERR;
+      int running = 0;
+      curl_multi_socket_action(multi_, fd, flags, &running);
+    }
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (static_cast<size_t>(fd) < receive_times_.size()) receive_times_[fd] = -1;
+    }
+  }
+
+  // libcurl: watch `fd` for what it names (level-triggered), or stop watching it.
+  static int OnSocket(CURL* /*easy*/, curl_socket_t fd, int what, void* userp, void* /*socketp*/) {
+    auto* self = static_cast<Engine*>(userp);
+    if (what == CURL_POLL_REMOVE) {
+      epoll_ctl(self->epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);  // fails harmlessly once closed
+      return 0;
+    }
+    epoll_event ev{};
+    ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);
+    ev.data.fd = fd;
+    if (epoll_ctl(self->epoll_fd_, EPOLL_CTL_MOD, fd, &ev) != 0 && errno == ENOENT) {
+      epoll_ctl(self->epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+    }
+    return 0;
+  }
+
+  // libcurl: call back with CURL_SOCKET_TIMEOUT in timeout_ms (-1: no timeout wanted).
+  static int OnTimer(CURLM* /*multi*/, long timeout_ms, void* userp) {
+    auto* self = static_cast<Engine*>(userp);
+    self->curl_due_ns_ = timeout_ms < 0 ? -1 : NowNs() + int64_t{timeout_ms} * 1'000'000;
+    return 0;
   }
 
   Transfer* Acquire() {
@@ -362,6 +468,10 @@ class Engine {
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &WriteCallback);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
     curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
+    curl_easy_setopt(e, CURLOPT_PREREQFUNCTION, &PrereqCallback);
+    curl_easy_setopt(e, CURLOPT_PREREQDATA, t.get());
+    curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, &SockoptCallback);
+    t->receive_times = &receive_times_;
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for DNS timeouts: we are threaded
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
@@ -475,6 +585,9 @@ class Engine {
   const std::function<void(const Progress&)>& on_progress_;
   CURLM* multi_ = nullptr;
   int due_timer_fd_ = -1;
+  int epoll_fd_ = -1;
+  int64_t curl_due_ns_ = -1;  // libcurl's timeout (steady clock); -1: none
+  ReceiveTimes receive_times_;
   curl_slist* headers_ = nullptr;
   std::string url_;
   std::vector<std::unique_ptr<Transfer>> transfers_;
@@ -637,6 +750,7 @@ LoadResult RunLoad(const LoadSettings& settings,
   for (RequestRecord& r : result.requests) {
     Rebase(r.scheduled_ns, t0_ns);
     Rebase(r.start_ns, t0_ns);
+    Rebase(r.sent_ns, t0_ns);
     Rebase(r.first_byte_ns, t0_ns);
     Rebase(r.first_token_ns, t0_ns);
     Rebase(r.end_ns, t0_ns);

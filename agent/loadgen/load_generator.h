@@ -117,7 +117,10 @@ struct RequestRecord {
   uint32_t prompt_tokens = 0;  // from the usage chunk; else the requested input length
   uint32_t output_tokens = 0;  // from the usage chunk; else the number of output chunks
   int64_t scheduled_ns = -1;
-  int64_t start_ns = -1;
+  int64_t start_ns = -1;  // handed to libcurl (vLLM's request start)
+  // libcurl begins writing the request on its connection (after connecting, for a new one):
+  // where TTFT, TTFB and E2EL start, so the client's own delays are not in them.
+  int64_t sent_ns = -1;
   int64_t first_token_ns = -1;  // first chunk that carried output text
   int64_t end_ns = -1;          // last chunk that carried output text
   int64_t done_ns = -1;         // the transfer finished (after [DONE] / end of body)
