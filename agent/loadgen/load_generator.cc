@@ -69,9 +69,9 @@ struct Transfer final : SseSink {
   RequestRecord* rec = nullptr;
   SseParser parser;
   OpenAiStreamDecoder decoder;
-  int64_t read_ns = 0;  // when the bytes being parsed arrived
+  int64_t read_ns = 0;                          // when the bytes being parsed arrived
   const ReceiveTimes* receive_times = nullptr;  // the engine's
-  int fd = -1;                            // this request's connection (set at the send)
+  int fd = -1;  // this request's connection (libcurl names it when it starts watching it)
   long http_status = 0;
   std::string error_body;  // first bytes of a non-200 body
   bool saw_done = false;
@@ -91,6 +91,7 @@ struct Transfer final : SseSink {
 
   void ResetForRequest(RequestRecord* r, uint32_t expected_chunks) {
     rec = r;
+    fd = -1;
     // Room for the expected chunks up front: no regrowth while a typical stream is read. Capped
     // so that a huge max_tokens the server never reaches does not pin memory per record.
     const uint32_t reserve = std::min<uint32_t>(expected_chunks, kMaxReservedChunks);
@@ -154,8 +155,6 @@ int PrereqCallback(void* userdata, char* /*conn_primary_ip*/, char* /*conn_local
                    int /*conn_primary_port*/, int /*conn_local_port*/) {
   auto* t = static_cast<Transfer*>(userdata);
   t->rec->sent_ns = NowNs();
-  curl_socket_t fd = CURL_SOCKET_BAD;
-  t->fd = curl_easy_getinfo(t->easy, CURLINFO_ACTIVESOCKET, &fd) == CURLE_OK ? fd : -1;
   return CURL_PREREQFUNC_OK;
 }
 
@@ -430,11 +429,19 @@ class Engine {
   }
 
   // libcurl: watch `fd` for what it names (level-triggered), or stop watching it.
-  static int OnSocket(CURL* /*easy*/, curl_socket_t fd, int what, void* userp, void* /*socketp*/) {
+  static int OnSocket(CURL* easy, curl_socket_t fd, int what, void* userp, void* /*socketp*/) {
     auto* self = static_cast<Engine*>(userp);
     if (what == CURL_POLL_REMOVE) {
       epoll_ctl(self->epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);  // fails harmlessly once closed
       return 0;
+    }
+    // The transfer now using `fd` (libcurl's own handles carry no Transfer): its reads are
+    // stamped with this socket's receive times.
+    Transfer* t = nullptr;
+    if (easy &&
+        curl_easy_getinfo(easy, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t)) == CURLE_OK &&
+        t != nullptr) {
+      t->fd = fd;
     }
     epoll_event ev{};
     ev.events = ((what & CURL_POLL_IN) ? EPOLLIN : 0u) | ((what & CURL_POLL_OUT) ? EPOLLOUT : 0u);

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "agent/http_get.h"
 #include "agent/loadgen/bench_metrics.h"
@@ -107,6 +108,82 @@ TEST_P(LoadgenVsSim, TtftAndItlMatchTheConfiguredTiming) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Concurrency, LoadgenVsSim, ::testing::Values(1u, 64u));
+
+// The client's timestamps are the kernel's receive times, not when its thread got to the bytes:
+// a load thread kept busy 30 ms of every ~100 ms (its progress callback sleeps) still times each
+// token within a few ms of the emulator's write. Stamped by the clock at read time, the tokens
+// that arrive during a sleep (about a third) were up to 30 ms late. Tokens are 50 ms apart, so
+// no stream has two waiting at once: TCP merges queued segments under the newest one's time.
+TEST(LoadgenVsSimBusyClient, ReadsKeepTheirArrivalTimeWhileTheLoadThreadIsBusy) {
+  Harness h("loadgen-busy");
+  const uint16_t port = FreeLoopbackPort();
+  const std::string request_log = h.Path("requests.jsonl");
+  const size_t sim =
+      h.Start("sim", {"sim", "--port", std::to_string(port), "--model", "m", "--ttft-ms", "20",
+                      "--itl-ms", "50", "--request-log", request_log});
+  const std::string url = fmt::format("http://127.0.0.1:{}", port);
+  ASSERT_TRUE(Harness::WaitFor(
+      [&] {
+        agent::HttpResponse r;
+        return agent::HttpGet(url + "/health", 200, &r).ok() && r.status_code == 200;
+      },
+      std::chrono::seconds(10)));
+
+  constexpr uint32_t kRequests = 8, kTokens = 10;
+  loadgen::LoadSettings settings;
+  settings.base_url = url;
+  settings.model = "m";
+  settings.concurrency = 4;
+  settings.num_requests = kRequests;
+  settings.input_len_tok = 16;
+  settings.output_len_tok = kTokens;
+  // Each request's prompt has its own length (token ids, counted exactly by the emulator): that
+  // pairs it with its line of the emulator's log.
+  settings.token_id_prompts = true;
+  settings.replay_arrivals = false;
+  for (uint32_t i = 0; i < kRequests; ++i) {
+    loadgen::PlannedRequest planned;
+    planned.input_len_tok = 16 + i;
+    planned.output_len_tok = kTokens;
+    settings.plan.push_back(planned);
+  }
+  uint32_t busy_spells = 0;
+  const loadgen::LoadResult result = loadgen::RunLoad(settings, [&](const loadgen::Progress&) {
+    ++busy_spells;
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  });
+  EXPECT_GE(busy_spells, 5u);
+
+  ASSERT_TRUE(Harness::WaitFor(
+      [&] {
+        std::ifstream in(request_log);
+        return std::count(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>(),
+                          '\n') >= kRequests;
+      },
+      std::chrono::seconds(10)));
+  h.process(sim).Stop(std::chrono::seconds(5));
+  std::map<uint32_t, std::vector<int64_t>> written_ns;  // prompt length -> token write times
+  std::ifstream log(request_log);
+  for (std::string line; std::getline(log, line);) {
+    const auto entry = nlohmann::json::parse(line);
+    written_ns[entry.at("prompt_tokens").get<uint32_t>()] =
+        entry.at("token_ns").get<std::vector<int64_t>>();
+  }
+  std::vector<double> late_ms;  // client's time - emulator's write, every token
+  for (const loadgen::RequestRecord& r : result.requests) {
+    ASSERT_TRUE(r.success) << r.error;
+    const auto& written = written_ns.at(r.prompt_tokens);
+    ASSERT_EQ(written.size(), r.chunk_times_ns.size());
+    for (size_t k = 0; k < written.size(); ++k) {
+      late_ms.push_back(
+          static_cast<double>(result.t0_steady_ns + r.chunk_times_ns[k] - written[k]) / 1e6);
+    }
+  }
+  ASSERT_EQ(late_ms.size(), size_t{kRequests} * kTokens);
+  const loadgen::Stats late = loadgen::ComputeStats(late_ms);
+  EXPECT_GE(late.min, -0.5);  // never before the write (clocks are the same)
+  EXPECT_LT(late.max, 5.0) << "p50 " << late.median << " ms, p99 " << late.p99 << " ms";
+}
 
 }  // namespace
 }  // namespace servesweep::testing
