@@ -100,7 +100,7 @@ TEST_F(ResultsStoreTest, CommitIsIdempotentAndAtomicWithRunState) {
   EXPECT_EQ(Cell("SELECT attempt FROM results"), "1");
 }
 
-TEST_F(ResultsStoreTest, RequestsKeepSessionTurnFirstByteAndCancellation) {
+TEST_F(ResultsStoreTest, RequestsKeepSessionTurnFirstByteSendAndCancellation) {
   // Reopening adds no column twice (older databases get the later columns in place).
   store_.reset();
   ASSERT_TRUE(ResultsStore::Open(path_, &store_).ok());
@@ -112,6 +112,7 @@ TEST_F(ResultsStoreTest, RequestsKeepSessionTurnFirstByteAndCancellation) {
   requests[1].setTurn(2);
   requests[1].setFirstByteNs(1234);
   requests[1].setDoneNs(9999);
+  requests[1].setSentNs(77);
   requests[2].setCancelled(true);
   requests[2].setWarmup(true);
   bool duplicate = true;
@@ -120,6 +121,7 @@ TEST_F(ResultsStoreTest, RequestsKeepSessionTurnFirstByteAndCancellation) {
                  "FROM requests WHERE idx = 1"),
             "4,2,1234,9999");
   EXPECT_EQ(Cell("SELECT cancelled || ',' || warmup FROM requests WHERE idx = 2"), "1,1");
+  EXPECT_EQ(Cell("SELECT sent_ns FROM requests WHERE idx = 1"), "77");
 }
 
 TEST_F(ResultsStoreTest, RecordColumnsMissingFromAnOlderDatabaseAreAddedAndFilled) {

@@ -11,12 +11,12 @@ constexpr double kEps = 1e-9;
 constexpr int64_t kMs = 1'000'000;
 
 TEST(ComputeStats, NumpyPercentilesAndPopulationStd) {
-  Stats s = ComputeStats({4, 1, 3, 2});   // unsorted on purpose
+  Stats s = ComputeStats({4, 1, 3, 2});  // unsorted on purpose
   EXPECT_EQ(s.count, 4u);
   EXPECT_DOUBLE_EQ(s.mean, 2.5);
   EXPECT_DOUBLE_EQ(s.median, 2.5);
-  EXPECT_NEAR(s.std, 1.118033988749895, kEps);   // sqrt(1.25): population, not sample
-  EXPECT_NEAR(s.p99, 3.97, kEps);                // 3 + 0.97 * (4 - 3)
+  EXPECT_NEAR(s.std, 1.118033988749895, kEps);  // sqrt(1.25): population, not sample
+  EXPECT_NEAR(s.p99, 3.97, kEps);               // 3 + 0.97 * (4 - 3)
   EXPECT_NEAR(s.p95, 3.85, kEps);
   EXPECT_NEAR(s.p90, 3.7, kEps);
   EXPECT_DOUBLE_EQ(s.min, 1);
@@ -37,7 +37,7 @@ TEST(ComputeStats, SingleValueAndEmpty) {
 TEST(ComputeStats, OddCountMedianIsMiddle) {
   Stats s = ComputeStats({10, 30, 20, 50, 40});
   EXPECT_DOUBLE_EQ(s.median, 30);
-  EXPECT_NEAR(s.p99, 49.6, kEps);   // pos 3.96 -> 40 + 0.96 * 10
+  EXPECT_NEAR(s.p99, 49.6, kEps);  // pos 3.96 -> 40 + 0.96 * 10
 }
 
 RequestRecord Ok(int64_t start_ms, std::vector<int64_t> chunks_ms, uint32_t out_tok,
@@ -79,7 +79,7 @@ TEST(Summarize, EveryVllmFormula) {
   BenchSummary s = Summarize(Crafted());
   EXPECT_EQ(s.completed, 3u);
   EXPECT_EQ(s.failed, 1u);
-  EXPECT_EQ(s.total_input_tokens, 60u);    // successful requests only, as vLLM
+  EXPECT_EQ(s.total_input_tokens, 60u);  // successful requests only, as vLLM
   EXPECT_EQ(s.total_output_tokens, 11u);
   EXPECT_DOUBLE_EQ(s.duration_s, 2.0);
   EXPECT_DOUBLE_EQ(s.request_throughput, 1.5);
@@ -93,13 +93,13 @@ TEST(Summarize, EveryVllmFormula) {
   EXPECT_NEAR(s.ttft_ms.std, 81.64965809277261, kEps);
   EXPECT_NEAR(s.ttft_ms.p99, 298, kEps);
 
-  EXPECT_EQ(s.tpot_ms.count, 2u);   // C (1 token) has no TPOT
+  EXPECT_EQ(s.tpot_ms.count, 2u);  // C (1 token) has no TPOT
   EXPECT_NEAR(s.tpot_ms.mean, 20, kEps);
   EXPECT_NEAR(s.tpot_ms.median, 20, kEps);
   EXPECT_NEAR(s.tpot_ms.std, 10, kEps);
   EXPECT_NEAR(s.tpot_ms.p99, 29.8, kEps);
 
-  EXPECT_EQ(s.itl_ms.count, 4u);    // per chunk, flattened over requests
+  EXPECT_EQ(s.itl_ms.count, 4u);  // per chunk, flattened over requests
   EXPECT_NEAR(s.itl_ms.mean, 35, kEps);
   EXPECT_NEAR(s.itl_ms.median, 35, kEps);
   EXPECT_NEAR(s.itl_ms.std, 11.180339887498949, kEps);
@@ -119,6 +119,29 @@ TEST(Summarize, EveryVllmFormula) {
   EXPECT_EQ(s.prefill_tok_per_s.count, 3u);
   EXPECT_NEAR(s.prefill_tok_per_s.mean, 100, 1e-6);
   EXPECT_NEAR(s.prefill_tok_per_s.std, 0, 1e-6);
+}
+
+// Latencies run from the send; the client's own time before it (connection setup, the wait
+// inside libcurl) is the client send delay. A: handed to libcurl at 0, sent at 4 ms; B: sent at
+// once; C: no send time (a record from before sent_ns): its latencies run from its start.
+TEST(Summarize, LatenciesRunFromTheSendAndTheSendDelayIsApart) {
+  LoadResult res;
+  res.duration_s = 1.0;
+  res.requests.push_back(Ok(0, {100, 150}, 2, 10));
+  res.requests.back().sent_ns = 4 * kMs;
+  res.requests.back().first_byte_ns = 50 * kMs;
+  res.requests.push_back(Ok(10, {60, 80}, 2, 10));
+  res.requests.back().sent_ns = 10 * kMs;
+  res.requests.push_back(Ok(20, {70, 90}, 2, 10));
+  const BenchSummary s = Summarize(res);
+  EXPECT_NEAR(s.ttft_ms.min, 50, kEps);     // B: 60 - 10; C: 70 - 20
+  EXPECT_NEAR(s.ttft_ms.max, 96, kEps);     // A: 100 - 4, not 100 - 0
+  EXPECT_NEAR(s.e2el_ms.max, 146, kEps);    // A: 150 - 4
+  EXPECT_NEAR(s.tpot_ms.max, 50, kEps);     // A: (146 - 96) / 1
+  EXPECT_NEAR(s.ttfb_ms.median, 46, kEps);  // A: 50 - 4
+  EXPECT_EQ(s.client_send_ms.count, 2u);    // C has no send time
+  EXPECT_NEAR(s.client_send_ms.max, 4, kEps);
+  EXPECT_NEAR(s.client_send_ms.min, 0, kEps);
 }
 
 TEST(Summarize, SaysWhereTheOutputTokensCameFrom) {
@@ -159,8 +182,8 @@ TEST(ToVllmJson, KeysAndValues) {
   EXPECT_NEAR(j.at("p99_itl_ms").get<double>(), 49.7, kEps);
   EXPECT_NEAR(j.at("median_e2el_ms").get<double>(), 250, kEps);
   EXPECT_EQ(j.size(), 9u + 16u);
-  EXPECT_DOUBLE_EQ(ToVllmJson(Summarize(Crafted(), {250, 25, 0})).at("request_goodput").get<double>(),
-                   0.5);
+  EXPECT_DOUBLE_EQ(
+      ToVllmJson(Summarize(Crafted(), {250, 25, 0})).at("request_goodput").get<double>(), 0.5);
 }
 
 TEST(ToVllmJson, EmptyListsReportZeroLikeVllm) {
