@@ -198,6 +198,7 @@ while IFS='|' read -r label rps failed; do
 done <"$tmp/real.rows"
 row "vLLM-style Python client (aiohttp)" "$(printf %.0f "$py_rps")" "$py_failed" "$(ratio "$ss_rps" "$py_rps")"
 row "wrk -t1 (no SSE parsing: the ceiling)" "$(printf %.0f "$wrk_rps")" "-" "$(ratio "$ss_rps" "$wrk_rps" 2)"
+echo "== clients done, $(date -u '+%H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo "== send lateness, open loop at $LATE_RATE requests/s (Poisson) against the same nginx"
 "$FIDELITY" lateness "$url" "$LATE_RATE" $((LATE_RATE * DURATION_S)) "$OUTPUT_TOK"
