@@ -131,7 +131,8 @@ wrk_rps=$(awk '/Requests\/sec/ {print $2}' "$tmp/wrk.out")
 # $tmp/real.rows ("-" for both when it failed; its output's tail is printed).
 : >"$tmp/real.rows"
 real_client() {
-  local label=$1 requests=$2 out="$tmp/real_$(wc -l <"$tmp/real.rows").out"
+  local label=$1 requests=$2 out
+  out="$tmp/real_$(wc -l <"$tmp/real.rows").out"
   shift 2
   echo "== $label: HF_HUB_OFFLINE=1 $*"
   if HF_HUB_OFFLINE=1 "$@" >"$out" 2>&1; then
