@@ -170,11 +170,13 @@ if [ -n "$SGLANG_PYTHON" ]; then
     else
       limit=() requests=$((LATE_RATE * DURATION_S / 2)) label="sglang bench_serving, open loop $rate/s"
     fi
-    # random-ids: random token ids (random samples ShareGPT, a download).
+    # random-ids: random token ids (random samples ShareGPT, a download). --output-file: its
+    # result line goes to the scratch folder, not a BACKEND_DATE_N_IN_OUT.jsonl in the cwd.
     real_client "$label" "$requests" "$SGLANG_PYTHON" -m sglang.bench_serving --backend vllm \
       --base-url "$url/no-usage" --model m --tokenizer "$PY_TOKENIZER" --dataset-name random-ids \
       --random-input-len 16 --random-output-len "$OUTPUT_TOK" --random-range-ratio 1 \
-      --num-prompts "$requests" --request-rate "$rate" "${limit[@]}"
+      --num-prompts "$requests" --request-rate "$rate" "${limit[@]}" \
+      --output-file "$tmp/sglang_$rate.jsonl"
   done
 else
   echo "== sglang bench_serving: skipped (set SGLANG_PYTHON=VENVS/sglang/bin/python; bench/python_clients_setup.sh)"
