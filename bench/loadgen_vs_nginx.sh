@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The load generator against nginx serving a static SSE body, beside a vLLM-style Python client
-# and wrk, in ONE run on the same server; then the instrument checks (loadgen_fidelity): 10,000
+# The load generator against nginx serving a static SSE body, beside a vLLM-style Python client,
+# wrk and (when installed) vLLM's and SGLang's own benchmark clients, in ONE run on the same
+# server; then the instrument checks (loadgen_fidelity): 10,000
 # streams held against the emulator, send lateness at 2,000 requests/s open loop, and TTFT/ITL
 # agreement with the emulator's own request log.
 #
 # nginx: ONE worker (the clients under test are single-threaded too; one worker keeps the
 # server's share of the 2 cores the same for every client). It answers every POST with the same
 # body: OUTPUT_TOK completion events in vLLM's chunk shape, a usage event and [DONE] (Content-
-# Length, keep-alive). Nothing is pinned: client and nginx share the machine's cores, as the
+# Length, keep-alive); under /no-usage the same body without the usage event. Nothing is pinned: client and nginx share the machine's cores, as the
 # issue's figures were measured. Each client runs alone against the same nginx, one after the
 # other; compare the ratios printed, not absolute figures, on a shared machine.
 #
@@ -15,6 +16,11 @@
 # Env: OUTPUT_TOK (128), CONCURRENCY (64), HOLD_STREAMS (10000), LATE_RATE (2000),
 #      SERVESWEEP (the binary; default BUILD/servesweep), PYTHON (/usr/bin/python3, which has
 #      Debian's python3-aiohttp from scripts/install-deps.sh).
+# The REAL Python clients of issue #3, side by side in the same run, when these point at their
+# installs (bench/python_clients_setup.sh makes both venvs and the tokenizer, and prints the
+# line): VLLM_BENCH (the `vllm` command), SGLANG_PYTHON (a python with sglang), PY_TOKENIZER
+# (the local tokenizer folder; default: `tokenizer` beside the venvs). Each runs twice: closed
+# loop at CONCURRENCY (--request-rate inf) and open loop at LATE_RATE requests/s.
 set -euo pipefail
 
 BUILD=${1:-build}
@@ -36,6 +42,17 @@ done
 for bin in "$SERVESWEEP" "$FIDELITY"; do
   [ -x "$bin" ] || { echo "loadgen_vs_nginx: $bin not built" >&2; exit 1; }
 done
+VLLM_BENCH=${VLLM_BENCH:-}
+SGLANG_PYTHON=${SGLANG_PYTHON:-}
+for bin in $VLLM_BENCH $SGLANG_PYTHON; do
+  [ -x "$bin" ] || { echo "loadgen_vs_nginx: $bin (VLLM_BENCH / SGLANG_PYTHON) not executable" >&2; exit 1; }
+  # A venv's bin/X: the tokenizer that bench/python_clients_setup.sh puts beside the venvs.
+  PY_TOKENIZER=${PY_TOKENIZER:-$(dirname "$(dirname "$(dirname "$bin")")")/tokenizer}
+done
+if [ -n "$VLLM_BENCH$SGLANG_PYTHON" ] && [ ! -f "${PY_TOKENIZER:-}/tokenizer.json" ]; then
+  echo "loadgen_vs_nginx: no tokenizer.json in PY_TOKENIZER=${PY_TOKENIZER:-} (bench/python_clients_setup.sh)" >&2
+  exit 1
+fi
 # 10,000 streams need 10,000 sockets on each side.
 ulimit -n 65536 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 
@@ -61,6 +78,14 @@ text = "".join(f"data: {json.dumps(e, separators=(',', ':'))}\n\n" for e in even
 open(raw, "w").write(text)
 PY
 body_bytes=$(stat -c %s "$tmp/www/v1/completions")
+# The same body without the usage event, under the prefix /no-usage: a vLLM server sends that
+# event (choices: []) only when the request asks for it (stream_options.include_usage), which
+# SGLang's completions client does not, and that client fails on it (choices[0] of []).
+mkdir -p "$tmp/www/no-usage/v1"
+sed '/"choices":\[\],"usage"/,+1d' "$tmp/www/v1/completions" >"$tmp/www/no-usage/v1/completions"
+# sglang.bench_serving waits for GET /v1/models to answer 200 before it starts.
+echo '{"object":"list","data":[{"id":"m","object":"model"}]}' |
+  tee "$tmp/www/v1/models" >"$tmp/www/no-usage/v1/models"
 
 nginx_port=$(free_port)
 # A POST to a static file is answered 405; error_page turns that into the file, served as to a
@@ -101,12 +126,82 @@ LUA
 wrk -t1 -c"$CONCURRENCY" -d"${DURATION_S}s" -s "$tmp/post.lua" "$url/v1/completions" >"$tmp/wrk.out"
 wrk_rps=$(awk '/Requests\/sec/ {print $2}' "$tmp/wrk.out")
 
-printf "%-44s %12s %8s\n" client "requests/s" failed
-printf "%-44s %12.0f %8s\n" "servesweep bench (libcurl multi, 1 thread)" "$ss_rps" "$ss_failed"
-printf "%-44s %12.0f %8s\n" "vLLM-style Python client (aiohttp)" "$py_rps" "$py_failed"
-printf "%-44s %12.0f %8s\n" "wrk -t1 (no SSE parsing: the ceiling)" "$wrk_rps" "-"
-"$PYTHON" -c "import sys; s, p, w = map(float, sys.argv[1:]); print(f'servesweep / Python: {s / p:.1f}x   servesweep / wrk: {s / w:.2f}')" \
-  "$ss_rps" "$py_rps" "$wrk_rps"
+# The real clients, their installed packages unmodified. real_client LABEL REQUESTS COMMAND...:
+# runs it with the hub off, prints the command, and appends "LABEL|req/s|failed" to
+# $tmp/real.rows ("-" for both when it failed; its output's tail is printed).
+: >"$tmp/real.rows"
+real_client() {
+  local label=$1 requests=$2 out
+  out="$tmp/real_$(wc -l <"$tmp/real.rows").out"
+  shift 2
+  echo "== $label: HF_HUB_OFFLINE=1 $*"
+  if HF_HUB_OFFLINE=1 "$@" >"$out" 2>&1; then
+    local rps ok
+    rps=$(awk -F: '/^Request throughput \(req\/s\)/ {gsub(/ /, "", $2); print $2}' "$out")
+    ok=$(awk -F: '/^Successful requests/ {gsub(/ /, "", $2); print $2}' "$out")
+    echo "$label|$rps|$((requests - ok))" >>"$tmp/real.rows"
+  else
+    echo "loadgen_vs_nginx: $label failed; the end of its output:" >&2
+    tail -n 20 "$out" >&2
+    echo "$label|-|-" >>"$tmp/real.rows"
+  fi
+}
+# Closed loop at CONCURRENCY, as the issue's peaks; then open loop (Poisson, no concurrency cap)
+# at LATE_RATE, the issue's "achieved rate against a 2,000 requests/s target".
+if [ -n "$VLLM_BENCH" ]; then
+  for rate in inf "$LATE_RATE"; do
+    if [ "$rate" = inf ]; then
+      limit=(--max-concurrency "$CONCURRENCY") requests=$py_requests label="vllm bench serve"
+    else
+      limit=() requests=$((LATE_RATE * DURATION_S / 2)) label="vllm bench serve, open loop $rate/s"
+    fi
+    real_client "$label" "$requests" "$VLLM_BENCH" bench serve --backend openai \
+      --base-url "$url" --endpoint /v1/completions --model m --tokenizer "$PY_TOKENIZER" \
+      --dataset-name random --random-input-len 16 --random-output-len "$OUTPUT_TOK" \
+      --ignore-eos --num-prompts "$requests" --request-rate "$rate" "${limit[@]}"
+  done
+else
+  echo "== vllm bench serve: skipped (set VLLM_BENCH=VENVS/vllm/bin/vllm; bench/python_clients_setup.sh)"
+fi
+if [ -n "$SGLANG_PYTHON" ]; then
+  for rate in inf "$LATE_RATE"; do
+    if [ "$rate" = inf ]; then
+      limit=(--max-concurrency "$CONCURRENCY") requests=$py_requests label="sglang bench_serving"
+    else
+      limit=() requests=$((LATE_RATE * DURATION_S / 2)) label="sglang bench_serving, open loop $rate/s"
+    fi
+    # random-ids: random token ids (random samples ShareGPT, a download). --output-file: its
+    # result line goes to the scratch folder, not a BACKEND_DATE_N_IN_OUT.jsonl in the cwd.
+    real_client "$label" "$requests" "$SGLANG_PYTHON" -m sglang.bench_serving --backend vllm \
+      --base-url "$url/no-usage" --model m --tokenizer "$PY_TOKENIZER" --dataset-name random-ids \
+      --random-input-len 16 --random-output-len "$OUTPUT_TOK" --random-range-ratio 1 \
+      --num-prompts "$requests" --request-rate "$rate" "${limit[@]}" \
+      --output-file "$tmp/sglang_$rate.jsonl"
+  done
+else
+  echo "== sglang bench_serving: skipped (set SGLANG_PYTHON=VENVS/sglang/bin/python; bench/python_clients_setup.sh)"
+fi
+
+row() { printf "%-48s %12s %8s %14s\n" "$@"; }
+# ratio A B [DIGITS]: A / B as "9.3x" ("-" when B is "-").
+ratio() {
+  "$PYTHON" -c "import sys; a, b = sys.argv[1:3]; d = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+print(f'{float(a) / float(b):.{d}f}x' if '-' not in (a, b) else '-')" "$@"
+}
+row client "requests/s" failed "servesweep / it"
+row "servesweep bench (libcurl multi, 1 thread)" "$(printf %.0f "$ss_rps")" "$ss_failed" "-"
+while IFS='|' read -r label rps failed; do
+  shown=$rps
+  [ "$rps" = - ] || shown=$(printf %.0f "$rps")
+  if [[ $label == *"open loop"* ]]; then  # against its target, not servesweep's closed loop
+    row "$label" "$shown" "$failed" "$(ratio "$rps" "$LATE_RATE" 2) of target"
+  else
+    row "$label" "$shown" "$failed" "$(ratio "$ss_rps" "$rps")"
+  fi
+done <"$tmp/real.rows"
+row "vLLM-style Python client (aiohttp)" "$(printf %.0f "$py_rps")" "$py_failed" "$(ratio "$ss_rps" "$py_rps")"
+row "wrk -t1 (no SSE parsing: the ceiling)" "$(printf %.0f "$wrk_rps")" "-" "$(ratio "$ss_rps" "$wrk_rps" 2)"
+echo "== clients done, $(date -u '+%H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo "== send lateness, open loop at $LATE_RATE requests/s (Poisson) against the same nginx"
 "$FIDELITY" lateness "$url" "$LATE_RATE" $((LATE_RATE * DURATION_S)) "$OUTPUT_TOK"
