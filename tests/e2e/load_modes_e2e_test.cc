@@ -10,7 +10,6 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "agent/http_get.h"
 #include "tests/support/harness.h"
 
 namespace servesweep::testing {
@@ -27,12 +26,7 @@ class SimBench {
                             std::to_string(ttft_ms), "--itl-ms", std::to_string(itl_ms),
                             "--request-log", log_});
     url_ = fmt::format("http://127.0.0.1:{}", port_);
-    ready_ = Harness::WaitFor(
-        [&] {
-          agent::HttpResponse r;
-          return agent::HttpGet(url_ + "/health", 200, &r).ok() && r.status_code == 200;
-        },
-        std::chrono::seconds(10));
+    ready_ = Harness::WaitForHealthy(url_);
   }
 
   bool ready() const { return ready_; }

@@ -10,7 +10,6 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "agent/http_get.h"
 #include "agent/loadgen/bench_metrics.h"
 #include "agent/loadgen/load_generator.h"
 #include "tests/support/harness.h"
@@ -33,12 +32,7 @@ TEST_P(LoadgenVsSim, TtftAndItlMatchTheConfiguredTiming) {
                                      "--ttft-ms", std::to_string(kTtftMs), "--itl-ms",
                                      std::to_string(kItlMs), "--request-log", request_log});
   const std::string url = fmt::format("http://127.0.0.1:{}", port);
-  ASSERT_TRUE(Harness::WaitFor(
-      [&] {
-        agent::HttpResponse r;
-        return agent::HttpGet(url + "/health", 200, &r).ok() && r.status_code == 200;
-      },
-      std::chrono::seconds(10)));
+  ASSERT_TRUE(Harness::WaitForHealthy(url));
 
   loadgen::LoadSettings settings;
   settings.base_url = url;
@@ -122,12 +116,7 @@ TEST(LoadgenVsSimBusyClient, ReadsKeepTheirArrivalTimeWhileTheLoadThreadIsBusy) 
       h.Start("sim", {"sim", "--port", std::to_string(port), "--model", "m", "--ttft-ms", "20",
                       "--itl-ms", "50", "--request-log", request_log});
   const std::string url = fmt::format("http://127.0.0.1:{}", port);
-  ASSERT_TRUE(Harness::WaitFor(
-      [&] {
-        agent::HttpResponse r;
-        return agent::HttpGet(url + "/health", 200, &r).ok() && r.status_code == 200;
-      },
-      std::chrono::seconds(10)));
+  ASSERT_TRUE(Harness::WaitForHealthy(url));
 
   constexpr uint32_t kRequests = 8, kTokens = 10;
   loadgen::LoadSettings settings;

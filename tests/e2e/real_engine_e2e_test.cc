@@ -11,7 +11,6 @@
 #include <regex>
 #include <sstream>
 
-#include "agent/http_get.h"
 #include "common/ids.h"
 #include "common/net.h"
 #include "tests/support/harness.h"
@@ -172,12 +171,7 @@ TEST(RealEngine, ExternalEndpointIsPricedAndItsKeyIsNeverWritten) {
   h.Start("sim", {"sim", "--port", std::to_string(port), "--model", "deepseek-v4.1-flash",
                   "--ttft-ms", "2", "--itl-ms", "1"});
   const std::string url = fmt::format("http://127.0.0.1:{}", port);
-  ASSERT_TRUE(Harness::WaitFor(
-      [&] {
-        agent::HttpResponse r;
-        return agent::HttpGet(url + "/health", 200, &r).ok() && r.status_code == 200;
-      },
-      std::chrono::seconds(10)));
+  ASSERT_TRUE(Harness::WaitForHealthy(url));
   const std::string key = "sk-test-" + RandomHex(24);
   ::setenv("SERVESWEEP_E2E_API_KEY", key.c_str(), 1);  // inherited by the agents
   const std::string path = h.WriteFile("external.yaml", fmt::format(R"(name: external

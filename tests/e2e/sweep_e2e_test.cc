@@ -16,7 +16,6 @@
 #include <thread>
 #include <zmq.hpp>
 
-#include "agent/http_get.h"
 #include "common/curve_keys.h"
 #include "common/envelope_codec.h"
 #include "coordinator/matrix_loader.h"
@@ -471,12 +470,7 @@ TEST(CommandLine, BenchWritesVllmCompatibleJson) {
   h.Start("sim", {"sim", "--port", std::to_string(port), "--model", "m", "--ttft-ms", "5",
                   "--itl-ms", "1"});
   const std::string url = fmt::format("http://127.0.0.1:{}", port);
-  ASSERT_TRUE(Harness::WaitFor(
-      [&] {
-        agent::HttpResponse r;
-        return agent::HttpGet(url + "/health", 200, &r).ok() && r.status_code == 200;
-      },
-      seconds(10)));
+  ASSERT_TRUE(Harness::WaitForHealthy(url));
   const std::string json_path = h.Path("result.json");
   const size_t bench = h.Start(
       "bench", {"bench", "--url", url, "--model", "m", "--concurrency", "4", "--num-requests", "20",

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/http_get.h"
 #include "common/curve_keys.h"
 #include "common/ids.h"
 #include "common/net.h"
@@ -94,6 +95,15 @@ bool Harness::WaitFor(const std::function<bool()>& condition, std::chrono::milli
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return condition();
+}
+
+bool Harness::WaitForHealthy(const std::string& base_url) {
+  return WaitFor(
+      [&] {
+        agent::HttpResponse r;
+        return agent::HttpGet(base_url + "/health", 200, &r).ok() && r.status_code == 200;
+      },
+      std::chrono::seconds(10));
 }
 
 coordinator::Table Harness::Query(const std::string& out_dir, const std::string& sql) const {

@@ -47,6 +47,8 @@ class Harness {
 
   // Polls `condition` every 20 ms until true or `timeout`; returns whether it became true.
   static bool WaitFor(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
+  // Waits until `base_url`/health answers 200 (an emulator or engine is up), 10 s at most.
+  static bool WaitForHealthy(const std::string& base_url);
 
   // Rows of `sql` against dir/out/results.db (opened fresh each call).
   coordinator::Table Query(const std::string& out_dir, const std::string& sql) const;
