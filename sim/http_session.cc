@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "sim/receive_time.h"
+
 namespace servesweep::sim {
 namespace {
 
@@ -84,6 +86,18 @@ void HttpSession::Start() { ReadRequest(); }
 void HttpSession::ReadRequest() {
   parser_.emplace();
   parser_->body_limit(kBodyLimitBytes);
+  received_at_.reset();
+  // Bytes of a pipelined request already read: their receive time is gone; stamp at parse.
+  if (buffer_.size() > 0) return ParseRequest();
+  // Wait for the request's first bytes and take the kernel's receive time before reading them.
+  socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](ErrorCode ec) {
+    if (ec) return self->OnRequestRead(ec);
+    self->received_at_ = PeekReceiveTime(self->socket_.native_handle());
+    self->ParseRequest();
+  });
+}
+
+void HttpSession::ParseRequest() {
   http::async_read(socket_, buffer_, *parser_,
                    [self = shared_from_this()](ErrorCode ec, size_t) { self->OnRequestRead(ec); });
 }
@@ -95,7 +109,8 @@ void HttpSession::OnRequestRead(ErrorCode ec) {
     }
     return Close();
   }
-  arrival_ = Clock::now();
+  // The kernel's receive time of the first bytes, else (pipelined, no timestamps) now.
+  arrival_ = received_at_ ? *received_at_ : Clock::now();
   const auto request = parser_->release();
   parser_.reset();
   keep_alive_ = request.keep_alive();

@@ -1,0 +1,55 @@
+#include "sim/receive_time.h"
+
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include <cstring>
+
+namespace servesweep::sim {
+namespace {
+
+int64_t TimespecNs(const timespec& t) {
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + static_cast<int64_t>(t.tv_nsec);
+}
+
+}  // namespace
+
+bool EnableReceiveTimestamps(int fd) {
+  const int on = 1;
+  return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)) == 0;
+}
+
+std::optional<std::chrono::steady_clock::time_point> PeekReceiveTime(int fd) {
+  char byte;
+  iovec iov{.iov_base = &byte, .iov_len = 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  if (recvmsg(fd, &msg, MSG_PEEK | MSG_DONTWAIT) <= 0) return std::nullopt;
+
+  std::optional<int64_t> received_realtime_ns;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+      timespec stamp;
+      std::memcpy(&stamp, CMSG_DATA(c), sizeof(stamp));
+      received_realtime_ns = TimespecNs(stamp);
+    }
+  }
+  if (!received_realtime_ns || *received_realtime_ns == 0) return std::nullopt;
+
+  // Both clocks read back to back: the stamp's age on the wall clock is its age on the steady one.
+  timespec realtime_now, steady_now;
+  clock_gettime(CLOCK_REALTIME, &realtime_now);
+  clock_gettime(CLOCK_MONOTONIC, &steady_now);
+  const int64_t age_ns = TimespecNs(realtime_now) - *received_realtime_ns;
+  const int64_t steady_now_ns = TimespecNs(steady_now);
+  // A stamp "in the future" (clock skew, a wall-clock step) is taken as now.
+  const int64_t received_ns = age_ns > 0 ? steady_now_ns - age_ns : steady_now_ns;
+  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(received_ns));
+}
+
+}  // namespace servesweep::sim
