@@ -4,6 +4,8 @@
 
 #include <array>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/read_size.hpp>
+#include <cerrno>
 #include <charconv>
 #include <csignal>
 #include <string_view>
@@ -22,6 +24,7 @@ using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kBodyLimitBytes = 64ull << 20;  // a 131k-token id array is ~1 MB
+constexpr size_t kReadBytes = 64 << 10;            // the most one read takes (as Beast's reads)
 constexpr const char* kJson = "application/json";
 
 // The streaming response head, rendered once (as Beast rendered it before).
@@ -89,12 +92,28 @@ void HttpSession::ReadRequest() {
   received_at_.reset();
   // Bytes of a pipelined request already read: their receive time is gone; stamp at parse.
   if (buffer_.size() > 0) return ParseRequest();
-  // Wait for the request's first bytes and take the kernel's receive time before reading them.
+  WaitForRequest();
+}
+
+void HttpSession::WaitForRequest() {
   socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](ErrorCode ec) {
     if (ec) return self->OnRequestRead(ec);
-    self->received_at_ = PeekReceiveTime(self->socket_.native_handle());
-    self->ParseRequest();
+    self->ReceiveFirstBytes();
   });
+}
+
+void HttpSession::ReceiveFirstBytes() {
+  // The parser's first read, done here to have the bytes' receive time with them (one call).
+  const auto space = buffer_.prepare(beast::read_size(buffer_, kReadBytes));
+  const ReceivedBytes received =
+      ReceiveWithTime(socket_.native_handle(), space.data(), space.size());
+  if (received.bytes > 0) {
+    buffer_.commit(static_cast<size_t>(received.bytes));
+    received_at_ = received.received_at;
+  } else if (received.bytes < 0 && (received.error == EAGAIN || received.error == EWOULDBLOCK)) {
+    return WaitForRequest();  // stale readiness: nothing queued after all
+  }
+  ParseRequest();  // a close or an error is reported by the parser's own read
 }
 
 void HttpSession::ParseRequest() {

@@ -8,8 +8,8 @@
 // request are one write.
 //
 // A request's arrival (the reference of its TTFT, its request-log line and the timing core's
-// schedule) is the kernel's receive time of its first bytes, peeked before they are read
-// (receive_time.h), not the time the io thread parsed it; pipelined requests, whose bytes were
+// schedule) is the kernel's receive time of its first bytes, taken with them when they are read
+// (receive_time.h), not the time the io thread parsed them; pipelined requests, whose bytes were
 // read with the previous one, are stamped when parsed.
 //
 // Thread-safety: all handlers of one session run on the socket's executor, which is a strand
@@ -45,8 +45,11 @@ class HttpSession final : public StreamListener, public std::enable_shared_from_
   struct Generation;
   using ErrorCode = boost::system::error_code;
 
-  // Waits for a request's first bytes (noting their receive time), then ParseRequest().
+  // Reads the next request: waits for its first bytes, reads them with their receive time,
+  // then lets the parser read the rest (ParseRequest).
   void ReadRequest();
+  void WaitForRequest();
+  void ReceiveFirstBytes();
   void ParseRequest();
   void OnRequestRead(ErrorCode ec);
   void Route(const boost::beast::http::request<boost::beast::http::string_body>& request);

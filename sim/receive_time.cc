@@ -1,36 +1,22 @@
 #include "sim/receive_time.h"
 
 #include <sys/socket.h>
-#include <sys/types.h>
 #include <time.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace servesweep::sim {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 int64_t TimespecNs(const timespec& t) {
   return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + static_cast<int64_t>(t.tv_nsec);
 }
 
-}  // namespace
-
-bool EnableReceiveTimestamps(int fd) {
-  const int on = 1;
-  return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)) == 0;
-}
-
-std::optional<std::chrono::steady_clock::time_point> PeekReceiveTime(int fd) {
-  char byte;
-  iovec iov{.iov_base = &byte, .iov_len = 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  if (recvmsg(fd, &msg, MSG_PEEK | MSG_DONTWAIT) <= 0) return std::nullopt;
-
+// The kernel's CLOCK_REALTIME stamp in msg's control data, on the steady clock.
+std::optional<Clock::time_point> SteadyStamp(msghdr& msg) {
   std::optional<int64_t> received_realtime_ns;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
@@ -49,7 +35,29 @@ std::optional<std::chrono::steady_clock::time_point> PeekReceiveTime(int fd) {
   const int64_t steady_now_ns = TimespecNs(steady_now);
   // A stamp "in the future" (clock skew, a wall-clock step) is taken as now.
   const int64_t received_ns = age_ns > 0 ? steady_now_ns - age_ns : steady_now_ns;
-  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(received_ns));
+  return Clock::time_point(std::chrono::nanoseconds(received_ns));
+}
+
+}  // namespace
+
+bool EnableReceiveTimestamps(int fd) {
+  const int on = 1;
+  return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)) == 0;
+}
+
+ReceivedBytes ReceiveWithTime(int fd, void* data, size_t size) {
+  iovec iov{.iov_base = data, .iov_len = size};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
+  ReceivedBytes received;
+  received.bytes = recvmsg(fd, &msg, MSG_DONTWAIT);
+  if (received.bytes < 0) received.error = errno;
+  if (received.bytes > 0) received.received_at = SteadyStamp(msg);
+  return received;
 }
 
 }  // namespace servesweep::sim
