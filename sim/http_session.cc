@@ -92,7 +92,8 @@ void HttpSession::ReadRequest() {
   received_at_.reset();
   // Bytes of a pipelined request already read: their receive time is gone; stamp at parse.
   if (buffer_.size() > 0) return ParseRequest();
-  WaitForRequest();
+  // Under load the next request is often queued already: try to read it before waiting.
+  ReceiveFirstBytes();
 }
 
 void HttpSession::WaitForRequest() {
@@ -107,13 +108,22 @@ void HttpSession::ReceiveFirstBytes() {
   const auto space = buffer_.prepare(beast::read_size(buffer_, kReadBytes));
   const ReceivedBytes received =
       ReceiveWithTime(socket_.native_handle(), space.data(), space.size());
-  if (received.bytes > 0) {
-    buffer_.commit(static_cast<size_t>(received.bytes));
-    received_at_ = received.received_at;
-  } else if (received.bytes < 0 && (received.error == EAGAIN || received.error == EWOULDBLOCK)) {
-    return WaitForRequest();  // stale readiness: nothing queued after all
+  if (received.bytes < 0 && (received.error == EAGAIN || received.error == EWOULDBLOCK)) {
+    return WaitForRequest();  // nothing queued (yet, or the readiness was stale)
   }
-  ParseRequest();  // a close or an error is reported by the parser's own read
+  if (received.bytes <= 0) return ParseRequest();  // the parser's own read reports the close
+  buffer_.commit(static_cast<size_t>(received.bytes));
+  received_at_ = received.received_at;
+  // A request that came whole (the usual case) is handled now, without the extra dispatch an
+  // async_read would cost; otherwise async_read goes on with the parser from here.
+  parser_->eager(true);  // as async_read parses: the body in the same pass as the header
+  ErrorCode ec;
+  while (!parser_->is_done() && buffer_.size() > 0) {
+    buffer_.consume(parser_->put(buffer_.data(), ec));
+    if (ec) break;
+  }
+  if (ec == http::error::need_more || (!ec && !parser_->is_done())) return ParseRequest();
+  OnRequestRead(ec);
 }
 
 void HttpSession::ParseRequest() {

@@ -45,8 +45,8 @@ class HttpSession final : public StreamListener, public std::enable_shared_from_
   struct Generation;
   using ErrorCode = boost::system::error_code;
 
-  // Reads the next request: waits for its first bytes, reads them with their receive time,
-  // then lets the parser read the rest (ParseRequest).
+  // Reads the next request: reads its first bytes with their receive time (waiting for them
+  // if none are queued), then lets the parser read the rest (ParseRequest).
   void ReadRequest();
   void WaitForRequest();
   void ReceiveFirstBytes();
