@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -19,6 +20,7 @@
 #include "sim/engine_driver.h"
 #include "sim/fixed_schedule.h"
 #include "sim/http_session.h"
+#include "sim/receive_time.h"
 #include "sim/server_context.h"
 
 namespace servesweep::sim {
@@ -30,6 +32,15 @@ using tcp = net::ip::tcp;
 constexpr auto kLogFlushPeriod = std::chrono::seconds(1);
 // After a failed accept (e.g. out of file descriptors) wait before trying again, not spin.
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(50);
+
+// Requests are stamped with the kernel's receive time (receive_time.h); a socket that cannot
+// have it falls back to the parse time, which is worth one debug line, not one per connection.
+void EnableReceiveTimestampsOrSay(int fd) {
+  static std::atomic<bool> said{false};
+  if (!EnableReceiveTimestamps(fd) && !said.exchange(true)) {
+    spdlog::debug("sim: SO_TIMESTAMPNS refused; request arrivals are stamped when parsed");
+  }
+}
 
 std::chrono::nanoseconds FromMs(double ms) {
   return std::chrono::nanoseconds(std::llround(ms * 1e6));
@@ -80,6 +91,7 @@ void Emulator::Impl::Accept() {
     }
     // Token chunks are small and latency is what we emulate: do not let Nagle hold them.
     socket.set_option(tcp::no_delay(true), ec);
+    EnableReceiveTimestampsOrSay(socket.native_handle());
     std::make_shared<HttpSession>(std::move(socket), ctx)->Start();
     Accept();
   });
@@ -154,6 +166,8 @@ void Emulator::Start() {
     acceptor.set_option(tcp::acceptor::reuse_address(true));
     acceptor.bind(endpoint);
     acceptor.listen(net::socket_base::max_listen_connections);
+    // Accepted sockets inherit it, and bytes that arrive before the accept are stamped too.
+    EnableReceiveTimestampsOrSay(acceptor.native_handle());
     impl_->port = acceptor.local_endpoint().port();
   } catch (const boost::system::system_error& e) {
     throw std::runtime_error(fmt::format("sim: cannot listen on {}: {}", address, e.what()));

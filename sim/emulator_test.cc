@@ -11,8 +11,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <regex>
@@ -22,6 +24,7 @@
 
 #include "sim/engine_core.h"
 #include "sim/fault_plan.h"
+#include "sim/fixed_schedule.h"
 #include "sim/test_client.h"
 
 namespace servesweep::sim {
@@ -590,6 +593,90 @@ TEST_F(EmulatorTest, APluggedCoreDrivesEveryStreamAndTheEngineGauges) {
   const std::vector<json> log = ReadLog(s.request_log_path);
   ASSERT_EQ(log.size(), 3u);
   for (const json& line : log) EXPECT_EQ(line["token_ns"].size(), 5u);
+}
+
+// ---- Arrival: the kernel's receive time, not the parse time ----
+
+// The fixed schedule, except that its first Submit keeps the io thread busy for kBusy after
+// saying so (busy_started): whatever a client sends meanwhile is read late.
+class BusyFirstSubmitCore : public EngineCore {
+ public:
+  static constexpr auto kBusy = std::chrono::milliseconds(60);
+  BusyFirstSubmitCore(FixedScheduleSettings settings, std::promise<void> busy_started)
+      : core_(settings), busy_started_(std::move(busy_started)) {}
+  void Submit(const EngineRequest& request) override {
+    core_.Submit(request);
+    if (submitted_++ > 0) return;
+    busy_started_.set_value();
+    std::this_thread::sleep_for(kBusy);
+  }
+  void Cancel(uint64_t id, int64_t now_ns) override { core_.Cancel(id, now_ns); }
+  int64_t NextEventNs() const override { return core_.NextEventNs(); }
+  void AdvanceTo(int64_t now_ns, TokenSink& sink) override { core_.AdvanceTo(now_ns, sink); }
+  EngineSnapshot Snapshot() const override { return core_.Snapshot(); }
+
+ private:
+  FixedScheduleCore core_;
+  std::promise<void> busy_started_;
+  int submitted_ = 0;
+};
+
+int64_t SteadyNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+TEST_F(EmulatorTest, ArrivalIsWhenTheRequestWasReceivedNotWhenTheBusyIoThreadReadIt) {
+  EmulatorSettings s = FastSettings();
+  s.request_log_path = LogPath();
+  std::promise<void> busy_started;
+  std::future<void> busy = busy_started.get_future();
+  StartEmulator(s, std::make_unique<BusyFirstSubmitCore>(
+                       FixedScheduleSettings{.ttft_ns = 20'000'000, .itl_ns = 1'000'000},
+                       std::move(busy_started)));
+  const std::string request = PostRequest(
+      "/v1/completions", json({{"prompt", "a b"}, {"max_tokens", 2}, {"stream", true}}).dump());
+  // An idle keep-alive connection, already served once: its session waits for the next request.
+  TestConnection idle(emulator_->port());
+  idle.Send(GetRequest("/health"));
+  ASSERT_EQ(idle.ReadResponse().status, 200);
+
+  TestConnection first(emulator_->port());
+  first.Send(request);
+  ASSERT_EQ(busy.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  // While the io thread is busy: a request on the idle connection, and one on a connection
+  // the emulator has not even accepted yet.
+  const int64_t idle_sent_ns = SteadyNowNs();
+  idle.Send(request);
+  TestConnection fresh(emulator_->port());
+  const int64_t fresh_sent_ns = SteadyNowNs();
+  fresh.Send(request);
+  for (TestConnection* c : {&first, &idle, &fresh}) EXPECT_EQ(c->ReadResponse().status, 200);
+  StopEmulator();
+
+  const std::vector<json> log = ReadLog(s.request_log_path);
+  ASSERT_EQ(log.size(), 3u);
+  auto line = [&log](const std::string& id) {
+    for (const json& l : log) {
+      if (l["id"] == id) return l;
+    }
+    throw std::runtime_error("no log line " + id);
+  };
+  // Requests 1 (idle) and 2 (fresh) were sent in the busy period and parsed after it.
+  const std::pair<std::string, int64_t> late[] = {{"cmpl-1", idle_sent_ns},
+                                                  {"cmpl-2", fresh_sent_ns}};
+  for (const auto& [id, sent_ns] : late) {
+    SCOPED_TRACE(id);
+    const json l = line(id);
+    const int64_t arrival_ns = l["arrival_ns"].get<int64_t>();
+    const auto tokens = l["token_ns"].get<std::vector<int64_t>>();
+    ASSERT_EQ(tokens.size(), 2u);
+    // Read >= 40 ms late (its first token, due at arrival + 20 ms, could not leave before)...
+    EXPECT_GE(static_cast<double>(tokens[0] - sent_ns) / 1e6, 40);
+    // ...yet stamped when its bytes arrived.
+    EXPECT_LT(std::abs(static_cast<double>(arrival_ns - sent_ns) / 1e6), 5);
+  }
 }
 
 // ---- Fault injection ----

@@ -29,7 +29,7 @@ inline constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
 
 struct EngineRequest {
   uint64_t id = 0;         // unique per emulator (the request's sequence number)
-  int64_t arrival_ns = 0;  // when the whole request was read
+  int64_t arrival_ns = 0;  // when its first bytes were received (else when it was parsed)
   int64_t prompt_tok = 0;
   int64_t max_tok = 1;  // the output is exactly this many tokens (no early stop)
   // Hashes of the prompt's full KV blocks, chained (hash k covers blocks 0..k); empty when the

@@ -4,11 +4,15 @@
 
 #include <array>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/read_size.hpp>
+#include <cerrno>
 #include <charconv>
 #include <csignal>
 #include <string_view>
 #include <utility>
 #include <vector>
+
+#include "sim/receive_time.h"
 
 namespace servesweep::sim {
 namespace {
@@ -20,6 +24,7 @@ using tcp = net::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kBodyLimitBytes = 64ull << 20;  // a 131k-token id array is ~1 MB
+constexpr size_t kReadBytes = 64 << 10;            // the most one read takes (as Beast's reads)
 constexpr const char* kJson = "application/json";
 
 // The streaming response head, rendered once (as Beast rendered it before).
@@ -84,6 +89,44 @@ void HttpSession::Start() { ReadRequest(); }
 void HttpSession::ReadRequest() {
   parser_.emplace();
   parser_->body_limit(kBodyLimitBytes);
+  received_at_.reset();
+  // Bytes of a pipelined request already read: their receive time is gone; stamp at parse.
+  if (buffer_.size() > 0) return ParseRequest();
+  // Under load the next request is often queued already: try to read it before waiting.
+  ReceiveFirstBytes();
+}
+
+void HttpSession::WaitForRequest() {
+  socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](ErrorCode ec) {
+    if (ec) return self->OnRequestRead(ec);
+    self->ReceiveFirstBytes();
+  });
+}
+
+void HttpSession::ReceiveFirstBytes() {
+  // The parser's first read, done here to have the bytes' receive time with them (one call).
+  const auto space = buffer_.prepare(beast::read_size(buffer_, kReadBytes));
+  const ReceivedBytes received =
+      ReceiveWithTime(socket_.native_handle(), space.data(), space.size());
+  if (received.bytes < 0 && (received.error == EAGAIN || received.error == EWOULDBLOCK)) {
+    return WaitForRequest();  // nothing queued (yet, or the readiness was stale)
+  }
+  if (received.bytes <= 0) return ParseRequest();  // the parser's own read reports the close
+  buffer_.commit(static_cast<size_t>(received.bytes));
+  received_at_ = received.received_at;
+  // A request that came whole (the usual case) is handled now, without the extra dispatch an
+  // async_read would cost; otherwise async_read goes on with the parser from here.
+  parser_->eager(true);  // as async_read parses: the body in the same pass as the header
+  ErrorCode ec;
+  while (!parser_->is_done() && buffer_.size() > 0) {
+    buffer_.consume(parser_->put(buffer_.data(), ec));
+    if (ec) break;
+  }
+  if (ec == http::error::need_more || (!ec && !parser_->is_done())) return ParseRequest();
+  OnRequestRead(ec);
+}
+
+void HttpSession::ParseRequest() {
   http::async_read(socket_, buffer_, *parser_,
                    [self = shared_from_this()](ErrorCode ec, size_t) { self->OnRequestRead(ec); });
 }
@@ -95,7 +138,8 @@ void HttpSession::OnRequestRead(ErrorCode ec) {
     }
     return Close();
   }
-  arrival_ = Clock::now();
+  // The kernel's receive time of the first bytes, else (pipelined, no timestamps) now.
+  arrival_ = received_at_ ? *received_at_ : Clock::now();
   const auto request = parser_->release();
   parser_.reset();
   keep_alive_ = request.keep_alive();

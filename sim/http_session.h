@@ -7,6 +7,11 @@
 // response head, every token, the usage event, [DONE] and the chunked terminator of a short
 // request are one write.
 //
+// A request's arrival (the reference of its TTFT, its request-log line and the timing core's
+// schedule) is the kernel's receive time of its first bytes, taken with them when they are read
+// (receive_time.h), not the time the io thread parsed them; pipelined requests, whose bytes were
+// read with the previous one, are stamped when parsed.
+//
 // Thread-safety: all handlers of one session run on the socket's executor, which is a strand
 // when the io_context has several threads; the driver delivers events there too.
 #pragma once
@@ -40,7 +45,12 @@ class HttpSession final : public StreamListener, public std::enable_shared_from_
   struct Generation;
   using ErrorCode = boost::system::error_code;
 
+  // Reads the next request: reads its first bytes with their receive time (waiting for them
+  // if none are queued), then lets the parser read the rest (ParseRequest).
   void ReadRequest();
+  void WaitForRequest();
+  void ReceiveFirstBytes();
+  void ParseRequest();
   void OnRequestRead(ErrorCode ec);
   void Route(const boost::beast::http::request<boost::beast::http::string_body>& request);
   void RouteCompletion(Api api, std::string_view path, std::string_view body);
@@ -74,8 +84,11 @@ class HttpSession final : public StreamListener, public std::enable_shared_from_
   boost::asio::steady_timer timer_;  // releases stalled events (fault injection)
   // After an abort it lives on (done) until the session dies: pending operations refer to it.
   std::unique_ptr<Generation> gen_;
-  std::chrono::steady_clock::time_point arrival_;  // when the current request was fully read
-  bool keep_alive_ = false;                        // of the current request
+  // When the current request's first bytes were received (the kernel's stamp), or when it was
+  // parsed if that is unknown (see ReadRequest).
+  std::chrono::steady_clock::time_point arrival_;
+  std::optional<std::chrono::steady_clock::time_point> received_at_;  // of the request being read
+  bool keep_alive_ = false;                                           // of the current request
 
   // The stream's output: pending_ collects SSE bytes until the write in flight completes.
   std::string_view pending_head_;  // the response head, before the first chunk

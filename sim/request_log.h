@@ -1,6 +1,7 @@
 // The emulator's ground-truth request log: one JSON line per finished or aborted request, with
 // the CLOCK_MONOTONIC instants (steady_clock, shared across processes on Linux) at which the
-// request was fully read and each token was handed to the socket (tokens of one chunk share it).
+// request arrived (the kernel's receive time of its first bytes; see http_session.h) and each
+// token was handed to the socket (tokens of one chunk share it).
 //
 // Thread-safety: Append() and Flush() may be called concurrently; lines are buffered in memory
 // and written out by Flush() (the emulator calls it every second and on Stop()).
