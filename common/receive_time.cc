@@ -3,44 +3,76 @@
 #include <sys/socket.h>
 #include <time.h>
 
-#include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 namespace servesweep {
 namespace {
 
-int64_t Ns(const timespec& t) { return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec; }
+using Clock = std::chrono::steady_clock;
+
+int64_t TimespecNs(const timespec& t) {
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + static_cast<int64_t>(t.tv_nsec);
+}
+
+// The kernel's CLOCK_REALTIME stamp in msg's control data, on the steady clock.
+std::optional<Clock::time_point> SteadyStamp(msghdr& msg) {
+  std::optional<int64_t> received_realtime_ns;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS) {
+      timespec stamp;
+      std::memcpy(&stamp, CMSG_DATA(c), sizeof(stamp));
+      received_realtime_ns = TimespecNs(stamp);
+    }
+  }
+  if (!received_realtime_ns || *received_realtime_ns == 0) return std::nullopt;
+
+  // Both clocks read back to back: the stamp's age on the wall clock is its age on the steady one.
+  timespec realtime_now, steady_now;
+  clock_gettime(CLOCK_REALTIME, &realtime_now);
+  clock_gettime(CLOCK_MONOTONIC, &steady_now);
+  const int64_t age_ns = TimespecNs(realtime_now) - *received_realtime_ns;
+  const int64_t steady_now_ns = TimespecNs(steady_now);
+  // A stamp "in the future" (clock skew, a wall-clock step) is taken as now.
+  const int64_t received_ns = age_ns > 0 ? steady_now_ns - age_ns : steady_now_ns;
+  return Clock::time_point(std::chrono::nanoseconds(received_ns));
+}
 
 }  // namespace
 
 bool EnableReceiveTimestamps(int fd) {
   const int on = 1;
-  return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) == 0;
+  return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)) == 0;
 }
 
-int64_t PeekReceiveSteadyNs(int fd) {
-  char byte = 0;
-  iovec iov{&byte, 1};
+ReceivedBytes ReceiveWithTime(int fd, void* data, size_t size) {
+  iovec iov{.iov_base = data, .iov_len = size};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
   msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  msg.msg_controllen = sizeof(control);
+  ReceivedBytes received;
+  received.bytes = recvmsg(fd, &msg, MSG_DONTWAIT);
+  if (received.bytes < 0) received.error = errno;
+  if (received.bytes > 0) received.received_at = SteadyStamp(msg);
+  return received;
+}
+
+int64_t PeekReceiveSteadyNs(int fd) {
+  char byte = 0;
+  iovec iov{.iov_base = &byte, .iov_len = 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof(control);
   if (recvmsg(fd, &msg, MSG_PEEK | MSG_DONTWAIT) <= 0) return -1;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
-    timespec received{};
-    std::memcpy(&received, CMSG_DATA(c), sizeof received);
-    // The stamp is on the realtime clock: carried over to the steady one by their offset now
-    // (the two are read back to back; a step of the wall clock between them is the only error).
-    timespec real_now{}, steady_now{};
-    clock_gettime(CLOCK_REALTIME, &real_now);
-    clock_gettime(CLOCK_MONOTONIC, &steady_now);
-    const int64_t steady_ns = Ns(steady_now) - (Ns(real_now) - Ns(received));
-    return std::min(steady_ns, Ns(steady_now));
-  }
-  return -1;
+  const std::optional<Clock::time_point> at = SteadyStamp(msg);
+  return at ? std::chrono::duration_cast<std::chrono::nanoseconds>(at->time_since_epoch()).count()
+            : -1;
 }
 
 }  // namespace servesweep

@@ -20,7 +20,7 @@
 #include "sim/engine_driver.h"
 #include "sim/fixed_schedule.h"
 #include "sim/http_session.h"
-#include "sim/receive_time.h"
+#include "common/receive_time.h"
 #include "sim/server_context.h"
 
 namespace servesweep::sim {
@@ -33,7 +33,7 @@ constexpr auto kLogFlushPeriod = std::chrono::seconds(1);
 // After a failed accept (e.g. out of file descriptors) wait before trying again, not spin.
 constexpr auto kAcceptRetryDelay = std::chrono::milliseconds(50);
 
-// Requests are stamped with the kernel's receive time (receive_time.h); a socket that cannot
+// Requests are stamped with the kernel's receive time (common/receive_time.h); a socket that cannot
 // have it falls back to the parse time, which is worth one debug line, not one per connection.
 void EnableReceiveTimestampsOrSay(int fd) {
   static std::atomic<bool> said{false};

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/receive_time.h"
+#include "common/receive_time.h"
 
 namespace servesweep::sim {
 namespace {
