@@ -104,6 +104,10 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
                                "Arrivals per second (open loop; --arrival sets the gaps)");
   concurrency->check(CLI::PositiveNumber);
   rate->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", o->load.threads,
+                  "Load threads sharing the concurrency (one core parses ~20,000 streams/s)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   cmd->add_option("--burstiness", o->load.burstiness,
                   "Open loop: gamma arrivals of this shape (1 = Poisson, < 1 burstier)")
       ->capture_default_str()

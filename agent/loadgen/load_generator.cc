@@ -19,16 +19,19 @@
 #include <chrono>
 #include <cmath>
 #include <deque>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 
 #include "agent/loadgen/arrival_schedule.h"
 #include "agent/loadgen/openai_stream.h"
 #include "agent/loadgen/prompt_builder.h"
 #include "agent/loadgen/request_source.h"
+#include "agent/loadgen/shared_source.h"
 #include "agent/loadgen/sse_parser.h"
 #include "agent/loadgen/stream_text.h"
 #include "agent/loadgen/vllm_compat.h"
@@ -238,8 +241,8 @@ std::string BuildBody(const LoadSettings& s, const RequestContent& c) {
 
 class Engine {
  public:
-  Engine(const LoadSettings& s, const std::function<void(const Progress&)>& on_progress)
-      : s_(s), on_progress_(on_progress) {
+  Engine(const LoadSettings& s, std::function<void(const Progress&)> on_progress)
+      : s_(s), on_progress_(std::move(on_progress)) {
     GlobalInitOnce();
     multi_ = curl_multi_init();
     if (!multi_) throw std::runtime_error("curl_multi_init failed");
@@ -303,11 +306,11 @@ class Engine {
     while (true) {
       int64_t now_ns = NowNs();
       while (cap == 0 || in_flight < cap) {
-        const int64_t due_rel_ns = source.NextDueNs(now_ns - t0_ns);
-        if (due_rel_ns == RequestSource::kNotYet || t0_ns + due_rel_ns > now_ns) break;
-        RequestRecord& r = records.emplace_back();
+        RequestRecord taken;
         RequestContent content;
-        source.Take(due_rel_ns, r, &content);
+        int64_t due_rel_ns = 0;
+        if (!source.TakeIfDue(now_ns - t0_ns, &due_rel_ns, taken, &content)) break;
+        RequestRecord& r = records.emplace_back(std::move(taken));
         r.scheduled_ns = t0_ns + due_rel_ns;
         Start(r, content, capture_text);
         ++in_flight;
@@ -589,7 +592,7 @@ class Engine {
   }
 
   const LoadSettings& s_;
-  const std::function<void(const Progress&)>& on_progress_;
+  std::function<void(const Progress&)> on_progress_;
   CURLM* multi_ = nullptr;
   int due_timer_fd_ = -1;
   int epoll_fd_ = -1;
@@ -599,6 +602,76 @@ class Engine {
   std::string url_;
   std::vector<std::unique_ptr<Transfer>> transfers_;
   std::vector<Transfer*> free_;
+};
+
+// The load threads of a run: one Engine each, engine 0 on the caller's thread, each with its
+// share of the concurrency, all taking requests from one SharedSource. More threads only when
+// one core cannot parse the streams fast enough (about 20,000 streams of 128 events per second).
+class LoadThreads {
+ public:
+  LoadThreads(const LoadSettings& s, const std::function<void(const Progress&)>& on_progress)
+      : on_progress_(on_progress) {
+    const uint32_t n = std::max<uint32_t>(1, s.threads);
+    done_by_engine_.assign(n, 0);
+    for (uint32_t k = 0; k < n; ++k) {
+      std::function<void(const Progress&)> report;
+      if (on_progress) report = [this, k](const Progress& p) { Report(k, p); };
+      engines_.push_back(std::make_unique<Engine>(s, std::move(report)));
+    }
+  }
+
+  // Engine::RunPhase over min(threads, cap) engines (all of them when cap is 0, no cap); the
+  // records come back in the order the source handed them out (by index).
+  int64_t RunPhase(RequestSource& source, std::deque<RequestRecord>& records, uint32_t cap,
+                   int64_t t0_ns, bool warmup, double drain_timeout_s) {
+    std::fill(done_by_engine_.begin(), done_by_engine_.end(), 0);
+    const size_t n = cap > 0 ? std::min<size_t>(engines_.size(), cap) : engines_.size();
+    if (n == 1) return engines_[0]->RunPhase(source, records, cap, t0_ns, warmup, drain_timeout_s);
+    SharedSource shared(source);
+    std::vector<std::deque<RequestRecord>> taken(n);
+    std::vector<int64_t> last_done_ns(n, t0_ns);
+    std::vector<std::exception_ptr> errors(n);
+    auto run = [&](size_t k) {
+      try {
+        const uint32_t share = cap == 0 ? 0 : static_cast<uint32_t>(cap / n + (k < cap % n));
+        last_done_ns[k] =
+            engines_[k]->RunPhase(shared, taken[k], share, t0_ns, warmup, drain_timeout_s);
+      } catch (...) {
+        errors[k] = std::current_exception();
+      }
+    };
+    std::vector<std::thread> threads;
+    for (size_t k = 1; k < n; ++k) threads.emplace_back(run, k);
+    run(0);
+    for (auto& t : threads) t.join();
+    for (const auto& e : errors) {
+      if (e) std::rethrow_exception(e);
+    }
+    std::vector<RequestRecord> all;
+    for (auto& engine_records : taken) {
+      for (auto& r : engine_records) all.push_back(std::move(r));
+    }
+    std::stable_sort(all.begin(), all.end(), [](const RequestRecord& a, const RequestRecord& b) {
+      return a.index < b.index;
+    });
+    for (auto& r : all) records.push_back(std::move(r));
+    return *std::max_element(last_done_ns.begin(), last_done_ns.end());
+  }
+
+ private:
+  // One engine's progress, reported as the sum over the engines (one caller at a time).
+  void Report(size_t k, const Progress& p) {
+    std::lock_guard lock(progress_mu_);
+    done_by_engine_[k] = p.completed;
+    uint32_t done = 0;
+    for (uint32_t d : done_by_engine_) done += d;
+    on_progress_(Progress{done, std::max(p.total, done), p.warmup});
+  }
+
+  const std::function<void(const Progress&)>& on_progress_;
+  std::vector<std::unique_ptr<Engine>> engines_;
+  std::mutex progress_mu_;
+  std::vector<uint32_t> done_by_engine_;
 };
 
 void Validate(const LoadSettings& s) {
@@ -623,6 +696,7 @@ void Validate(const LoadSettings& s) {
     throw std::invalid_argument("closed loop (request_rate_per_s == 0) needs concurrency > 0");
   }
   if (!(s.request_timeout_s > 0)) throw std::invalid_argument("request_timeout_s must be > 0");
+  if (s.threads == 0 || s.threads > 64) throw std::invalid_argument("threads must be 1..64");
   if (!(s.burstiness > 0)) throw std::invalid_argument("burstiness must be > 0");
   if (std::isnan(s.warmup_s) || s.warmup_s < 0 || std::isnan(s.duration_s) || s.duration_s < 0 ||
       !std::isfinite(s.duration_s)) {
@@ -686,7 +760,7 @@ void Rebase(int64_t& t_ns, int64_t t0_ns) {
 LoadResult RunLoad(const LoadSettings& settings,
                    const std::function<void(const Progress&)>& on_progress) {
   Validate(settings);
-  Engine engine(settings, on_progress);
+  LoadThreads engine(settings, on_progress);
   const bool ramp = settings.ramp != RampKind::kNone;
   const bool replay = !settings.plan.empty() && settings.replay_arrivals &&
                       settings.request_rate_per_s == 0 && !ramp;

@@ -3,7 +3,8 @@
 // time, takes requests when due and a slot is free, and reports completions back, so a source
 // can schedule what depends on them (a session's next turn).
 //
-// Times are ns relative to the phase start t0. Used by the load thread only; not thread-safe.
+// Times are ns relative to the phase start t0. Not thread-safe: several load threads share one
+// through SharedSource (shared_source.h).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,15 @@ class RequestSource {
   // Takes the next request (due at `due_ns`): fills the record's identity (index, warmup,
   // session, turn, prefix_seen) and the content to send.
   virtual void Take(int64_t due_ns, RequestRecord& record, RequestContent* content) = 0;
+  // Takes the next request if it is due at `now_ns` (its due time in *due_ns); false when none
+  // is. One step, so that a source shared by several load threads hands each request out once.
+  virtual bool TakeIfDue(int64_t now_ns, int64_t* due_ns, RequestRecord& record,
+                         RequestContent* content) {
+    *due_ns = NextDueNs(now_ns);
+    if (*due_ns == kNotYet || *due_ns > now_ns) return false;
+    Take(*due_ns, record, content);
+    return true;
+  }
   // A request ended (finished or cancelled); `answer` is its output text when WantsAnswerText.
   virtual void Finished(const RequestRecord& /*record*/, const std::string& /*answer*/,
                         int64_t /*now_ns*/) {}
