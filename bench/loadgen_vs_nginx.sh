@@ -5,8 +5,9 @@
 # streams held against the emulator, send lateness at 2,000 requests/s open loop, and TTFT/ITL
 # agreement with the emulator's own request log.
 #
-# nginx: ONE worker (the clients under test are single-threaded too; one worker keeps the
-# server's share of the 2 cores the same for every client). It answers every POST with the same
+# nginx: ONE worker (the Python clients are one asyncio thread; servesweep runs with one load
+# thread, then with two; one worker keeps the server's share of the 2 cores the same for every
+# client). It answers every POST with the same
 # body: OUTPUT_TOK completion events in vLLM's chunk shape, a usage event and [DONE] (Content-
 # Length, keep-alive); under /no-usage the same body without the usage event. Nothing is pinned: client and nginx share the machine's cores, as the
 # issue's figures were measured. Each client runs alone against the same nginx, one after the
@@ -107,11 +108,19 @@ echo "== nginx (1 worker) serving $OUTPUT_TOK completion events + usage + [DONE]
 ss_requests=$((20000 * DURATION_S))
 py_requests=$((1000 * DURATION_S))
 
-"$SERVESWEEP" --log-level warn bench --url "$url" --model m --concurrency "$CONCURRENCY" \
-  --num-requests "$ss_requests" --warmup-requests "$CONCURRENCY" --input-len 16 \
-  --output-len "$OUTPUT_TOK" >"$tmp/servesweep.out"
-ss_rps=$(awk -F: '/Request throughput/ {gsub(/ /, "", $2); print $2}' "$tmp/servesweep.out")
-ss_failed=$(awk -F: '/Failed requests/ {gsub(/ /, "", $2); print $2}' "$tmp/servesweep.out")
+# servesweep with one load thread, then two (--threads: each a libcurl multi with half the
+# concurrency); the ratios below are given for both.
+for threads in 1 2; do
+  "$SERVESWEEP" --log-level warn bench --url "$url" --model m --concurrency "$CONCURRENCY" \
+    --threads "$threads" --num-requests $((ss_requests * threads)) \
+    --warmup-requests "$CONCURRENCY" --input-len 16 --output-len "$OUTPUT_TOK" \
+    >"$tmp/servesweep_$threads.out"
+done
+ss_value() {  # ss_value THREADS LINE_START
+  awk -F: -v line="$2" 'index($0, line) == 1 {gsub(/ /, "", $2); print $2}' "$tmp/servesweep_$1.out"
+}
+ss_rps=$(ss_value 1 "Request throughput") ss_failed=$(ss_value 1 "Failed requests")
+ss2_rps=$(ss_value 2 "Request throughput") ss2_failed=$(ss_value 2 "Failed requests")
 
 "$PYTHON" "$here/vllm_style_client.py" "$url/v1/completions" "$py_requests" "$CONCURRENCY" \
   "$OUTPUT_TOK" >"$tmp/python.out"
@@ -182,25 +191,28 @@ else
   echo "== sglang bench_serving: skipped (set SGLANG_PYTHON=VENVS/sglang/bin/python; bench/python_clients_setup.sh)"
 fi
 
-row() { printf "%-48s %12s %8s %14s\n" "$@"; }
+row() { printf "%-48s %12s %8s %18s %18s\n" "$@"; }
 # ratio A B [DIGITS]: A / B as "9.3x" ("-" when B is "-").
 ratio() {
   "$PYTHON" -c "import sys; a, b = sys.argv[1:3]; d = int(sys.argv[3]) if len(sys.argv) > 3 else 1
 print(f'{float(a) / float(b):.{d}f}x' if '-' not in (a, b) else '-')" "$@"
 }
-row client "requests/s" failed "servesweep / it"
-row "servesweep bench (libcurl multi, 1 thread)" "$(printf %.0f "$ss_rps")" "$ss_failed" "-"
+row client "requests/s" failed "servesweep 1 thr / it" "servesweep 2 thr / it"
+row "servesweep bench (libcurl multi, 1 thread)" "$(printf %.0f "$ss_rps")" "$ss_failed" "-" "-"
+row "servesweep bench --threads 2" "$(printf %.0f "$ss2_rps")" "$ss2_failed" "-" "-"
 while IFS='|' read -r label rps failed; do
   shown=$rps
   [ "$rps" = - ] || shown=$(printf %.0f "$rps")
   if [[ $label == *"open loop"* ]]; then  # against its target, not servesweep's closed loop
-    row "$label" "$shown" "$failed" "$(ratio "$rps" "$LATE_RATE" 2) of target"
+    row "$label" "$shown" "$failed" "$(ratio "$rps" "$LATE_RATE" 2) of target" "-"
   else
-    row "$label" "$shown" "$failed" "$(ratio "$ss_rps" "$rps")"
+    row "$label" "$shown" "$failed" "$(ratio "$ss_rps" "$rps")" "$(ratio "$ss2_rps" "$rps")"
   fi
 done <"$tmp/real.rows"
-row "vLLM-style Python client (aiohttp)" "$(printf %.0f "$py_rps")" "$py_failed" "$(ratio "$ss_rps" "$py_rps")"
-row "wrk -t1 (no SSE parsing: the ceiling)" "$(printf %.0f "$wrk_rps")" "-" "$(ratio "$ss_rps" "$wrk_rps" 2)"
+row "vLLM-style Python client (aiohttp)" "$(printf %.0f "$py_rps")" "$py_failed" \
+  "$(ratio "$ss_rps" "$py_rps")" "$(ratio "$ss2_rps" "$py_rps")"
+row "wrk -t1 (no SSE parsing: the ceiling)" "$(printf %.0f "$wrk_rps")" "-" \
+  "$(ratio "$ss_rps" "$wrk_rps" 2)" "$(ratio "$ss2_rps" "$wrk_rps" 2)"
 echo "== clients done, $(date -u '+%H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 
 echo "== send lateness, open loop at $LATE_RATE requests/s (Poisson) against the same nginx"
