@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -45,6 +46,7 @@ loadgen::LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::s
   settings.input_len_tok = w.getInputLenTok();
   settings.output_len_tok = w.getOutputLenTok();
   settings.concurrency = w.getConcurrency();
+  settings.threads = std::max<uint32_t>(1, w.getClientThreads());
   settings.request_rate_per_s = w.getRequestRatePerS();
   settings.seed = w.getSeed();
   settings.ignore_eos = w.getIgnoreEos();

@@ -158,7 +158,8 @@ const std::vector<std::string> kWorkloadKeys = {"name",
                                                 "duration_s",
                                                 "drain_timeout_s",
                                                 "sessions",
-                                                "prompts"};
+                                                "prompts",
+                                                "client_threads"};
 
 // `{distribution: uniform, low: 64, high: 512, min: 1, max: 4096}` (or normal: mean/std,
 // lognormal: median/sigma) into a length distribution.
@@ -232,6 +233,13 @@ void ApplyWorkloadKey(Parser& p, const std::string& key, const YAML::Node& value
   if (key == "output_len") w.setOutputLenTok(p.Uint(value, key, 1));
   if (key == "num_requests") w.setNumRequests(p.Uint(value, key, 1));
   if (key == "warmup_requests") w.setWarmupRequests(p.Uint(value, key, 0));
+  if (key == "client_threads") {
+    const uint32_t threads = p.Uint(value, key, 1);
+    if (threads > 64) {
+      p.Fail(value, fmt::format("expected 'client_threads' from 1 to 64, found {}", threads));
+    }
+    w.setClientThreads(threads);
+  }
   if (key == "concurrency") w.setConcurrency(p.Uint(value, key, 1));
   if (key == "request_rate") w.setRequestRatePerS(p.Real(value, key));
   if (key == "seed") w.setSeed(p.Uint(value, key, 0));

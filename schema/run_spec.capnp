@@ -96,6 +96,7 @@ struct Workload {
   thinkTimeExponential @32 :Bool;
   prompts @33 :Text;               # custom prompts as written ("jsonl:<file>")
   customPrompts @34 :List(CustomPrompt);  # its lines, read by the coordinator
+  clientThreads @35 :UInt32 = 1;   # load threads sharing the concurrency (LoadSettings::threads)
 }
 
 struct CustomPrompt {

@@ -66,6 +66,7 @@ TEST(MatrixLoadModes, DurationWarmupAndDrain) {
 
   coordinator::LoadedMatrix bad;
   s = Expand("{input_len: 8, output_len: 4, num_requests: 4, concurrency: 4, warmup_s: 5}", &bad);
+  EXPECT_EQ(settings.threads, 1u);  // one load thread unless client_threads says more
   EXPECT_NE(s.message().find("expected 'duration_s' with 'warmup_s'"), std::string::npos)
       << s.message();
   s = Expand("{input_len: 8, output_len: 4, concurrency: 4, duration_s: 0}", &bad);
@@ -97,6 +98,25 @@ TEST(MatrixLoadModes, SessionsSetTheRequestCount) {
   EXPECT_NE(s.message().find("m.yaml:4:"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("unknown key 'think_tim'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("did you mean 'think_time'"), std::string::npos) << s.message();
+}
+
+TEST(MatrixLoadModes, ClientThreadsReachTheLoadGenerator) {
+  coordinator::LoadedMatrix m;
+  Status s = Expand(
+      "{input_len: 8, output_len: 4, num_requests: 4, concurrency: 8, "
+      "client_threads: 2}",
+      &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(LoadSettingsFor(m.matrix().getRuns()[0], "http://x").threads, 2u);
+  coordinator::LoadedMatrix bad;
+  s = Expand("{input_len: 8, output_len: 4, num_requests: 4, client_threads: 0}", &bad);
+  EXPECT_NE(s.message().find("m.yaml:4:"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("expected 'client_threads' to be an integer >= 1, found 0"),
+            std::string::npos)
+      << s.message();
+  s = Expand("{input_len: 8, output_len: 4, num_requests: 4, client_threads: 65}", &bad);
+  EXPECT_NE(s.message().find("expected 'client_threads' from 1 to 64, found 65"), std::string::npos)
+      << s.message();
 }
 
 TEST(MatrixLoadModes, BadKeysNamePlaceAndSuggestion) {
