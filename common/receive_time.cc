@@ -45,7 +45,10 @@ bool EnableReceiveTimestamps(int fd) {
   return setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof(on)) == 0;
 }
 
-ReceivedBytes ReceiveWithTime(int fd, void* data, size_t size) {
+namespace {
+
+// recvmsg with room for the receive stamp; `flags` beside MSG_DONTWAIT (MSG_PEEK: look only).
+ReceivedBytes Receive(int fd, void* data, size_t size, int flags) {
   iovec iov{.iov_base = data, .iov_len = size};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
   msghdr msg{};
@@ -54,25 +57,25 @@ ReceivedBytes ReceiveWithTime(int fd, void* data, size_t size) {
   msg.msg_control = control;
   msg.msg_controllen = sizeof(control);
   ReceivedBytes received;
-  received.bytes = recvmsg(fd, &msg, MSG_DONTWAIT);
+  received.bytes = recvmsg(fd, &msg, flags | MSG_DONTWAIT);
   if (received.bytes < 0) received.error = errno;
   if (received.bytes > 0) received.received_at = SteadyStamp(msg);
   return received;
 }
 
+}  // namespace
+
+ReceivedBytes ReceiveWithTime(int fd, void* data, size_t size) {
+  return Receive(fd, data, size, 0);
+}
+
 int64_t PeekReceiveSteadyNs(int fd) {
   char byte = 0;
-  iovec iov{.iov_base = &byte, .iov_len = 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  if (recvmsg(fd, &msg, MSG_PEEK | MSG_DONTWAIT) <= 0) return -1;
-  const std::optional<Clock::time_point> at = SteadyStamp(msg);
-  return at ? std::chrono::duration_cast<std::chrono::nanoseconds>(at->time_since_epoch()).count()
-            : -1;
+  const ReceivedBytes peeked = Receive(fd, &byte, 1, MSG_PEEK);
+  if (!peeked.received_at) return -1;
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             peeked.received_at->time_since_epoch())
+      .count();
 }
 
 }  // namespace servesweep
