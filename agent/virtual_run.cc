@@ -19,7 +19,8 @@ constexpr int64_t kSampleIntervalNs = 100'000'000;  // as the scraper's default 
 
 // The spec's requests: lengths from its plan (trace or distributions) or fixed; arrivals from
 // the trace, the open-loop schedule (same seed as the load generator), or the closed loop.
-perfmodel::Workload WorkloadFor(schema::Workload::Reader w) {
+perfmodel::Workload WorkloadFor(schema::RunSpec::Reader spec) {
+  const schema::Workload::Reader w = spec.getWorkload();
   perfmodel::Workload out;
   const uint32_t n = w.getNumRequests();
   const auto plan = w.getPlan();
@@ -27,17 +28,7 @@ perfmodel::Workload WorkloadFor(schema::Workload::Reader w) {
   std::vector<int64_t> arrivals(n, 0);
   if (w.getRequestRatePerS() > 0 || w.getRamp().size() > 0) {
     // The load generator's own schedule: constant gaps and ramps included.
-    loadgen::LoadSettings load;
-    load.num_requests = n;
-    load.request_rate_per_s = w.getRequestRatePerS();
-    load.burstiness = w.getBurstiness();
-    load.arrival = w.getArrival() == "constant" ? loadgen::ArrivalKind::kConstant
-                                                : loadgen::ArrivalKind::kPoisson;
-    load.ramp = w.getRamp() == "linear"        ? loadgen::RampKind::kLinear
-                : w.getRamp() == "exponential" ? loadgen::RampKind::kExponential
-                                               : loadgen::RampKind::kNone;
-    load.ramp_start_rate_per_s = w.getRampStartRatePerS();
-    load.ramp_end_rate_per_s = w.getRampEndRatePerS();
+    const loadgen::LoadSettings load = LoadSettingsFor(spec, "");
     arrivals = loadgen::ScheduleNs(loadgen::ArrivalKindFor(load), load.burstiness,
                                    loadgen::RateProfileFor(load, n), n, w.getSeed());
     out.max_in_flight = static_cast<int>(w.getConcurrency());
@@ -210,7 +201,7 @@ Status Simulate(schema::RunSpec::Reader spec, const std::string& default_hardwar
   }
   out->cold_start_ms = static_cast<double>(cost.ColdStartNs()) / 1e6;
   if (Status s = perfmodel::SimulateWorkload(out->hardware, out->model, deployment,
-                                             WorkloadFor(spec.getWorkload()), &out->result);
+                                             WorkloadFor(spec), &out->result);
       !s.ok()) {
     return s;
   }

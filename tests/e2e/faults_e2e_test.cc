@@ -29,32 +29,21 @@ constexpr int kLiveness = 10;
 const std::vector<std::string> kHeartbeat = {"--heartbeat-ms", std::to_string(kHeartbeatMs),
                                              "--liveness", std::to_string(kLiveness)};
 
-std::vector<std::string> Join(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-int ExitCode(ChildProcess& process, seconds timeout) {
-  auto status = process.Wait(timeout);
-  if (!status) return -1;
-  return WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
-}
-
 size_t StartAgent(Harness& h, const std::string& id, const std::string& endpoint,
                   const std::vector<std::string>& wrapper = {}, const std::string& spool = "") {
   return h.Start(id,
-                 Join({"agent", "--connect", endpoint, "--id", id, "--emulate-gpus", "1", "--spool",
-                       spool.empty() ? h.Path(id + "/spool") : spool, "--work-dir",
-                       h.Path(id + "/work"), "--reconnect-max-ms", "500"},
-                      Join(kHeartbeat, h.AgentKeyArgs())),
+                 Concat({"agent", "--connect", endpoint, "--id", id, "--emulate-gpus", "1",
+                         "--spool", spool.empty() ? h.Path(id + "/spool") : spool, "--work-dir",
+                         h.Path(id + "/work"), "--reconnect-max-ms", "500"},
+                        Concat(kHeartbeat, h.AgentKeyArgs())),
                  wrapper);
 }
 
 size_t StartCoordinator(Harness& h, const std::string& matrix, const std::string& bind,
                         const std::string& out) {
   return h.Start("coordinator",
-                 Join(Join({"coordinator", matrix, "--bind", bind, "--out", out}, kHeartbeat),
-                      h.CoordinatorKeyArgs()));
+                 Concat(Concat({"coordinator", matrix, "--bind", bind, "--out", out}, kHeartbeat),
+                        h.CoordinatorKeyArgs()));
 }
 
 // Every planned run is in the database exactly once, done, with all its requests.

@@ -25,24 +25,13 @@ using std::chrono::seconds;
 
 const std::vector<std::string> kFast = {"--heartbeat-ms", "100", "--liveness", "3"};
 
-std::vector<std::string> Cat(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-int ExitCode(ChildProcess& process, seconds timeout) {
-  auto status = process.Wait(timeout);
-  if (!status) return -1;
-  return WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
-}
-
 size_t StartAgent(Harness& h, const std::string& id, const std::string& endpoint,
                   const std::vector<std::string>& security) {
-  return h.Start(id, Cat(Cat({"agent", "--connect", endpoint, "--id", id, "--emulate-gpus", "1",
-                              "--spool", h.Path(id + "/spool"), "--work-dir", h.Path(id + "/work"),
-                              "--reconnect-max-ms", "500"},
-                             kFast),
-                         security));
+  return h.Start(id, Concat(Concat({"agent", "--connect", endpoint, "--id", id, "--emulate-gpus",
+                                    "1", "--spool", h.Path(id + "/spool"), "--work-dir",
+                                    h.Path(id + "/work"), "--reconnect-max-ms", "500"},
+                                   kFast),
+                            security));
 }
 
 std::string ReadAll(const std::string& path) {
@@ -60,12 +49,12 @@ TEST(Security, OnlyListedAgentsAreAdmitted) {
   const std::string allowed =
       h.WriteFile("allowed.keys", "# agents of this sweep\n" + ReadAll(h.KeyPath("agent", "pub")) +
                                       ReadAll(h.KeyPath("misled", "pub")) + "\n");
-  const size_t coordinator =
-      h.Start("coordinator",
-              Cat(Cat({"coordinator", matrix, "--bind", endpoint, "--out", out, "--secret-key",
-                       h.KeyPath("coordinator", "secret"), "--allowed-keys", allowed},
-                      kFast),
-                  {}));
+  const size_t coordinator = h.Start(
+      "coordinator",
+      Concat(Concat({"coordinator", matrix, "--bind", endpoint, "--out", out, "--secret-key",
+                     h.KeyPath("coordinator", "secret"), "--allowed-keys", allowed},
+                    kFast),
+             {}));
   const size_t stranger = StartAgent(h, "stranger", endpoint, h.AgentKeyArgs("stranger"));
   const size_t misled = StartAgent(h, "misled", endpoint, h.AgentKeyArgs("misled", "impostor"));
   // The stranger's handshake reaches the ZAP handler and is refused.
@@ -105,10 +94,11 @@ TEST(Security, AnAgentIdStaysWithTheKeyItWasFirstSeenWith) {
   const std::string matrix = h.WriteFile("m.yaml", SimMatrix("idkey", 3, 40, 1, 8, 10, 4));
   const std::string allowed = h.WriteFile(
       "allowed.keys", ReadAll(h.KeyPath("agent", "pub")) + ReadAll(h.KeyPath("other", "pub")));
-  const size_t coordinator = h.Start(
-      "coordinator", Cat({"coordinator", matrix, "--bind", endpoint, "--out", out, "--secret-key",
-                          h.KeyPath("coordinator", "secret"), "--allowed-keys", allowed},
-                         kFast));
+  const size_t coordinator =
+      h.Start("coordinator",
+              Concat({"coordinator", matrix, "--bind", endpoint, "--out", out, "--secret-key",
+                      h.KeyPath("coordinator", "secret"), "--allowed-keys", allowed},
+                     kFast));
   const size_t real = StartAgent(h, "node1", endpoint, h.AgentKeyArgs("agent"));
   std::string agent_public;
   ASSERT_TRUE(ReadCurvePublicKey(h.KeyPath("agent", "pub"), &agent_public).ok());
@@ -186,10 +176,10 @@ TEST(Security, ResumeWithNewKeysBindsTheAgentIdsAnew) {
   const std::string out = h.Path("out");
   const std::string matrix = h.WriteFile("m.yaml", SimMatrix("rebind", 4, 40, 1, 8, 10, 4));
   auto coordinator_args = [&](const std::string& agent_key) {
-    return Cat(
-        Cat({"coordinator", matrix, "--bind", endpoint, "--out", out, "--secret-key",
-             h.KeyPath("coordinator", "secret"), "--allowed-keys", h.KeyPath(agent_key, "pub")},
-            kFast),
+    return Concat(
+        Concat({"coordinator", matrix, "--bind", endpoint, "--out", out, "--secret-key",
+                h.KeyPath("coordinator", "secret"), "--allowed-keys", h.KeyPath(agent_key, "pub")},
+               kFast),
         {"--resume"});
   };
   size_t coordinator = h.Start("coordinator-1", coordinator_args("agent"));
@@ -207,11 +197,11 @@ TEST(Security, ResumeWithNewKeysBindsTheAgentIdsAnew) {
   coordinator = h.Start("coordinator-2", coordinator_args("rotated"));
   // The same node (id, spool) restarted with its new key.
   agent = h.Start("node1-again",
-                  Cat(Cat({"agent", "--connect", endpoint, "--id", "node1", "--emulate-gpus", "1",
-                           "--spool", h.Path("node1/spool"), "--work-dir", h.Path("node1/work"),
-                           "--reconnect-max-ms", "500"},
-                          kFast),
-                      h.AgentKeyArgs("rotated")));
+                  Concat(Concat({"agent", "--connect", endpoint, "--id", "node1", "--emulate-gpus",
+                                 "1", "--spool", h.Path("node1/spool"), "--work-dir",
+                                 h.Path("node1/work"), "--reconnect-max-ms", "500"},
+                                kFast),
+                         h.AgentKeyArgs("rotated")));
   ASSERT_EQ(ExitCode(h.process(coordinator), seconds(60)), 0) << h.Log("coordinator-2");
   EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status='done'"), 4);
   EXPECT_NE(h.Log("coordinator-2").find("agent id 'node1' was bound to key"), std::string::npos)
@@ -231,7 +221,7 @@ TEST(Security, PlainTcpOnlyWhenAskedAndThenWithAWarning) {
   const std::string matrix = h.WriteFile("m.yaml", SimMatrix("insecure", 2, 6, 2, 8, 5, 2));
   // Neither keys nor --insecure: refused before the output folder is touched.
   const size_t refused =
-      h.Start("refused", Cat({"coordinator", matrix, "--bind", endpoint, "--out", out}, kFast));
+      h.Start("refused", Concat({"coordinator", matrix, "--bind", endpoint, "--out", out}, kFast));
   EXPECT_EQ(ExitCode(h.process(refused), seconds(10)), 1);
   EXPECT_NE(h.Log("refused").find("--insecure"), std::string::npos) << h.Log("refused");
   EXPECT_FALSE(std::filesystem::exists(out));
@@ -239,9 +229,9 @@ TEST(Security, PlainTcpOnlyWhenAskedAndThenWithAWarning) {
   EXPECT_EQ(ExitCode(h.process(refused_agent), seconds(10)), 1);
   EXPECT_NE(h.Log("refused-agent").find("--insecure"), std::string::npos);
 
-  const size_t coordinator =
-      h.Start("coordinator",
-              Cat({"coordinator", matrix, "--bind", endpoint, "--out", out, "--insecure"}, kFast));
+  const size_t coordinator = h.Start(
+      "coordinator",
+      Concat({"coordinator", matrix, "--bind", endpoint, "--out", out, "--insecure"}, kFast));
   const size_t agent = StartAgent(h, "plain", endpoint, {"--insecure"});
   ASSERT_EQ(ExitCode(h.process(coordinator), seconds(60)), 0) << h.Log("coordinator");
   EXPECT_EQ(ExitCode(h.process(agent), seconds(10)), 0);

@@ -49,12 +49,6 @@ size_t StartAgent(Harness& h, const std::string& id, const std::string& endpoint
                           Args(kFastHeartbeat, h.AgentKeyArgs())));
 }
 
-int ExitCode(ChildProcess& process, seconds timeout) {
-  auto status = process.Wait(timeout);
-  if (!status) return -1;
-  return WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
-}
-
 // A scratch folder, a coordinator endpoint, an output folder and a matrix for one test.
 struct Sweep {
   Sweep(const std::string& name, const std::string& matrix_text)

@@ -122,6 +122,17 @@ int64_t Harness::QueryInt(const std::string& out_dir, const std::string& sql) co
   return std::stoll(table.rows[0][0]);
 }
 
+int ExitCode(ChildProcess& process, std::chrono::milliseconds timeout) {
+  const auto status = process.Wait(timeout);
+  if (!status) return -1;
+  return WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
+}
+
+std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 int RunShell(const std::string& command, std::string* output) {
   output->clear();
   FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");

@@ -59,6 +59,13 @@ class Harness {
   std::vector<std::unique_ptr<ChildProcess>> processes_;
 };
 
+// Waits up to `timeout` for a started process; its exit code (128 + signal when killed), or -1
+// when it is still running.
+int ExitCode(ChildProcess& process, std::chrono::milliseconds timeout);
+
+// `a` followed by `b` (argument lists).
+std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b);
+
 // Runs a shell command line; returns its wait status, its stdout and stderr in *output.
 int RunShell(const std::string& command, std::string* output);
 
