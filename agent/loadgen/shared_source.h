@@ -1,5 +1,7 @@
-// One request source shared by several load threads: every call is made under one lock, and a
-// due request is taken in one step (TakeIfDue), so each request goes out exactly once. The lock
+// One request source shared by several load threads: every call that reads or changes what is
+// left to send is made under one lock (WantsAnswerText and IssueEndNs are fixed at
+// construction), and a due request is taken in one step (TakeIfDue), so each request goes out
+// exactly once. The lock
 // is held for a source call only (microseconds), never across a network wait.
 //
 // Thread-safety: all methods may be called from any thread.
