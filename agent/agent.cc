@@ -213,7 +213,7 @@ void Agent::RefuseAssignment(schema::Assign::Reader assign, const std::string& w
   result.setRunId(assign.getSpec().getRunId());
   result.setAttempt(assign.getAttempt());
   result.setAgentId(settings_.agent_id);
-  result.setStatus(schema::RunStatus::REFUSED);
+  result.setStatus(schema::RunStatus::BUSY);
   result.setError(why);
   result.setSpec(assign.getSpec());
   Send(message);
@@ -310,7 +310,7 @@ void Agent::Handle(const zmq::message_t& frame, bool* bye) {
 Status Agent::Run() {
   if (settings_.curve_server_z85.empty() || settings_.curve_secret_z85.empty()) {
     if (!settings_.insecure) {
-      return Status::Error(
+      return Status::InvalidArgument(
           "no CurveZMQ keys: expected --server-key (the coordinator's public key) and "
           "--secret-key (this agent's key, from `servesweep keygen`), or --insecure for plain "
           "TCP");

@@ -31,7 +31,7 @@ Status EngineGroup::Start(const EngineLaunch& launch, const std::string& log_pre
             ChildProcess::Spawn({process.argv, process.env, member.log_path, ""}, &member.process);
         !s.ok()) {
       Stop(std::chrono::seconds(5));
-      return Status::Error(fmt::format("could not start {}: {}", process.name, s.message()));
+      return s.Prefixed("could not start " + process.name);
     }
     members_.push_back(std::move(member));
   }
@@ -85,11 +85,11 @@ Status CheckPrograms(const EngineLaunch& launch, const std::string& agent_id) {
   const char* path_env = std::getenv("PATH");
   const std::string path = path_env ? path_env : "";
   for (const auto& process : launch.processes) {
-    if (process.argv.empty()) return Status::Error(process.name + ": empty command");
+    if (process.argv.empty()) return Status::InvalidArgument(process.name + ": empty command");
     const std::string& program = process.argv[0];
     if (program.find('/') != std::string::npos) {
       if (::access(program.c_str(), X_OK) != 0) {
-        return Status::Error(
+        return Status::NotFound(
             fmt::format("{} is not an executable file on agent {}", program, agent_id));
       }
       continue;
@@ -100,7 +100,7 @@ Status CheckPrograms(const EngineLaunch& launch, const std::string& agent_id) {
       found = !dir.empty() && ::access((dir + "/" + program).c_str(), X_OK) == 0;
     }
     if (!found) {
-      return Status::Error(
+      return Status::NotFound(
           fmt::format("{} ({}) is not on the PATH of agent {}; install the engine there "
                       "(llama.cpp: scripts/install-engines.sh)",
                       program, process.name, agent_id));

@@ -62,7 +62,7 @@ Status ParseEmulatedFigures(const std::string& text, std::vector<kernels::Figure
     if (item.empty()) continue;
     const size_t equals = item.find('=');
     if (equals == std::string::npos) {
-      return Status::Error(
+      return Status::InvalidArgument(
           fmt::format("emulated probe figures: expected probe[@gpu]=value, found '{}'", item));
     }
     kernels::Figure figure;
@@ -76,7 +76,7 @@ Status ParseEmulatedFigures(const std::string& text, std::vector<kernels::Figure
     const std::string value = item.substr(equals + 1);
     figure.value = std::strtod(value.c_str(), &end);
     if (value.empty() || *end != '\0' || figure.probe.empty()) {
-      return Status::Error(
+      return Status::InvalidArgument(
           fmt::format("emulated probe figures: expected probe[@gpu]=number, found '{}'", item));
     }
     out->push_back(figure);

@@ -34,57 +34,6 @@ void FillStats(const loadgen::Stats& stats, schema::LatencyStats::Builder out) {
   out.setCount(stats.count);
 }
 
-loadgen::LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::string& base_url) {
-  const auto w = spec.getWorkload();
-  loadgen::LoadSettings settings;
-  settings.base_url = base_url;
-  settings.api = w.getApi() == schema::ApiKind::CHAT_COMPLETIONS ? loadgen::Api::kChatCompletions
-                                                                 : loadgen::Api::kCompletions;
-  settings.model = spec.getModel();
-  settings.num_requests = w.getNumRequests();
-  settings.warmup_requests = w.getWarmupRequests();
-  settings.input_len_tok = w.getInputLenTok();
-  settings.output_len_tok = w.getOutputLenTok();
-  settings.concurrency = w.getConcurrency();
-  settings.threads = std::max<uint32_t>(1, w.getClientThreads());
-  settings.request_rate_per_s = w.getRequestRatePerS();
-  settings.seed = w.getSeed();
-  settings.ignore_eos = w.getIgnoreEos();
-  settings.temperature = w.getTemperature();
-  settings.request_timeout_s = spec.getTimeoutS();
-  settings.replay_arrivals = w.getReplayArrivals();
-  settings.burstiness = w.getBurstiness();
-  settings.token_id_prompts = w.getTokenIdPrompts();
-  settings.arrival = w.getArrival() == "constant" ? loadgen::ArrivalKind::kConstant
-                                                  : loadgen::ArrivalKind::kPoisson;
-  settings.ramp = w.getRamp() == "linear"        ? loadgen::RampKind::kLinear
-                  : w.getRamp() == "exponential" ? loadgen::RampKind::kExponential
-                                                 : loadgen::RampKind::kNone;
-  settings.ramp_start_rate_per_s = w.getRampStartRatePerS();
-  settings.ramp_end_rate_per_s = w.getRampEndRatePerS();
-  settings.warmup_s = w.getWarmupS();
-  settings.duration_s = w.getDurationS();
-  settings.drain_timeout_s = w.getDrainTimeoutS();
-  settings.sessions = w.getSessions();
-  settings.turns = w.getTurns();
-  settings.think_time_s = w.getThinkTimeS();
-  settings.think_time_exponential = w.getThinkTimeExponential();
-  for (auto prompt : w.getCustomPrompts()) {
-    settings.custom_prompts.push_back(
-        {prompt.getPrompt(), prompt.getMessagesJson(), prompt.getMaxTokens()});
-  }
-  for (auto planned : w.getPlan()) {
-    loadgen::PlannedRequest request{planned.getOffsetNs(),
-                                    planned.getInputLenTok(),
-                                    planned.getOutputLenTok(),
-                                    {},
-                                    planned.getPrefixLenTok()};
-    for (uint64_t block : planned.getPrefixBlocks()) request.prefix_blocks.push_back(block);
-    settings.plan.push_back(std::move(request));
-  }
-  return settings;
-}
-
 void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
                     schema::BenchmarkRecord::Builder record) {
   const auto layout = spec.getLayout();
@@ -127,7 +76,7 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
   record.setRequestRatePerS(w.getRequestRatePerS());
   const bool replayed =
       traced && w.getPlan().size() > 0 && w.getReplayArrivals() && w.getRequestRatePerS() == 0;
-  const loadgen::LoadSettings load = LoadSettingsFor(spec, "");
+  const loadgen::LoadSettings load = workload::LoadSettingsFor(spec, "");
   std::string arrival =
       replayed ? fmt::format("trace x{}", w.getTraceSpeedup())
       : w.getSessions() > 0

@@ -60,7 +60,4 @@ void FillStats(const loadgen::Stats& stats, schema::LatencyStats::Builder out);
 // One request as the load generator recorded it, into the result's per-request records.
 void CopyRequestRecord(const loadgen::RequestRecord& in, schema::RequestRecord::Builder out);
 
-// The load generator's settings for a run spec (url from the engine adapter).
-loadgen::LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::string& base_url);
-
 }  // namespace servesweep::agent

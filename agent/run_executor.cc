@@ -14,11 +14,11 @@
 #include "agent/engine_processes.h"
 #include "agent/engines/engine_adapter.h"
 #include "agent/gpu_telemetry.h"
-#include "agent/http_get.h"
 #include "agent/loadgen/answer_client.h"
 #include "agent/loadgen/bench_metrics.h"
 #include "agent/loadgen/load_generator.h"
 #include "agent/record_builder.h"
+#include "agent/scraper/http_get.h"
 #include "agent/scraper/metrics_scraper.h"
 #include "common/clock.h"
 #include "common/net.h"
@@ -57,17 +57,17 @@ Status ProbeCompletion(const std::string& base_url, const std::string& model, bo
   const std::string url = base_url + (chat ? "/v1/chat/completions" : "/v1/completions");
   HttpResponse response;
   if (Status s = HttpPostJson(url, body.dump(), timeout_ms, &response, api_key); !s.ok()) {
-    return Status::Error(fmt::format("probe request failed: {}", s.message()));
+    return Status::Unavailable(fmt::format("probe request failed: {}", s.message()));
   }
   const std::string excerpt = response.body.substr(0, 300);
   if (response.status_code != 200) {
-    return Status::Error(fmt::format("probe request to {} answered HTTP {}: {}", url,
-                                     response.status_code, excerpt));
+    return Status::Unavailable(fmt::format("probe request to {} answered HTTP {}: {}", url,
+                                           response.status_code, excerpt));
   }
   const auto json = nlohmann::json::parse(response.body, nullptr, false);
   if (json.is_discarded() || !json.contains("choices") || !json["choices"].is_array() ||
       json["choices"].empty()) {
-    return Status::Error(
+    return Status::Unavailable(
         fmt::format("probe request to {} answered 200 without choices: {}", url, excerpt));
   }
   return Status::Ok();
@@ -187,118 +187,180 @@ void RunExecutor::Execute() {
   finished_.store(true);
 }
 
-void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
-  auto assign = assign_message_.getRoot<schema::Assign>().asReader();
-  const auto spec = assign.getSpec();
-  auto fail = [&](const std::string& error) {
-    result.setStatus(schema::RunStatus::FAILED);
-    result.setError(error);
-  };
-  auto adapter = MakeEngineAdapter(spec.getEngine());
-  if (!adapter)
-    return fail(fmt::format("engine '{}' cannot be started on agent {}", spec.getEngine().cStr(),
-                            context_.agent_id));
-  LaunchContext launch_context = LaunchContextFor(assign);
-  launch_context.port = FreeLoopbackPort();
-  launch_context.self_executable = SelfExecutable();
-  const EngineLaunch launch = adapter->Plan(launch_context);
+// The head's run, phase by phase; each phase returns Status and the first failure ends the run
+// (its code decides the result: invalid argument = refused, never retried; anything else =
+// failed, retried while attempts are left). Members are destroyed in reverse order: the engines
+// are stopped before the executor forgets their process groups.
+class HeadRun {
+ public:
+  HeadRun(RunExecutor& executor, schema::RunResult::Builder result)
+      : x_(executor),
+        assign_(executor.assign_message_.getRoot<schema::Assign>().asReader()),
+        spec_(assign_.getSpec()),
+        result_(result) {}
 
-  std::filesystem::create_directories(context_.work_dir);
-  const std::string log_prefix = fmt::format("{}/{}.{}", context_.work_dir, run_id_, attempt_);
-  NodeFacts node;
-  node.gpu_model = context_.gpu_model;
-  node.interconnect = context_.interconnect;
-  node.engine_version = launch.version;
-  if (launch.error.empty()) ReadProvenance(launch, log_prefix, &node);
-  const bool local_engine = launch.error.empty() && !launch.processes.empty();
-  if (local_engine) {
-    const GpuProvenance gpu = ReadGpuProvenance(log_prefix, context_.agent_id);
-    node.driver_version = gpu.driver_version;
-    node.cuda_version = gpu.cuda_version;
-    node.gpu_topology = gpu.topology;
-    node.why_no_gpu_facts = gpu.why_missing;
-    if (node.nccl_version.empty()) node.nccl_version = gpu.nccl_version;
-  } else {
-    node.why_no_gpu_facts = "no engine started on the agent";
-  }
-  FillConditions(spec, node, result.initRecord());
-  if (!launch.error.empty()) return fail(fmt::format("engine not started: {}", launch.error));
-  if (Status s = CheckPrograms(launch, context_.agent_id); !s.ok()) return fail(s.message());
+  // The engine's launch, the node's facts and the run's conditions (recorded whatever follows);
+  // the load settings are checked here, before any engine starts.
+  Status Plan();
+  Status StartEngines();
+  // /health answers 200 (where the engine has one), the model is listed, and one real request
+  // is answered; cold start ends there.
+  Status AwaitReady();
+  // Warm-up as its own phase, so neither the figures nor the engine signals include it.
+  Status WarmUp();
+  // The measured phase, with /metrics scraped and GPU telemetry sampled alongside.
+  Status Measure();
+  // Every quality task at temperature 0, after the measured phase (not timed, not in the
+  // figures or the engine signals).
+  void QualityGate();
+  // Whether the engine survived the run; then it is stopped.
+  void Drain();
+  // The figures, requests and samples into the result; fails a run where nothing succeeded or
+  // the engine died.
+  Status Record();
 
-  EngineGroup engines;
-  // Declared after `engines`, so destroyed first: Cancel() never signals a reaped (reusable) pgid.
+ private:
+  // A failure of the engine: its log tail goes into the result, the exit status into the reason.
+  Status EngineFailure(const std::string& what);
+
+  RunExecutor& x_;
+  schema::Assign::Reader assign_;
+  schema::RunSpec::Reader spec_;
+  schema::RunResult::Builder result_;
+  EngineLaunch launch_;
+  NodeFacts node_;
+  std::string log_prefix_;
+  bool local_engine_ = false;
+  EngineGroup engines_;
+  // Declared after engines_, so destroyed first: Cancel() never signals a reaped (reusable) pgid.
   struct PgidReset {
     RunExecutor& executor;
     ~PgidReset() { executor.SetEnginePgids({}); }
-  } pgid_reset{*this};
-  const int64_t spawn_ns = SteadyNowNs();
-  if (Status s = engines.Start(launch, log_prefix); !s.ok()) return fail(s.message());
-  SetEnginePgids(engines.Pgids());
-  if (cancelled()) engines.Signal(SIGKILL);  // a cancel that raced the spawn
-  auto engine_failure = [&](const std::string& what) {
-    const auto exited = engines.FirstExit();
-    result.setEngineLogTail(engines.LogTail(kLogTailLines));
-    fail(fmt::format(
-        "{}{}; engine log: {}", what,
-        exited ? fmt::format(" ({} {})", exited->first, DescribeExit(exited->second)) : "",
-        engines.LogPaths()));
-  };
+  } pgid_reset_{x_};
+  int64_t spawn_ns_ = 0;
+  double cold_start_ms_ = std::numeric_limits<double>::quiet_NaN();
+  loadgen::LoadSettings settings_;
+  loadgen::LoadResult load_;
+  MetricsScraper scraper_;
+  GpuTelemetrySampler gpu_sampler_;
+  bool gpu_sampled_ = false;
+  std::vector<ScrapedSample> gpu_samples_;
+  std::optional<QualityScore> quality_;
+  bool engine_died_ = false;
+};
 
-  // Readiness: /health answers 200 (where the engine has one), the model is listed, and one real
-  // request is answered; cold start ends there.
-  SetPhase("starting");
+Status HeadRun::Plan() {
+  auto adapter = MakeEngineAdapter(spec_.getEngine());
+  if (!adapter) {
+    return Status::InvalidArgument(fmt::format("engine '{}' cannot be started on agent {}",
+                                               spec_.getEngine().cStr(), x_.context_.agent_id));
+  }
+  LaunchContext launch_context = LaunchContextFor(assign_);
+  launch_context.port = FreeLoopbackPort();
+  launch_context.self_executable = SelfExecutable();
+  launch_ = adapter->Plan(launch_context);
+
+  std::filesystem::create_directories(x_.context_.work_dir);
+  log_prefix_ = fmt::format("{}/{}.{}", x_.context_.work_dir, x_.run_id_, x_.attempt_);
+  node_.gpu_model = x_.context_.gpu_model;
+  node_.interconnect = x_.context_.interconnect;
+  node_.engine_version = launch_.version;
+  if (launch_.error.empty()) ReadProvenance(launch_, log_prefix_, &node_);
+  local_engine_ = launch_.error.empty() && !launch_.processes.empty();
+  if (local_engine_) {
+    const GpuProvenance gpu = ReadGpuProvenance(log_prefix_, x_.context_.agent_id);
+    node_.driver_version = gpu.driver_version;
+    node_.cuda_version = gpu.cuda_version;
+    node_.gpu_topology = gpu.topology;
+    node_.why_no_gpu_facts = gpu.why_missing;
+    if (node_.nccl_version.empty()) node_.nccl_version = gpu.nccl_version;
+  } else {
+    node_.why_no_gpu_facts = "no engine started on the agent";
+  }
+  FillConditions(spec_, node_, result_.initRecord());
+  // The same rules `plan` checked: a spec that reaches an agent broken (an older coordinator, a
+  // hand-written assignment) is refused before any engine starts.
+  settings_ = workload::LoadSettingsFor(spec_, launch_.error.empty() ? launch_.base_url : "");
+  settings_.api_key = launch_.api_key;
+  settings_.reuse_connections = launch_.reuse_connections;
+  if (launch_.error.empty()) {
+    if (Status s = workload::ValidateLoadSettings(settings_); !s.ok()) {
+      return s.Prefixed("the run's load settings");
+    }
+  }
+  if (!launch_.error.empty()) {
+    return Status::FailedPrecondition(fmt::format("engine not started: {}", launch_.error));
+  }
+  return CheckPrograms(launch_, x_.context_.agent_id);
+}
+
+Status HeadRun::StartEngines() {
+  spawn_ns_ = SteadyNowNs();
+  if (Status s = engines_.Start(launch_, log_prefix_); !s.ok()) return s;
+  x_.SetEnginePgids(engines_.Pgids());
+  if (x_.cancelled()) engines_.Signal(SIGKILL);  // a cancel that raced the spawn
+  return Status::Ok();
+}
+
+Status HeadRun::EngineFailure(const std::string& what) {
+  const auto exited = engines_.FirstExit();
+  result_.setEngineLogTail(engines_.LogTail(kLogTailLines));
+  return Status::Unavailable(fmt::format(
+      "{}{}; engine log: {}", what,
+      exited ? fmt::format(" ({} {})", exited->first, DescribeExit(exited->second)) : "",
+      engines_.LogPaths()));
+}
+
+Status HeadRun::AwaitReady() {
+  x_.SetPhase("starting");
   // A second inside the run's own timeout, so an engine that never gets ready fails with that
   // reason rather than racing the agent's run watchdog.
-  const double run_timeout_s = spec.getTimeoutS();
+  const double run_timeout_s = spec_.getTimeoutS();
   const double ready_timeout_s =
       std::min(kReadyTimeoutCapS, run_timeout_s > 2 ? run_timeout_s - 1 : run_timeout_s);
-  double cold_start_ms = std::numeric_limits<double>::quiet_NaN();
-  while (!launch.health_path.empty()) {
-    if (cancelled())
-      return engine_failure("cancelled while the engine started: " + cancel_reason());
-    if (engines.AnyExited()) return engine_failure("engine exited before it was ready");
+  auto elapsed_s = [&] { return static_cast<double>(SteadyNowNs() - spawn_ns_) / 1e9; };
+  while (!launch_.health_path.empty()) {
+    if (x_.cancelled()) {
+      return EngineFailure("cancelled while the engine started: " + x_.cancel_reason());
+    }
+    if (engines_.AnyExited()) return EngineFailure("engine exited before it was ready");
     HttpResponse health;
-    if (HttpGet(launch.base_url + launch.health_path, 1000, &health).ok() &&
+    if (HttpGet(launch_.base_url + launch_.health_path, 1000, &health).ok() &&
         health.status_code == 200) {
       break;
     }
-    if (static_cast<double>(SteadyNowNs() - spawn_ns) / 1e9 > ready_timeout_s) {
-      return engine_failure(fmt::format("engine not ready after {:.0f} s", ready_timeout_s));
+    if (elapsed_s() > ready_timeout_s) {
+      return EngineFailure(fmt::format("engine not ready after {:.0f} s", ready_timeout_s));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   HttpResponse models;
-  if (!HttpGet(launch.base_url + "/v1/models", 10000, &models, launch.api_key).ok() ||
+  if (!HttpGet(launch_.base_url + "/v1/models", 10000, &models, launch_.api_key).ok() ||
       models.status_code != 200 ||
-      models.body.find(fmt::format("\"{}\"", spec.getModel().cStr())) == std::string::npos) {
-    return engine_failure(fmt::format("engine ready but /v1/models does not list '{}' (HTTP {})",
-                                      spec.getModel().cStr(), models.status_code));
+      models.body.find(fmt::format("\"{}\"", spec_.getModel().cStr())) == std::string::npos) {
+    return EngineFailure(fmt::format("engine ready but /v1/models does not list '{}' (HTTP {})",
+                                     spec_.getModel().cStr(), models.status_code));
   }
   // One real request: an engine that lists its model may still fail to generate.
-  {
-    const double left_s = ready_timeout_s - static_cast<double>(SteadyNowNs() - spawn_ns) / 1e9;
-    const long probe_timeout_ms = static_cast<long>(std::max(30.0, left_s) * 1000);
-    if (Status s = ProbeCompletion(launch.base_url, spec.getModel().cStr(),
-                                   spec.getWorkload().getApi() == schema::ApiKind::CHAT_COMPLETIONS,
-                                   launch.api_key, probe_timeout_ms);
-        !s.ok()) {
-      return engine_failure(fmt::format("engine listed its model, but {}", s.message()));
-    }
+  const long probe_timeout_ms =
+      static_cast<long>(std::max(30.0, ready_timeout_s - elapsed_s()) * 1000);
+  if (Status s = ProbeCompletion(launch_.base_url, spec_.getModel().cStr(),
+                                 spec_.getWorkload().getApi() == schema::ApiKind::CHAT_COMPLETIONS,
+                                 launch_.api_key, probe_timeout_ms);
+      !s.ok()) {
+    return EngineFailure(fmt::format("engine listed its model, but {}", s.message()));
   }
-  if (!launch.processes.empty()) {
-    cold_start_ms = static_cast<double>(SteadyNowNs() - spawn_ns) / 1e6;
-  }
+  if (!launch_.processes.empty()) cold_start_ms_ = elapsed_s() * 1e3;
+  return Status::Ok();
+}
 
-  // Warm-up as its own phase, so neither the figures nor the engine signals include it.
-  loadgen::LoadSettings settings = LoadSettingsFor(spec, launch.base_url);
-  settings.api_key = launch.api_key;
-  settings.reuse_connections = launch.reuse_connections;
-  if (settings.warmup_requests > 0) {
-    completed_.store(0);
-    total_.store(settings.warmup_requests);
-    SetPhase("warmup");
-    loadgen::LoadSettings warmup = settings;
-    warmup.num_requests = settings.warmup_requests;
+Status HeadRun::WarmUp() {
+  if (settings_.warmup_requests > 0) {
+    x_.completed_.store(0);
+    x_.total_.store(settings_.warmup_requests);
+    x_.SetPhase("warmup");
+    loadgen::LoadSettings warmup = settings_;
+    warmup.num_requests = settings_.warmup_requests;
     warmup.warmup_requests = 0;
     warmup.plan.clear();  // warm-up uses the mean lengths, closed loop
     warmup.sessions = 0;  // single synthetic prompts, whatever the measured phase sends
@@ -306,97 +368,108 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
     warmup.ramp = loadgen::RampKind::kNone;
     warmup.drain_timeout_s = 0;
     if (warmup.concurrency == 0) warmup.concurrency = warmup.num_requests;
-    warmup.seed = settings.seed ^ 0x5eed5eed5eed5eedULL;  // prompts unlike the measured ones
-    const loadgen::BenchSummary warmup_summary = loadgen::Summarize(loadgen::RunLoad(
-        warmup, [this](const loadgen::Progress& p) { completed_.store(p.completed); }));
-    if (warmup_summary.completed == 0) {
-      return engine_failure(fmt::format("all {} warm-up requests failed", warmup.num_requests));
+    warmup.seed = settings_.seed ^ 0x5eed5eed5eed5eedULL;  // prompts unlike the measured ones
+    loadgen::LoadResult warm;
+    if (Status s = loadgen::RunLoad(
+            warmup, &warm,
+            [this](const loadgen::Progress& p) { x_.completed_.store(p.completed); });
+        !s.ok()) {
+      return s.Prefixed("warm-up");
     }
-    settings.warmup_requests = 0;
+    if (loadgen::Summarize(warm).completed == 0) {
+      return EngineFailure(fmt::format("all {} warm-up requests failed", warmup.num_requests));
+    }
+    settings_.warmup_requests = 0;
   }
-  if (cancelled()) return engine_failure("cancelled during warm-up: " + cancel_reason());
+  if (x_.cancelled()) return EngineFailure("cancelled during warm-up: " + x_.cancel_reason());
+  return Status::Ok();
+}
 
-  // The measured phase, with /metrics scraped alongside.
+Status HeadRun::Measure() {
   // Counts before the phase: a report between the two reads the old phase, never warm-up
   // counts under "measuring".
-  completed_.store(0);
-  total_.store(settings.num_requests);
-  SetPhase("measuring");
-  MetricsScraper scraper;
-  const std::string metrics_url = !launch.metrics_url.empty() ? launch.metrics_url
-                                  : launch.metrics_path.empty()
+  x_.completed_.store(0);
+  x_.total_.store(settings_.num_requests);
+  x_.SetPhase("measuring");
+  const std::string metrics_url = !launch_.metrics_url.empty() ? launch_.metrics_url
+                                  : launch_.metrics_path.empty()
                                       ? std::string()
-                                      : launch.base_url + launch.metrics_path;
+                                      : launch_.base_url + launch_.metrics_path;
   const int64_t measured_origin_ns = SteadyNowNs();
-  if (!metrics_url.empty() && !launch.metrics_persona.empty()) {
-    scraper.Start(metrics_url, launch.metrics_persona, 1000, measured_origin_ns);
+  if (!metrics_url.empty() && !launch_.metrics_persona.empty()) {
+    scraper_.Start(metrics_url, launch_.metrics_persona, 1000, measured_origin_ns);
   }
-  GpuTelemetrySampler gpu_sampler;
-  if (local_engine) {
-    gpu_sampler.Start(log_prefix + ".gpu.csv", kGpuTelemetryIntervalMs, measured_origin_ns);
+  if (local_engine_) {
+    gpu_sampler_.Start(log_prefix_ + ".gpu.csv", kGpuTelemetryIntervalMs, measured_origin_ns);
   }
-  loadgen::LoadResult load = loadgen::RunLoad(
-      settings, [this](const loadgen::Progress& p) { completed_.store(p.completed); });
-  scraper.Stop();
-  const bool gpu_sampled = gpu_sampler.available();
-  gpu_sampler.Stop();
-  // The quality gate: every task at temperature 0, after the measured phase (not timed, not in
-  // the figures or the engine signals).
-  std::optional<QualityScore> quality;
-  if (spec.getQuality().getTasks().size() > 0 && !cancelled() && !engines.AnyExited()) {
-    SetPhase("quality");
-    loadgen::AnswerSettings ask;
-    ask.base_url = launch.base_url;
-    ask.api = settings.api;
-    ask.model = spec.getModel();
-    ask.api_key = launch.api_key;
-    ask.max_tokens = spec.getQuality().getMaxTokens();
-    ask.concurrency = settings.concurrency > 0 ? std::min<uint32_t>(8, settings.concurrency) : 8;
-    std::vector<std::string> prompts;
-    for (auto task : spec.getQuality().getTasks()) prompts.emplace_back(task.getPrompt());
-    quality = ScoreQuality(spec, loadgen::AskAll(ask, prompts));
-    if (quality->failed > 0) {
-      spdlog::warn("run {}: {} of {} quality tasks got no answer (first error: {})", run_id_,
-                   quality->failed, quality->tasks, quality->first_error);
-    }
+  const Status status = loadgen::RunLoad(
+      settings_, &load_, [this](const loadgen::Progress& p) { x_.completed_.store(p.completed); });
+  scraper_.Stop();
+  gpu_sampled_ = gpu_sampler_.available();
+  gpu_sampler_.Stop();
+  gpu_samples_ = gpu_sampler_.Samples();
+  return status;
+}
+
+void HeadRun::QualityGate() {
+  if (spec_.getQuality().getTasks().size() == 0 || x_.cancelled() || engines_.AnyExited()) return;
+  x_.SetPhase("quality");
+  loadgen::AnswerSettings ask;
+  ask.base_url = launch_.base_url;
+  ask.api = settings_.api;
+  ask.model = spec_.getModel();
+  ask.api_key = launch_.api_key;
+  ask.max_tokens = spec_.getQuality().getMaxTokens();
+  ask.concurrency = settings_.concurrency > 0 ? std::min<uint32_t>(8, settings_.concurrency) : 8;
+  std::vector<std::string> prompts;
+  for (auto task : spec_.getQuality().getTasks()) prompts.emplace_back(task.getPrompt());
+  quality_ = ScoreQuality(spec_, loadgen::AskAll(ask, prompts));
+  if (quality_->failed > 0) {
+    spdlog::warn("run {}: {} of {} quality tasks got no answer (first error: {})", x_.run_id_,
+                 quality_->failed, quality_->tasks, quality_->first_error);
   }
-  SetPhase("draining");
+}
+
+void HeadRun::Drain() {
+  x_.SetPhase("draining");
   // A crashed engine's sockets close a moment before the process can be reaped: requests already
   // fail ("connection refused") while waitpid still sees it alive, and a load that ends in that
   // window would call the run done. When a request failed, give the death a moment to show.
   const bool any_request_failed =
-      std::any_of(load.requests.begin(), load.requests.end(),
+      std::any_of(load_.requests.begin(), load_.requests.end(),
                   [](const loadgen::RequestRecord& r) { return !r.success; });
-  bool engine_died = engines.AnyExited();
-  for (int wait = 0; !engine_died && any_request_failed && local_engine && wait < 25; ++wait) {
+  engine_died_ = engines_.AnyExited();
+  for (int wait = 0; !engine_died_ && any_request_failed && local_engine_ && wait < 25; ++wait) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    engine_died = engines.AnyExited();
+    engine_died_ = engines_.AnyExited();
   }
-  SetEnginePgids({});
-  engines.Stop(std::chrono::seconds(10));
+  x_.SetEnginePgids({});
+  engines_.Stop(std::chrono::seconds(10));
+}
 
+Status HeadRun::Record() {
   loadgen::SloLimits slo;
-  slo.ttft_ms = spec.getSlo().getTtftMs();
-  slo.tpot_ms = spec.getSlo().getTpotMs();
-  slo.e2el_ms = spec.getSlo().getE2elMs();
-  const loadgen::BenchSummary summary = loadgen::Summarize(load, slo);
-  auto samples = scraper.Samples();
-  FillFigures(spec, summary, samples, cold_start_ms, result.getRecord());
-  const auto gpu_samples = gpu_sampler.Samples();
-  FillGpuTelemetry(gpu_samples,
-                   !local_engine ? "no engine started on the agent"
-                   : gpu_sampled ? "nvidia-smi printed no samples"
-                   : node.why_no_gpu_facts.empty()
-                       ? fmt::format("nvidia-smi did not start on agent {}", context_.agent_id)
-                       : node.why_no_gpu_facts,
-                   result.getRecord());
-  samples.insert(samples.end(), gpu_samples.begin(), gpu_samples.end());
-  if (quality) FillQuality(*quality, result.getRecord());
+  slo.ttft_ms = spec_.getSlo().getTtftMs();
+  slo.tpot_ms = spec_.getSlo().getTpotMs();
+  slo.e2el_ms = spec_.getSlo().getE2elMs();
+  const loadgen::BenchSummary summary = loadgen::Summarize(load_, slo);
+  auto samples = scraper_.Samples();
+  FillFigures(spec_, summary, samples, cold_start_ms_, result_.getRecord());
+  FillGpuTelemetry(gpu_samples_,
+                   !local_engine_ ? "no engine started on the agent"
+                   : gpu_sampled_ ? "nvidia-smi printed no samples"
+                   : node_.why_no_gpu_facts.empty()
+                       ? fmt::format("nvidia-smi did not start on agent {}", x_.context_.agent_id)
+                       : node_.why_no_gpu_facts,
+                   result_.getRecord());
+  samples.insert(samples.end(), gpu_samples_.begin(), gpu_samples_.end());
+  if (quality_) FillQuality(*quality_, result_.getRecord());
 
-  auto requests = result.initRequests(static_cast<unsigned>(load.requests.size()));
-  for (size_t i = 0; i < load.requests.size(); ++i)
-    CopyRequestRecord(load.requests[i], requests[i]);
-  auto engine_samples = result.initEngineSamples(static_cast<unsigned>(samples.size()));
+  auto requests = result_.initRequests(static_cast<unsigned>(load_.requests.size()));
+  for (size_t i = 0; i < load_.requests.size(); ++i) {
+    CopyRequestRecord(load_.requests[i], requests[i]);
+  }
+  auto engine_samples = result_.initEngineSamples(static_cast<unsigned>(samples.size()));
   for (size_t i = 0; i < samples.size(); ++i) {
     engine_samples[i].setAtNs(samples[i].at_ns);
     engine_samples[i].setName(samples[i].signal);
@@ -404,20 +477,42 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   }
   if (summary.completed == 0) {
     std::string first_error = "none recorded";
-    for (const auto& r : load.requests) {
+    for (const auto& r : load_.requests) {
       if (!r.error.empty()) {
         first_error = r.error;
         break;
       }
     }
-    return engine_failure(fmt::format("no request succeeded ({} failed; first error: {})",
-                                      summary.failed, first_error));
+    return EngineFailure(fmt::format("no request succeeded ({} failed; first error: {})",
+                                     summary.failed, first_error));
   }
-  if (engine_died && !cancelled()) {
-    return engine_failure(
+  if (engine_died_ && !x_.cancelled()) {
+    return EngineFailure(
         fmt::format("engine died during the run after {} completed request(s)", summary.completed));
   }
-  result.setStatus(schema::RunStatus::OK);
+  return Status::Ok();
+}
+
+void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
+  HeadRun run(*this, result);
+  Status status = run.Plan();
+  if (status.ok()) status = run.StartEngines();
+  if (status.ok()) status = run.AwaitReady();
+  if (status.ok()) status = run.WarmUp();
+  if (status.ok()) status = run.Measure();
+  if (status.ok()) {
+    run.QualityGate();
+    run.Drain();
+    status = run.Record();
+  }
+  if (status.ok()) {
+    result.setStatus(schema::RunStatus::OK);
+    return;
+  }
+  // A permanent error of the run's own settings is refused: another attempt would fail the same.
+  result.setStatus(status.code() == StatusCode::kInvalidArgument ? schema::RunStatus::REFUSED
+                                                                 : schema::RunStatus::FAILED);
+  result.setError(status.message());
 }
 
 void RunExecutor::ExecuteWorker() {

@@ -40,6 +40,8 @@ LaunchContext LaunchContextFor(schema::Assign::Reader assign);
 Status ProbeCompletion(const std::string& base_url, const std::string& model, bool chat,
                        const std::string& api_key, long timeout_ms);
 
+class HeadRun;
+
 class RunExecutor {
  public:
   RunExecutor(schema::Assign::Reader assign, ExecutorContext context);
@@ -68,6 +70,7 @@ class RunExecutor {
   std::string phase() const;
 
  private:
+  friend class HeadRun;  // the head's phases (run_executor.cc)
   void Execute();
   void Join();
   void ExecuteHead(schema::RunResult::Builder result);

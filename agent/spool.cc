@@ -25,7 +25,8 @@ Status Spool::Init() {
   std::error_code error;
   std::filesystem::create_directories(dir_, error);
   if (error)
-    return Status::Error(fmt::format("{}: cannot create spool folder: {}", dir_, error.message()));
+    return Status::Internal(
+        fmt::format("{}: cannot create spool folder: {}", dir_, error.message()));
   return Status::Ok();
 }
 
@@ -40,7 +41,7 @@ Status Spool::Write(const std::string& run_id, uint32_t attempt, capnp::MessageB
   auto bytes = words.asBytes();
   const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) {
-    return Status::Error(
+    return Status::Internal(
         fmt::format("{}{}: cannot create: {}", FullPrefix(errno), temp, std::strerror(errno)));
   }
   size_t written = 0;
@@ -51,9 +52,9 @@ Status Spool::Write(const std::string& run_id, uint32_t attempt, capnp::MessageB
       const int error_number = n < 0 ? errno : ENOSPC;  // a 0-byte write means no room
       ::close(fd);
       ::unlink(temp.c_str());
-      return Status::Error(fmt::format("{}{}: write failed after {} of {} bytes: {}",
-                                       FullPrefix(error_number), temp, written, bytes.size(),
-                                       std::strerror(error_number)));
+      return Status::Internal(fmt::format("{}{}: write failed after {} of {} bytes: {}",
+                                          FullPrefix(error_number), temp, written, bytes.size(),
+                                          std::strerror(error_number)));
     }
     written += static_cast<size_t>(n);
   }
@@ -64,20 +65,20 @@ Status Spool::Write(const std::string& run_id, uint32_t attempt, capnp::MessageB
   if (!synced || !closed) {
     const int error_number = synced ? errno : sync_errno;
     ::unlink(temp.c_str());
-    return Status::Error(fmt::format("{}{}: fsync/close failed: {}", FullPrefix(error_number), temp,
-                                     std::strerror(error_number)));
+    return Status::Internal(fmt::format("{}{}: fsync/close failed: {}", FullPrefix(error_number),
+                                        temp, std::strerror(error_number)));
   }
   if (::rename(temp.c_str(), path.c_str()) != 0) {
     const std::string why = std::strerror(errno);
     ::unlink(temp.c_str());
-    return Status::Error(fmt::format("{}: rename failed: {}", path, why));
+    return Status::Internal(fmt::format("{}: rename failed: {}", path, why));
   }
   // The rename is durable only once the folder itself is synced.
   const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd < 0 || ::fsync(dir_fd) != 0) {
     const std::string why = std::strerror(errno);
     if (dir_fd >= 0) ::close(dir_fd);
-    return Status::Error(fmt::format("{}: fsync of the spool folder failed: {}", dir_, why));
+    return Status::Internal(fmt::format("{}: fsync of the spool folder failed: {}", dir_, why));
   }
   ::close(dir_fd);
   return Status::Ok();
@@ -103,7 +104,7 @@ std::vector<SpooledResult> Spool::List() const {
 
 Status Spool::Read(const SpooledResult& entry, std::string* bytes) const {
   std::ifstream in(entry.path, std::ios::binary);
-  if (!in) return Status::Error(fmt::format("{}: cannot read spooled result", entry.path));
+  if (!in) return Status::Internal(fmt::format("{}: cannot read spooled result", entry.path));
   std::stringstream buffer;
   buffer << in.rdbuf();
   *bytes = buffer.str();
@@ -121,7 +122,7 @@ Status Spool::SetAside(const std::string& run_id, uint32_t attempt) {
   const std::string from = PathFor(run_id, attempt);
   const std::string to = fmt::format("{}/{}.{}{}", rejected_dir, run_id, attempt, kSuffix);
   if (error || ::rename(from.c_str(), to.c_str()) != 0) {
-    return Status::Error(fmt::format("{}: cannot move to {}", from, rejected_dir));
+    return Status::Internal(fmt::format("{}: cannot move to {}", from, rejected_dir));
   }
   return Status::Ok();
 }

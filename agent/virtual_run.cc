@@ -10,6 +10,7 @@
 #include "agent/loadgen/request_source.h"
 #include "agent/record_builder.h"
 #include "common/clock.h"
+#include "perfmodel/run_deployment.h"
 #include "perfmodel/simulate.h"
 
 namespace servesweep::agent {
@@ -28,7 +29,7 @@ perfmodel::Workload WorkloadFor(schema::RunSpec::Reader spec) {
   std::vector<int64_t> arrivals(n, 0);
   if (w.getRequestRatePerS() > 0 || w.getRamp().size() > 0) {
     // The load generator's own schedule: constant gaps and ramps included.
-    const loadgen::LoadSettings load = LoadSettingsFor(spec, "");
+    const loadgen::LoadSettings load = workload::LoadSettingsFor(spec, "");
     arrivals = loadgen::ScheduleNs(loadgen::ArrivalKindFor(load), load.burstiness,
                                    loadgen::RateProfileFor(load, n), n, w.getSeed());
     out.max_in_flight = static_cast<int>(w.getConcurrency());
@@ -121,46 +122,6 @@ std::vector<ScrapedSample> SamplesOf(const perfmodel::SimulationResult& sim) {
 
 }  // namespace
 
-Status ResolveModelProfileName(schema::RunSpec::Reader spec, std::string* name) {
-  if (spec.getSim().getModelProfile().size() > 0) {
-    *name = spec.getSim().getModelProfile();
-    return Status::Ok();
-  }
-  if (Status s = perfmodel::InferModelProfileName(spec.getModel(), name); !s.ok()) {
-    return Status::Error(fmt::format("sim.model_profile: {}", s.message()));
-  }
-  return Status::Ok();
-}
-
-perfmodel::DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec) {
-  perfmodel::DeploymentConfig d;
-  const auto layout = spec.getLayout();
-  d.tp = static_cast<int>(layout.getTp());
-  d.pp = static_cast<int>(layout.getPp());
-  d.dp = static_cast<int>(layout.getDp());
-  // vLLM's --enable-expert-parallel spreads the experts over the TP x DP GPUs.
-  d.ep = layout.getExpertParallel() ? d.tp * d.dp : 1;
-  d.prefill_instances = static_cast<int>(layout.getPrefillInstances());
-  d.decode_instances = static_cast<int>(layout.getDecodeInstances());
-  if (spec.getPrecision().size() > 0) d.precision = spec.getPrecision();
-  if (spec.getKvCacheDtype().size() > 0) d.kv_dtype = spec.getKvCacheDtype();
-  // The engine's own settings where the matrix gives them (0 / default = the model's default,
-  // which is vLLM's).
-  const auto engine = spec.getEngineConfig();
-  if (engine.getMaxNumSeqs() > 0) d.max_num_seqs = static_cast<int>(engine.getMaxNumSeqs());
-  if (engine.getMaxBatchedTokens() > 0) {
-    d.max_num_batched_tokens = static_cast<int>(engine.getMaxBatchedTokens());
-  }
-  if (engine.getPrefixCaching() != schema::EngineConfig::Toggle::DEFAULT) {
-    d.prefix_caching = engine.getPrefixCaching() == schema::EngineConfig::Toggle::ON;
-  }
-  if (engine.getSpecNumTokens() > 0) {
-    d.spec_num_tok = static_cast<int>(engine.getSpecNumTokens());
-    d.spec_mean_accepted_tok = spec.getSim().getSpecAcceptedTok();
-  }
-  return d;
-}
-
 namespace {
 
 // Profiles, deployment and the simulation of one run; the load generator's view of it.
@@ -177,7 +138,7 @@ Status Simulate(schema::RunSpec::Reader spec, const std::string& default_hardwar
   // The model replays a fixed list of requests: no timed window, no turns that wait on answers.
   const auto w = spec.getWorkload();
   if (w.getDurationS() > 0 || w.getSessions() > 0) {
-    return Status::Error(fmt::format(
+    return Status::InvalidArgument(fmt::format(
         "a virtual run cannot simulate {} (the performance model replays a fixed list of "
         "requests); use num_requests",
         w.getDurationS() > 0 ? "duration_s (a timed window)" : "sessions (multi-turn)"));
@@ -186,14 +147,14 @@ Status Simulate(schema::RunSpec::Reader spec, const std::string& default_hardwar
                                         ? std::string(spec.getSim().getHardware())
                                         : default_hardware;
   if (hardware_name.empty()) {
-    return Status::Error(
+    return Status::InvalidArgument(
         "expected sim.hardware in the matrix or --hardware (e.g. h200), found neither");
   }
   std::string model_name;
   if (Status s = perfmodel::LoadHardwareProfile(hardware_name, &out->hardware); !s.ok()) return s;
-  if (Status s = ResolveModelProfileName(spec, &model_name); !s.ok()) return s;
+  if (Status s = perfmodel::ResolveModelProfileName(spec, &model_name); !s.ok()) return s;
   if (Status s = perfmodel::LoadModelProfile(model_name, &out->model); !s.ok()) return s;
-  const perfmodel::DeploymentConfig deployment = DeploymentFor(spec);
+  const perfmodel::DeploymentConfig deployment = perfmodel::DeploymentFor(spec);
   perfmodel::CostModel cost;
   if (Status s = perfmodel::CostModel::Create(out->hardware, out->model, deployment, &cost);
       !s.ok()) {

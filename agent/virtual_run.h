@@ -15,19 +15,10 @@
 #include <string>
 
 #include "common/status.h"
-#include "perfmodel/deployment.h"
 #include "schema/result.capnp.h"
 #include "schema/run_spec.capnp.h"
 
 namespace servesweep::agent {
-
-// The hardware profile for a run: the spec's sim.hardware, else `default_hardware`.
-// The model profile: the spec's sim.model_profile, else the shipped profile whose name appears
-// in the run's model name (case-insensitive, e.g. "meta-llama/Llama-3.1-8B-Instruct").
-Status ResolveModelProfileName(schema::RunSpec::Reader spec, std::string* name);
-
-// The perfmodel deployment of a run spec's layout and precision.
-perfmodel::DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec);
 
 // What one simulated run gave.
 struct SimulatedRun {

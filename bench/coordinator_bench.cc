@@ -8,8 +8,8 @@
 
 #include "common/envelope_codec.h"
 #include "common/ids.h"
-#include "coordinator/matrix_loader.h"
-#include "coordinator/results_store.h"
+#include "matrix/matrix_loader.h"
+#include "results/results_store.h"
 
 namespace servesweep {
 namespace {
@@ -65,14 +65,14 @@ void BM_CommitResult(benchmark::State& state) {
       (std::filesystem::temp_directory_path() /
        ("servesweep-bench-" + std::to_string(::getpid()) + RandomHex(6) + ".db"))
           .string();
-  std::unique_ptr<coordinator::ResultsStore> store;
-  coordinator::ResultsStore::Open(path, &store);
+  std::unique_ptr<results::ResultsStore> store;
+  results::ResultsStore::Open(path, &store);
   // Enough runs for every iteration: a run commits once.
   std::string matrix_text =
       "name: bench\nengine: sim\nmodel: m\nworkload: {input_len: 1, output_len: 1, "
       "num_requests: 1, concurrency: 1}\nrepeats: 20000\n";
-  coordinator::LoadedMatrix matrix;
-  coordinator::ExpandMatrix("bench.yaml", matrix_text, &matrix);
+  matrix::LoadedMatrix matrix;
+  matrix::ExpandMatrix("bench.yaml", matrix_text, &matrix);
   store->InitSweep(matrix.matrix(), matrix.text);
   size_t next = 0;
   for (auto _ : state) {

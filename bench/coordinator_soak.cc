@@ -30,7 +30,7 @@
 #include "common/envelope_codec.h"
 #include "common/net.h"
 #include "coordinator/coordinator.h"
-#include "coordinator/matrix_loader.h"
+#include "matrix/matrix_loader.h"
 
 namespace servesweep {
 namespace {
@@ -89,8 +89,8 @@ axes:
 // The coordinator, in this (forked) process; exits with its sweep's outcome.
 int RunCoordinator(const Options& o, const std::string& endpoint, const CurveKeypair& server,
                    const CurveKeypair& agents) {
-  coordinator::LoadedMatrix matrix;
-  if (Status s = coordinator::ExpandMatrix(o.out + "/soak.yaml", MatrixText(o), &matrix); !s.ok()) {
+  matrix::LoadedMatrix matrix;
+  if (Status s = matrix::ExpandMatrix(o.out + "/soak.yaml", MatrixText(o), &matrix); !s.ok()) {
     fmt::print(stderr, "{}\n", s.message());
     return 1;
   }

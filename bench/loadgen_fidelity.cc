@@ -27,6 +27,7 @@
 
 namespace {
 
+using servesweep::Status;
 using servesweep::loadgen::LoadResult;
 using servesweep::loadgen::LoadSettings;
 using servesweep::loadgen::RequestRecord;
@@ -77,7 +78,11 @@ int Throughput(const std::string& url, uint32_t requests, uint32_t concurrency,
   LoadSettings s = Base(url, requests, output_tok);
   s.concurrency = concurrency;
   s.warmup_requests = concurrency;
-  const LoadResult r = RunLoad(s);
+  LoadResult r;
+  if (Status status = RunLoad(s, &r); !status.ok()) {
+    std::fprintf(stderr, "%s\n", status.message().c_str());
+    std::exit(2);
+  }
   uint32_t completed = 0;
   for (const auto& q : r.requests) completed += q.success;
   fmt::print("throughput: {:.0f} requests/s ({} completed, {} failed, {:.2f} s)\n",
@@ -88,7 +93,11 @@ int Throughput(const std::string& url, uint32_t requests, uint32_t concurrency,
 int Hold(const std::string& url, uint32_t streams, uint32_t output_tok) {
   LoadSettings s = Base(url, streams, output_tok);
   s.concurrency = streams;
-  const LoadResult r = RunLoad(s);
+  LoadResult r;
+  if (Status status = RunLoad(s, &r); !status.ok()) {
+    std::fprintf(stderr, "%s\n", status.message().c_str());
+    std::exit(2);
+  }
   // Peak of streams open together: +1 at each start, -1 at each done.
   std::vector<std::pair<int64_t, int>> edges;
   for (const auto& q : r.requests) {
@@ -116,7 +125,11 @@ int Lateness(const std::string& url, double rate, uint32_t requests, uint32_t ou
   LoadSettings s = Base(url, requests, output_tok);
   s.request_rate_per_s = rate;
   s.concurrency = 0;
-  const LoadResult r = RunLoad(s);
+  LoadResult r;
+  if (Status status = RunLoad(s, &r); !status.ok()) {
+    std::fprintf(stderr, "%s\n", status.message().c_str());
+    std::exit(2);
+  }
   std::vector<double> late_us;
   for (const auto& q : r.requests) {
     late_us.push_back(static_cast<double>(q.start_ns - q.scheduled_ns) / 1e3);
@@ -154,7 +167,11 @@ int Agree(const std::string& url, const std::string& sim_log, uint32_t requests,
     planned.output_len_tok = output_tok;
     s.plan.push_back(planned);
   }
-  const LoadResult r = RunLoad(s);
+  LoadResult r;
+  if (Status status = RunLoad(s, &r); !status.ok()) {
+    std::fprintf(stderr, "%s\n", status.message().c_str());
+    std::exit(2);
+  }
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the emulator flushes each 1 s
   std::vector<SimRequest> sim;
   std::ifstream in(sim_log);

@@ -15,9 +15,9 @@
 #include <sstream>
 #include <thread>
 
-#include "agent/http_get.h"
 #include "agent/loadgen/bench_metrics.h"
 #include "agent/loadgen/load_generator.h"
+#include "agent/scraper/http_get.h"
 #include "common/net.h"
 #include "common/subprocess.h"
 
@@ -83,7 +83,11 @@ int main(int argc, char** argv) {
     settings.output_len_tok = output_len;
     const double cpu_before = CpuSeconds();
     const double server_cpu_before = ChildCpuSeconds(sim.pid());
-    const loadgen::LoadResult result = loadgen::RunLoad(settings);
+    loadgen::LoadResult result;
+    if (Status refused = loadgen::RunLoad(settings, &result); !refused.ok()) {
+      std::fprintf(stderr, "%s\n", refused.message().c_str());
+      std::exit(2);
+    }
     const double cpu_s = CpuSeconds() - cpu_before;
     const double server_cpu_s = ChildCpuSeconds(sim.pid()) - server_cpu_before;
     const loadgen::BenchSummary summary = loadgen::Summarize(result);

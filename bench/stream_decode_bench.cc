@@ -11,7 +11,7 @@
 
 #include "agent/loadgen/openai_stream.h"
 #include "agent/loadgen/sse_parser.h"
-#include "agent/loadgen/tests/openai_stream_reference.h"
+#include "testing/openai_stream_reference.h"
 
 namespace {
 
@@ -78,7 +78,7 @@ struct NoDecoder {
 };
 
 BENCHMARK(BM_SplitAndDecode<OpenAiStreamDecoder>)->Name("split+decode/fast");
-BENCHMARK(BM_SplitAndDecode<servesweep::loadgen::testing::ReferenceStreamDecoder>)
+BENCHMARK(BM_SplitAndDecode<servesweep::testing::ReferenceStreamDecoder>)
     ->Name("split+decode/nlohmann");
 BENCHMARK(BM_SplitAndDecode<NoDecoder>)->Name("split only");
 

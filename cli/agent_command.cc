@@ -53,11 +53,11 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
     if (!server_key->empty() || !secret_key->empty()) {
       CurveKeypair keypair;
       Status s = server_key->empty() || secret_key->empty()
-                     ? Status::Error("expected both --server-key and --secret-key")
+                     ? Status::InvalidArgument("expected both --server-key and --secret-key")
                      : ReadCurvePublicKey(*server_key, &settings->curve_server_z85);
       if (s.ok()) s = ReadCurveSecretKey(*secret_key, &keypair);
       if (s.ok() && settings->insecure) {
-        s = Status::Error("--insecure with CurveZMQ keys: expected one or the other");
+        s = Status::InvalidArgument("--insecure with CurveZMQ keys: expected one or the other");
       }
       if (!s.ok()) {
         spdlog::error("{}", s.message());

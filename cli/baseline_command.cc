@@ -1,5 +1,5 @@
 // `servesweep baseline freeze DIR --name NAME [--store PATH]` and `servesweep baseline list`:
-// frozen baselines (coordinator/baseline_store.h) that later sweeps are compared against with
+// frozen baselines (report/baseline_store.h) that later sweeps are compared against with
 // `servesweep compare --baseline NAME DIR`.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -8,7 +8,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "coordinator/baseline_store.h"
+#include "report/baseline_store.h"
 
 namespace servesweep::cli {
 
@@ -22,7 +22,7 @@ std::string UtcTimeText(int64_t unix_ms) {
 }
 
 void AddBaselineStoreOption(CLI::App& cmd, std::string& store) {
-  store = coordinator::BaselineStore::DefaultRoot();
+  store = report::BaselineStore::DefaultRoot();
   cmd.add_option("--store", store,
                  "Baseline store folder (default: $SERVESWEEP_BASELINES, else "
                  "~/.local/share/servesweep/baselines)")
@@ -44,8 +44,8 @@ void AddBaselineCommand(CLI::App& app, int* exit_code) {
   freeze_cmd->add_option("--name", freeze->name, "Baseline name, e.g. llama8b-h100")->required();
   AddBaselineStoreOption(*freeze_cmd, freeze->store);
   freeze_cmd->callback([freeze, exit_code] {
-    coordinator::BaselineStore store(freeze->store);
-    coordinator::BaselineInfo info;
+    report::BaselineStore store(freeze->store);
+    report::BaselineInfo info;
     if (Status s = store.Freeze(freeze->dir, freeze->name, "frozen by hand", &info); !s.ok()) {
       spdlog::error("{}", s.message());
       *exit_code = kExitError;
@@ -64,8 +64,8 @@ void AddBaselineCommand(CLI::App& app, int* exit_code) {
   auto* list_cmd = cmd->add_subcommand("list", "List the baselines of the store, every generation");
   AddBaselineStoreOption(*list_cmd, *list_store);
   list_cmd->callback([list_store, exit_code] {
-    coordinator::BaselineStore store(*list_store);
-    std::vector<coordinator::BaselineInfo> all;
+    report::BaselineStore store(*list_store);
+    std::vector<report::BaselineInfo> all;
     if (Status s = store.List(&all); !s.ok()) {
       spdlog::error("{}", s.message());
       *exit_code = kExitError;

@@ -229,10 +229,8 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       return;
     }
     loadgen::LoadResult result;
-    try {
-      result = loadgen::RunLoad(o->load);
-    } catch (const std::invalid_argument& e) {
-      spdlog::error("bench: {}", e.what());
+    if (Status s = loadgen::RunLoad(o->load, &result); !s.ok()) {
+      spdlog::error("bench: {}", s.message());
       *exit_code = kExitError;
       return;
     }

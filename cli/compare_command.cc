@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "coordinator/baseline_comparison.h"
-#include "coordinator/baseline_store.h"
-#include "coordinator/comparison.h"
+#include "report/baseline_comparison.h"
+#include "report/baseline_store.h"
+#include "report/comparison.h"
 
 namespace servesweep::cli {
 namespace {
@@ -25,7 +25,7 @@ struct CompareOptions {
   bool freeze_new = false;
 };
 
-void PrintRefusal(const coordinator::Comparison& comparison) {
+void PrintRefusal(const report::Comparison& comparison) {
   std::string differences;
   for (const auto& pair : comparison.pairs) {
     for (const auto& m : pair.mismatches) {
@@ -43,11 +43,11 @@ int CompareDirs(const CompareOptions& o) {
     spdlog::error("compare: expected two sweep folders (DIR_A DIR_B), or --baseline NAME DIR");
     return kExitError;
   }
-  std::vector<coordinator::ComparedRun> a, b;
-  coordinator::Comparison comparison;
-  Status s = coordinator::LoadComparedRuns(o.dir_a, &a);
-  if (s.ok()) s = coordinator::LoadComparedRuns(o.dir_b, &b);
-  if (s.ok()) s = coordinator::CompareRuns(a, b, &comparison);
+  std::vector<report::ComparedRun> a, b;
+  report::Comparison comparison;
+  Status s = report::LoadComparedRuns(o.dir_a, &a);
+  if (s.ok()) s = report::LoadComparedRuns(o.dir_b, &b);
+  if (s.ok()) s = report::CompareRuns(a, b, &comparison);
   if (!s.ok()) {
     spdlog::error("{}", s.message());
     return kExitError;
@@ -57,12 +57,12 @@ int CompareDirs(const CompareOptions& o) {
     return kExitError;
   }
   if (o.json) {
-    fmt::print("{}\n", coordinator::RenderComparisonJson(comparison, o.dir_a, o.dir_b));
+    fmt::print("{}\n", report::RenderComparisonJson(comparison, o.dir_a, o.dir_b));
   } else {
     if (!comparison.matched()) {
       fmt::print("UNMATCHED comparison (--allow-mismatch): conditions differ, see below\n");
     }
-    fmt::print("{}", coordinator::RenderComparisonText(comparison, o.dir_a, o.dir_b));
+    fmt::print("{}", report::RenderComparisonText(comparison, o.dir_a, o.dir_b));
   }
   return kExitOk;
 }
@@ -73,14 +73,14 @@ int CompareWithBaseline(const CompareOptions& o) {
                   o.baseline, o.dir_a, o.dir_b);
     return kExitError;
   }
-  const coordinator::BaselineStore store(o.store);
-  coordinator::BaselineInfo info;
-  std::vector<coordinator::ComparedRun> frozen, sweep;
-  coordinator::BaselineCheck check;
+  const report::BaselineStore store(o.store);
+  report::BaselineInfo info;
+  std::vector<report::ComparedRun> frozen, sweep;
+  report::BaselineCheck check;
   Status s = store.Current(o.baseline, &info);
-  if (s.ok()) s = coordinator::LoadComparedRuns(info.dir, &frozen);
-  if (s.ok()) s = coordinator::LoadComparedRuns(o.dir_a, &sweep);
-  if (s.ok()) s = coordinator::CheckAgainstBaseline(frozen, sweep, &check);
+  if (s.ok()) s = report::LoadComparedRuns(info.dir, &frozen);
+  if (s.ok()) s = report::LoadComparedRuns(o.dir_a, &sweep);
+  if (s.ok()) s = report::CheckAgainstBaseline(frozen, sweep, &check);
   if (!s.ok()) {
     spdlog::error("{}", s.message());
     return kExitError;
@@ -89,7 +89,7 @@ int CompareWithBaseline(const CompareOptions& o) {
   const std::string about = fmt::format("{} (frozen {} from {})", name_a,
                                         UtcTimeText(info.frozen_unix_ms), info.source_dir);
   std::string new_line;
-  coordinator::BaselineInfo frozen_info;
+  report::BaselineInfo frozen_info;
   if (check.new_baseline) {
     new_line = "new baseline: " + check.reason;
     if (o.freeze_new) {
@@ -115,9 +115,10 @@ int CompareWithBaseline(const CompareOptions& o) {
     }
     j["frozen_generation"] = frozen_info.generation > 0 ? nlohmann::json(frozen_info.generation)
                                                         : nlohmann::json(nullptr);
-    j["comparison"] = compare ? nlohmann::json::parse(coordinator::RenderComparisonJson(
-                                    check.comparison, name_a, o.dir_a))
-                              : nlohmann::json(nullptr);
+    j["comparison"] =
+        compare
+            ? nlohmann::json::parse(report::RenderComparisonJson(check.comparison, name_a, o.dir_a))
+            : nlohmann::json(nullptr);
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("against {}\n", about);
@@ -139,7 +140,7 @@ int CompareWithBaseline(const CompareOptions& o) {
       if (check.new_baseline) {
         fmt::print("UNMATCHED comparison (--allow-mismatch): conditions differ, see below\n");
       }
-      fmt::print("{}", coordinator::RenderComparisonText(check.comparison, name_a, o.dir_a));
+      fmt::print("{}", report::RenderComparisonText(check.comparison, name_a, o.dir_a));
     }
   }
   if (check.new_baseline && frozen_info.generation == 0) return kExitNewBaseline;

@@ -29,12 +29,14 @@ void AddCoordinatorCommand(CLI::App& app, int* exit_code) {
   cmd->callback([settings, driver, matrix_path, secret_key, allowed_keys, exit_code] {
     if (!secret_key->empty() || !allowed_keys->empty()) {
       CurveKeypair keypair;
-      Status s = secret_key->empty()
-                     ? Status::Error("--allowed-keys given without --secret-key: expected both")
-                     : ReadCurveSecretKey(*secret_key, &keypair);
+      Status s =
+          secret_key->empty()
+              ? Status::InvalidArgument("--allowed-keys given without --secret-key: expected both")
+              : ReadCurveSecretKey(*secret_key, &keypair);
       if (s.ok()) {
         s = allowed_keys->empty()
-                ? Status::Error("--secret-key given without --allowed-keys: expected both")
+                ? Status::InvalidArgument(
+                      "--secret-key given without --allowed-keys: expected both")
                 : ReadCurveAllowList(*allowed_keys, &settings->allowed_agent_keys_z85);
       }
       if (!s.ok()) {
@@ -49,8 +51,8 @@ void AddCoordinatorCommand(CLI::App& app, int* exit_code) {
         return;
       }
     }
-    coordinator::LoadedMatrix matrix;
-    if (Status s = coordinator::LoadMatrixFile(*matrix_path, &matrix); !s.ok()) {
+    matrix::LoadedMatrix matrix;
+    if (Status s = matrix::LoadMatrixFile(*matrix_path, &matrix); !s.ok()) {
       spdlog::error("{}", s.message());
       *exit_code = kExitError;
       return;

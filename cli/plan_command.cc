@@ -13,9 +13,9 @@
 #include "agent/engines/launch_plan.h"
 #include "agent/virtual_run.h"
 #include "cli/commands.h"
-#include "coordinator/matrix_loader.h"
-#include "coordinator/report.h"
-#include "coordinator/results_store.h"
+#include "matrix/matrix_loader.h"
+#include "report/report.h"
+#include "results/results_store.h"
 
 namespace servesweep::cli {
 namespace {
@@ -41,7 +41,7 @@ struct Estimate {
 };
 
 Estimate EstimateRun(schema::RunSpec::Reader spec, const std::string& hardware,
-                     const coordinator::LoadedMatrix& loaded) {
+                     const matrix::LoadedMatrix& loaded) {
   Estimate e;
   const auto& cluster = loaded.cluster;
   const uint64_t cluster_gpus = uint64_t{cluster.agents} * cluster.gpus_per_agent;
@@ -68,8 +68,7 @@ Estimate EstimateRun(schema::RunSpec::Reader spec, const std::string& hardware,
   return e;
 }
 
-int PrintPlan(coordinator::LoadedMatrix& loaded, const std::string& hardware, bool json,
-              bool commands) {
+int PrintPlan(matrix::LoadedMatrix& loaded, const std::string& hardware, bool json, bool commands) {
   const auto runs = loaded.matrix().getRuns();
   nlohmann::json out{{"runs", nlohmann::json::array()}};
   double total_hours = 0;
@@ -145,7 +144,7 @@ int PrintPlan(coordinator::LoadedMatrix& loaded, const std::string& hardware, bo
 }
 
 // Every run through the model, committed to DIR/results.db as a sweep would; then the reports.
-int Simulate(coordinator::LoadedMatrix& loaded, const PlanOptions& options) {
+int Simulate(matrix::LoadedMatrix& loaded, const PlanOptions& options) {
   namespace fs = std::filesystem;
   const std::string db = options.out_dir + "/results.db";
   if (fs::exists(db)) {
@@ -154,8 +153,8 @@ int Simulate(coordinator::LoadedMatrix& loaded, const PlanOptions& options) {
     return kExitError;
   }
   fs::create_directories(options.out_dir);
-  std::unique_ptr<coordinator::ResultsStore> store;
-  Status s = coordinator::ResultsStore::Open(db, &store);
+  std::unique_ptr<results::ResultsStore> store;
+  Status s = results::ResultsStore::Open(db, &store);
   const auto matrix = loaded.matrix();
   if (s.ok()) s = store->InitSweep(matrix, loaded.text);
   if (!s.ok()) {
@@ -194,8 +193,8 @@ int Simulate(coordinator::LoadedMatrix& loaded, const PlanOptions& options) {
                r.getOutputThroughput(), r.getTtftMs().getMedian(), r.getTpotMs().getMedian(),
                sim_ms);
   }
-  coordinator::ReportPaths paths;
-  if (s = coordinator::WriteReports(*store, options.out_dir, &paths); !s.ok()) {
+  report::ReportPaths paths;
+  if (s = report::WriteReports(*store, options.out_dir, &paths); !s.ok()) {
     spdlog::error("{}", s.message());
     return kExitError;
   }
@@ -221,8 +220,8 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
                 "Print, for each run and node, the engine command lines the agents would start "
                 "(nodes named node0, node1, ...; the front end on port 8000)");
   cmd->callback([options, exit_code] {
-    coordinator::LoadedMatrix matrix;
-    if (Status s = coordinator::LoadMatrixFile(options->matrix_path, &matrix); !s.ok()) {
+    matrix::LoadedMatrix matrix;
+    if (Status s = matrix::LoadMatrixFile(options->matrix_path, &matrix); !s.ok()) {
       spdlog::error("{}", s.message());
       *exit_code = kExitError;
       return;

@@ -6,8 +6,8 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "coordinator/report.h"
-#include "coordinator/results_store.h"
+#include "report/report.h"
+#include "results/results_store.h"
 
 namespace servesweep::cli {
 
@@ -23,10 +23,10 @@ void AddReportCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitError;
       return;
     }
-    std::unique_ptr<coordinator::ResultsStore> store;
-    coordinator::ReportPaths paths;
-    Status s = coordinator::ResultsStore::Open(db, &store);
-    if (s.ok()) s = coordinator::WriteReports(*store, *dir, &paths);
+    std::unique_ptr<results::ResultsStore> store;
+    report::ReportPaths paths;
+    Status s = results::ResultsStore::Open(db, &store);
+    if (s.ok()) s = report::WriteReports(*store, *dir, &paths);
     if (!s.ok()) {
       spdlog::error("{}", s.message());
       *exit_code = kExitError;

@@ -13,7 +13,7 @@
 #include "cli/sweep_driver.h"
 #include "common/curve_keys.h"
 #include "common/subprocess.h"
-#include "coordinator/placement.h"
+#include "matrix/feasibility.h"
 
 namespace servesweep::cli {
 namespace {
@@ -41,8 +41,8 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                 "Plain TCP between the coordinator and its local agents (default: CurveZMQ with "
                 "keys made for this run)");
   cmd->callback([o, exit_code] {
-    coordinator::LoadedMatrix matrix;
-    if (Status s = coordinator::LoadMatrixFile(o->matrix_path, &matrix); !s.ok()) {
+    matrix::LoadedMatrix matrix;
+    if (Status s = matrix::LoadMatrixFile(o->matrix_path, &matrix); !s.ok()) {
       spdlog::error("{}", s.message());
       *exit_code = kExitError;
       return;
@@ -52,7 +52,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
     // Refuse up front a run the local agents could never hold: nothing is started.
     const std::vector<uint32_t> local_gpus(agents, gpus);
     for (auto spec : matrix.matrix().getRuns()) {
-      if (!coordinator::CouldEverPlace(spec, local_gpus)) {
+      if (!matrix::CouldEverPlace(spec, local_gpus)) {
         spdlog::error(
             "{}: run {} [{}] needs {} GPUs; expected it to fit on {} local agent(s) of "
             "{} GPU(s) (set local.agents / --agents)",

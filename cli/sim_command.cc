@@ -191,10 +191,8 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
     }
     sim::Emulator emulator =
         core ? sim::Emulator(*settings, std::move(core)) : sim::Emulator(*settings);
-    try {
-      emulator.Start();
-    } catch (const std::exception& e) {
-      spdlog::error("{}", e.what());
+    if (Status s = emulator.Start(); !s.ok()) {
+      spdlog::error("{}", s.message());
       *exit_code = kExitError;
       return;
     }

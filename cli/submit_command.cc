@@ -84,8 +84,8 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
   k8s->add_flag("--dry-run", k->dry_run, "Print the rendered manifests; apply nothing");
   k8s->callback([k, exit_code] {
     if (k->dir.empty()) {
-      coordinator::LoadedMatrix matrix;
-      if (Status s = coordinator::LoadMatrixFile(k->matrix_path, &matrix); !s.ok()) {
+      matrix::LoadedMatrix matrix;
+      if (Status s = matrix::LoadMatrixFile(k->matrix_path, &matrix); !s.ok()) {
         spdlog::error("{}", s.message());
         *exit_code = kExitError;
         return;

@@ -10,7 +10,7 @@
 #include "cli/stop_signals.h"
 #include "common/clock.h"
 #include "coordinator/progress_display.h"
-#include "coordinator/report.h"
+#include "report/report.h"
 
 namespace servesweep::cli {
 
@@ -42,7 +42,7 @@ void AddCoordinatorOptions(CLI::App& cmd, coordinator::CoordinatorSettings& sett
 }
 
 int DriveSweep(coordinator::CoordinatorSettings settings, const DriverOptions& options,
-               coordinator::LoadedMatrix& matrix,
+               matrix::LoadedMatrix& matrix,
                const std::function<bool(const std::string& endpoint)>& after_bind) {
   coordinator::ProgressMode mode = coordinator::ProgressMode::kOff;
   if (Status s =
@@ -78,8 +78,8 @@ int DriveSweep(coordinator::CoordinatorSettings settings, const DriverOptions& o
   }
   progress.Finish();
   const auto totals = coord.Totals();
-  coordinator::ReportPaths paths;
-  if (Status s = coordinator::WriteReports(coord.store(), settings.out_dir, &paths); !s.ok()) {
+  report::ReportPaths paths;
+  if (Status s = report::WriteReports(coord.store(), settings.out_dir, &paths); !s.ok()) {
     spdlog::error("reports: {}", s.message());
     return kExitError;
   }

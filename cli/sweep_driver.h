@@ -10,7 +10,7 @@
 #include <string>
 
 #include "coordinator/coordinator.h"
-#include "coordinator/matrix_loader.h"
+#include "matrix/matrix_loader.h"
 
 namespace servesweep::cli {
 
@@ -22,7 +22,7 @@ struct DriverOptions {
 // Returns the process exit code (commands.h). Runs' progress goes to stdout: live lines when it
 // is a terminal (and `--progress auto`), plain lines otherwise.
 int DriveSweep(coordinator::CoordinatorSettings settings, const DriverOptions& options,
-               coordinator::LoadedMatrix& matrix,
+               matrix::LoadedMatrix& matrix,
                const std::function<bool(const std::string& endpoint)>& after_bind);
 
 // Adds the options every coordinator-owning command shares.

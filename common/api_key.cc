@@ -13,7 +13,7 @@ Status ReadApiKey(const std::string& env_name, const std::string& what_env,
   if (!env_name.empty()) {
     const char* value = std::getenv(env_name.c_str());
     if (value == nullptr || *value == '\0') {
-      return Status::Error(
+      return Status::FailedPrecondition(
           fmt::format("environment variable {} ({}) is not set", env_name, what_env));
     }
     *key = value;
@@ -23,7 +23,7 @@ Status ReadApiKey(const std::string& env_name, const std::string& what_env,
   std::ifstream in(file_path);
   std::string line;
   if (!in || !std::getline(in, line)) {
-    return Status::Error(
+    return Status::InvalidArgument(
         fmt::format("{} ({}): expected a readable file holding the key, found "
                     "none or an empty file",
                     file_path, what_file));
@@ -31,7 +31,7 @@ Status ReadApiKey(const std::string& env_name, const std::string& what_env,
   const size_t first = line.find_first_not_of(" \t\r\n");
   const size_t last = line.find_last_not_of(" \t\r\n");
   if (first == std::string::npos) {
-    return Status::Error(
+    return Status::InvalidArgument(
         fmt::format("{} ({}): expected the key on its first line, found a blank "
                     "line",
                     file_path, what_file));

@@ -26,7 +26,7 @@ std::string Trim(const std::string& text) {
 Status ReadKeyLines(const std::string& path, std::vector<std::pair<int, std::string>>* lines) {
   std::ifstream in(path);
   if (!in) {
-    return Status::Error(fmt::format("{}: cannot read the key file: {}", path, strerror(errno)));
+    return Status::NotFound(fmt::format("{}: cannot read the key file: {}", path, strerror(errno)));
   }
   std::string line;
   int number = 0;
@@ -43,7 +43,7 @@ Status ReadKeyLines(const std::string& path, std::vector<std::pair<int, std::str
 Status WriteFileMode(const std::string& path, const std::string& text, mode_t mode) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode);
   if (fd < 0) {
-    return Status::Error(
+    return Status::Internal(
         fmt::format("{}: cannot create the key file: {}{}", path, strerror(errno),
                     errno == EEXIST ? " (an existing key is never overwritten)" : ""));
   }
@@ -51,7 +51,7 @@ Status WriteFileMode(const std::string& path, const std::string& text, mode_t mo
   const ssize_t written = ::write(fd, text.data(), text.size());
   const bool ok = written == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
   ::close(fd);
-  if (!ok) return Status::Error(fmt::format("{}: cannot write the key file", path));
+  if (!ok) return Status::Internal(fmt::format("{}: cannot write the key file", path));
   return Status::Ok();
 }
 
@@ -67,7 +67,7 @@ Status GenerateCurveKeypair(CurveKeypair* out) {
   char public_z85[41] = {};
   char secret_z85[41] = {};
   if (zmq_curve_keypair(public_z85, secret_z85) != 0) {
-    return Status::Error(
+    return Status::Internal(
         fmt::format("cannot generate a CurveZMQ keypair: {} (expected libzmq built with CURVE)",
                     zmq_strerror(zmq_errno())));
   }
@@ -82,7 +82,8 @@ Status WriteCurveKeypair(const std::string& dir, const std::string& name,
   if (!std::filesystem::exists(dir)) {
     std::filesystem::create_directories(dir, error);
     if (error) {
-      return Status::Error(fmt::format("{}: cannot create the folder: {}", dir, error.message()));
+      return Status::Internal(
+          fmt::format("{}: cannot create the folder: {}", dir, error.message()));
     }
     std::filesystem::permissions(dir, std::filesystem::perms::owner_all, error);
   }
@@ -99,23 +100,24 @@ Status WriteCurveKeypair(const std::string& dir, const std::string& name,
 Status ReadCurveSecretKey(const std::string& path, CurveKeypair* out) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
-    return Status::Error(fmt::format("{}: cannot read the secret key: {}", path, strerror(errno)));
+    return Status::NotFound(
+        fmt::format("{}: cannot read the secret key: {}", path, strerror(errno)));
   }
   if ((st.st_mode & 077) != 0) {
-    return Status::Error(fmt::format(
+    return Status::FailedPrecondition(fmt::format(
         "{}: secret key readable by others (mode {:o}); expected mode 0600 (chmod 600 {})", path,
         st.st_mode & 0777, path));
   }
   std::vector<std::pair<int, std::string>> lines;
   if (Status s = ReadKeyLines(path, &lines); !s.ok()) return s;
   if (lines.size() != 1 || !IsCurveKeyZ85(lines[0].second)) {
-    return Status::Error(fmt::format(
+    return Status::InvalidArgument(fmt::format(
         "{}: expected one 40-character Z85 secret key (servesweep keygen), found {} key line(s)",
         path, lines.size()));
   }
   char public_z85[41] = {};
   if (zmq_curve_public(public_z85, lines[0].second.c_str()) != 0) {
-    return Status::Error(
+    return Status::Internal(
         fmt::format("{}: cannot derive the public key: {}", path, zmq_strerror(zmq_errno())));
   }
   out->secret_z85 = lines[0].second;
@@ -127,7 +129,7 @@ Status ReadCurvePublicKey(const std::string& path, std::string* public_z85) {
   std::vector<std::pair<int, std::string>> lines;
   if (Status s = ReadKeyLines(path, &lines); !s.ok()) return s;
   if (lines.size() != 1 || !IsCurveKeyZ85(lines[0].second)) {
-    return Status::Error(fmt::format(
+    return Status::InvalidArgument(fmt::format(
         "{}: expected one 40-character Z85 public key (servesweep keygen), found {} key line(s)",
         path, lines.size()));
   }
@@ -140,14 +142,14 @@ Status ReadCurveAllowList(const std::string& path, std::vector<std::string>* pub
   if (Status s = ReadKeyLines(path, &lines); !s.ok()) return s;
   for (const auto& [number, key] : lines) {
     if (!IsCurveKeyZ85(key)) {
-      return Status::Error(
+      return Status::InvalidArgument(
           fmt::format("{}:{}: expected a 40-character Z85 public key, found '{}' ({} characters)",
                       path, number, key.size() > 48 ? key.substr(0, 48) + "..." : key, key.size()));
     }
     public_z85->push_back(key);
   }
   if (public_z85->empty()) {
-    return Status::Error(
+    return Status::InvalidArgument(
         fmt::format("{}: expected at least one agent public key, found none", path));
   }
   return Status::Ok();

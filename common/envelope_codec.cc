@@ -26,12 +26,12 @@ Status DecodeFrame(const zmq::message_t& frame, std::unique_ptr<DecodedEnvelope>
                    size_t max_frame_bytes) {
   const size_t size = frame.size();
   if (size == 0 || size % sizeof(capnp::word) != 0) {
-    return Status::Error(fmt::format(
+    return Status::InvalidArgument(fmt::format(
         "frame of {} bytes: expected a non-empty multiple of 8 bytes (a Cap'n Proto message)",
         size));
   }
   if (size > max_frame_bytes) {
-    return Status::Error(
+    return Status::InvalidArgument(
         fmt::format("frame of {} bytes: expected at most {} bytes", size, max_frame_bytes));
   }
   auto decoded = std::make_unique<DecodedEnvelope>();
@@ -54,7 +54,7 @@ Status DecodeFrame(const zmq::message_t& frame, std::unique_ptr<DecodedEnvelope>
                "unknown message kind", which);
   });
   KJ_IF_MAYBE (exception, failure) {
-    return Status::Error(
+    return Status::InvalidArgument(
         fmt::format("malformed frame of {} bytes: {}", size, exception->getDescription().cStr()));
   }
   *out = std::move(decoded);

@@ -31,7 +31,7 @@ Status PollReadable(zmq::socket_t& socket, std::chrono::milliseconds timeout, bo
   try {
     zmq::poll(items, 1, timeout);
   } catch (const zmq::error_t& e) {
-    if (e.num() != EINTR) return Status::Error(fmt::format("poll failed: {}", e.what()));
+    if (e.num() != EINTR) return Status::Internal(fmt::format("poll failed: {}", e.what()));
     return Status::Ok();
   }
   *readable = (items[0].revents & ZMQ_POLLIN) != 0;

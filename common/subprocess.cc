@@ -34,7 +34,8 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
 }
 
 Status ChildProcess::Spawn(const SpawnOptions& options, ChildProcess* out) {
-  if (options.argv.empty()) return Status::Error("spawn: expected a program in argv, found none");
+  if (options.argv.empty())
+    return Status::InvalidArgument("spawn: expected a program in argv, found none");
   // Everything the child needs is prepared before fork: after fork only async-signal-safe calls.
   std::vector<char*> argv;
   for (const auto& arg : options.argv) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -57,8 +58,8 @@ Status ChildProcess::Spawn(const SpawnOptions& options, ChildProcess* out) {
   if (!options.log_path.empty()) {
     log_fd = ::open(options.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0) {
-      return Status::Error(fmt::format("spawn {}: cannot open log {}: {}", options.argv[0],
-                                       options.log_path, std::strerror(errno)));
+      return Status::Internal(fmt::format("spawn {}: cannot open log {}: {}", options.argv[0],
+                                          options.log_path, std::strerror(errno)));
     }
   }
   int err_fd = -1;
@@ -66,8 +67,8 @@ Status ChildProcess::Spawn(const SpawnOptions& options, ChildProcess* out) {
     err_fd = ::open(options.stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (err_fd < 0) {
       if (log_fd >= 0) ::close(log_fd);
-      return Status::Error(fmt::format("spawn {}: cannot open {}: {}", options.argv[0],
-                                       options.stderr_path, std::strerror(errno)));
+      return Status::Internal(fmt::format("spawn {}: cannot open {}: {}", options.argv[0],
+                                          options.stderr_path, std::strerror(errno)));
     }
   }
   const pid_t parent = ::getpid();
@@ -75,7 +76,7 @@ Status ChildProcess::Spawn(const SpawnOptions& options, ChildProcess* out) {
   if (pid < 0) {
     if (log_fd >= 0) ::close(log_fd);
     if (err_fd >= 0) ::close(err_fd);
-    return Status::Error(
+    return Status::Internal(
         fmt::format("spawn {}: fork failed: {}", options.argv[0], std::strerror(errno)));
   }
   if (pid == 0) {

@@ -37,17 +37,17 @@ Coordinator::Coordinator(CoordinatorSettings settings, zmq::context_t& context)
 
 Coordinator::~Coordinator() = default;
 
-Status Coordinator::Prepare(LoadedMatrix& matrix) {
+Status Coordinator::Prepare(matrix::LoadedMatrix& matrix) {
   // Refused before the output folder is touched, so a retry with keys needs no --resume.
   if (Status s = CheckSecurity(); !s.ok()) return s;
   std::error_code error;
   std::filesystem::create_directories(settings_.out_dir, error);
   if (error) {
-    return Status::Error(
+    return Status::Internal(
         fmt::format("{}: cannot create the output folder: {}", settings_.out_dir, error.message()));
   }
   const std::string db_path = settings_.out_dir + "/results.db";
-  Status status = ResultsStore::Open(db_path, &store_);
+  Status status = results::ResultsStore::Open(db_path, &store_);
   if (!status.ok()) return status;
 
   std::string stored_hash;
@@ -56,12 +56,12 @@ Status Coordinator::Prepare(LoadedMatrix& matrix) {
   if (stored_hash.empty()) {
     if (status = store_->InitSweep(matrix.matrix(), matrix.text); !status.ok()) return status;
   } else if (!settings_.resume) {
-    return Status::Error(fmt::format(
+    return Status::AlreadyExists(fmt::format(
         "{}: already holds a sweep; expected an empty output folder, or --resume to finish that "
         "sweep (nothing was changed)",
         db_path));
   } else if (stored_hash != hash) {
-    return Status::Error(fmt::format(
+    return Status::AlreadyExists(fmt::format(
         "{}: holds a sweep of another matrix (hash {}); expected the matrix it was started with, "
         "found {} with hash {} (nothing was changed)",
         db_path, stored_hash, matrix.matrix().getSourcePath().cStr(), hash));
@@ -91,7 +91,7 @@ Status Coordinator::Prepare(LoadedMatrix& matrix) {
   exclude_unhealthy_ = probes.getExcludeUnhealthy();
   probe_repeats_ = probes.getRepeats();
 
-  std::vector<StoredRun> stored;
+  std::vector<results::StoredRun> stored;
   if (status = store_->LoadRuns(&stored); !status.ok()) return status;
   // Runs interrupted by the restart wait a little: their agents may reconnect and be adopted, or
   // resend a result they finished while we were gone.
@@ -107,13 +107,14 @@ Status Coordinator::Prepare(LoadedMatrix& matrix) {
     slot.spec_words = CopyToWords(s.spec_bytes);
     slot.state = s.state;
     slot.attempts = s.attempts;
-    if (s.state == RunState::kPending && s.attempts > 0) slot.hold_until_ns = hold_until_ns;
+    if (s.state == results::RunState::kPending && s.attempts > 0)
+      slot.hold_until_ns = hold_until_ns;
     kj::Maybe<kj::Exception> corrupt = kj::runCatchingExceptions([&]() {
       capnp::FlatArrayMessageReader reader(slot.spec_words);
       slot.max_attempts = std::max<uint32_t>(1, reader.getRoot<schema::RunSpec>().getMaxAttempts());
     });
     if (corrupt != nullptr) {
-      return Status::Error(
+      return Status::Internal(
           fmt::format("{}: the stored spec of run {} is unreadable", db_path, slot.run_id));
     }
     run_index_[slot.run_id] = runs_.size();
@@ -125,13 +126,13 @@ Status Coordinator::Prepare(LoadedMatrix& matrix) {
 Status Coordinator::CheckSecurity() const {
   const bool curve = !settings_.curve_secret_z85.empty();
   if (!curve && !settings_.insecure) {
-    return Status::Error(
+    return Status::InvalidArgument(
         "no CurveZMQ keys: expected --secret-key and --allowed-keys (make them with `servesweep "
         "keygen`), or --insecure to accept unauthenticated, unencrypted agents (nothing was "
         "changed)");
   }
   if (curve && settings_.allowed_agent_keys_z85.empty()) {
-    return Status::Error(
+    return Status::InvalidArgument(
         "no agent public keys to admit: expected --allowed-keys with at least one key");
   }
   return Status::Ok();
@@ -160,7 +161,7 @@ Status Coordinator::Bind() {
     socket_.bind(settings_.bind);
     endpoint_ = socket_.get(zmq::sockopt::last_endpoint);
   } catch (const zmq::error_t& e) {
-    return Status::Error(
+    return Status::Internal(
         fmt::format("cannot bind the coordinator to {}: {}", settings_.bind, e.what()));
   }
   if (curve) {
@@ -201,7 +202,7 @@ bool Coordinator::SendFrame(const std::string& identity, zmq::message_t& frame) 
 Status Coordinator::FlushBatch() {
   if (!group_commit_) return Status::Ok();
   if (Status s = store_->CommitBatch(); !s.ok()) {
-    return Status::Error(fmt::format(
+    return Status::Internal(fmt::format(
         "could not commit {} result(s) to {}/results.db: {}; none was acknowledged, so the agents "
         "keep them in their spools: fix the cause and start again with --resume",
         results_in_batch_, settings_.out_dir, s.message()));
@@ -239,7 +240,7 @@ Status Coordinator::Run() {
             zmq::recv_multipart(socket_, std::back_inserter(frames), zmq::recv_flags::dontwait);
       } catch (const zmq::error_t& e) {
         if (e.num() == EINTR) break;
-        return Status::Error(fmt::format("receive failed: {}", e.what()));
+        return Status::Internal(fmt::format("receive failed: {}", e.what()));
       }
       if (!received) {
         drained = true;
@@ -330,7 +331,7 @@ void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t&
                       progress.getCompletedRequests(), progress.getTotalRequests(),
                       progress.getPhase().cStr());
         const RunSlot* run = FindRun(progress.getRunId());
-        if (settings_.progress && run && run->state == RunState::kRunning &&
+        if (settings_.progress && run && run->state == results::RunState::kRunning &&
             !run->placement.empty() && run->placement.front() == identity) {
           settings_.progress->RunReported(
               run->run_id, progress.getAttempt(), progress.getPhase().cStr(),
@@ -402,7 +403,7 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
 
   const int64_t hold_ns = int64_t{settings_.heartbeat_ms} * 1'000'000 * settings_.liveness * 2;
   for (auto spooled : hello.getSpooledRunIds()) {
-    if (RunSlot* run = FindRun(spooled); run && run->state == RunState::kPending) {
+    if (RunSlot* run = FindRun(spooled); run && run->state == results::RunState::kPending) {
       run->hold_until_ns = now_ns + hold_ns;  // its result is about to be resent
     }
   }
@@ -410,7 +411,7 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
   RunSlot* busy_run = busy.empty() ? nullptr : FindRun(busy);
   if (!was_busy.empty() && was_busy != busy) {
     // The agent restarted or dropped the run we placed on it.
-    if (RunSlot* run = FindRun(was_busy); run && run->state == RunState::kRunning) {
+    if (RunSlot* run = FindRun(was_busy); run && run->state == results::RunState::kRunning) {
       run->hold_until_ns = now_ns + hold_ns;
       EndAttempt(*run, "lost", fmt::format("agent {} reconnected without the run", identity));
     }
@@ -423,10 +424,10 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
   // A run we did not place here (the coordinator restarted): adopt a single-agent run whose
   // attempt is the current one; release anything else.
   const bool adoptable =
-      busy_run->state == RunState::kPending && hello.getBusyRole() == schema::Role::HEAD &&
+      busy_run->state == results::RunState::kPending && hello.getBusyRole() == schema::Role::HEAD &&
       hello.getBusyGroupSize() == 1 && hello.getBusyAttempt() == busy_run->attempts;
   if (adoptable) {
-    busy_run->state = RunState::kRunning;
+    busy_run->state = results::RunState::kRunning;
     busy_run->placement = {identity};
     agent.busy_run_id = busy;
     if (Status s = store_->MarkRunning(busy, busy_run->attempts, identity); !s.ok()) {
@@ -505,10 +506,11 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
   auto agent_done = [&]() {
     if (agent && agent->busy_run_id == run_id) agent->busy_run_id.clear();
   };
-  const bool current = run->state == RunState::kRunning && result.getAttempt() == run->attempts;
+  const bool current =
+      run->state == results::RunState::kRunning && result.getAttempt() == run->attempts;
   const std::string error = result.getError();
 
-  if (result.getStatus() == schema::RunStatus::REFUSED) {
+  if (result.getStatus() == schema::RunStatus::BUSY) {
     // Nothing was measured: re-queue without spending an attempt; the agent's heartbeats tell
     // when it is free again.
     if (current) {
@@ -516,7 +518,7 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
         spdlog::error("{}", s.message());
       }
       --run->attempts;
-      run->state = RunState::kPending;
+      run->state = results::RunState::kPending;
       ReleasePlacement(*run, "assignment refused by " + identity, identity);
       if (settings_.progress) {
         settings_.progress->RunEnded(run_id, "refused by " + identity + ", re-queued",
@@ -527,7 +529,7 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
     spdlog::warn("agent {} refused run {}: {}", identity, run_id, error);
     return;
   }
-  if (run->state == RunState::kDone && result.getStatus() != schema::RunStatus::OK) {
+  if (run->state == results::RunState::kDone && result.getStatus() != schema::RunStatus::OK) {
     // A late failure report of an attempt that lost the race (a stalled agent's, say): history of
     // that attempt only; the run keeps its committed result.
     if (Status s = store_->EndAttempt(run_id, result.getAttempt(), "failed", error, false);
@@ -541,7 +543,7 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
     ack(false, "");
     return;
   }
-  if (run->state == RunState::kDone) {
+  if (run->state == results::RunState::kDone) {
     ++duplicates_dropped_;
     spdlog::info("dropped a duplicate result for {} (attempt {}) from {}", run_id,
                  result.getAttempt(), identity);
@@ -558,7 +560,7 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
       return;
     }
     if (duplicate) ++duplicates_dropped_;
-    run->state = RunState::kDone;
+    run->state = results::RunState::kDone;
     agent_done();
     ReleasePlacement(*run, current ? "run finished" : "a result of another attempt was committed",
                      identity);
@@ -577,22 +579,29 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
       spdlog::error("{}", s.message());
       return;
     }
-  } else if (run->attempts < run->max_attempts) {
+  } else if (run->attempts < run->max_attempts &&
+             result.getStatus() != schema::RunStatus::REFUSED) {
     agent_done();
     EndAttempt(*run, "failed", error);
   } else {
+    // The last attempt, or a permanent error (refused: the run's settings are invalid, and
+    // another attempt would fail the same): the failure is the run's result.
     bool duplicate = false;
     ++results_in_batch_;
     if (Status s = store_->CommitResult(result, false, &duplicate); !s.ok()) {
       spdlog::error("could not record the failure of {}: {}", run_id, s.message());
       return;
     }
-    run->state = RunState::kFailed;
+    run->state = results::RunState::kFailed;
     agent_done();
     ReleasePlacement(*run, "run failed", identity);
-    spdlog::warn("run {} [{}] failed after {} attempt(s): {}", run_id, run->label, run->attempts,
+    const bool refused = result.getStatus() == schema::RunStatus::REFUSED;
+    spdlog::warn("run {} [{}] {} after {} attempt(s): {}", run_id, run->label,
+                 refused ? "refused (invalid settings, not retried)" : "failed", run->attempts,
                  error);
-    if (settings_.progress) settings_.progress->RunEnded(run_id, "failed", SteadyNowNs());
+    if (settings_.progress) {
+      settings_.progress->RunEnded(run_id, refused ? "refused" : "failed", SteadyNowNs());
+    }
   }
   agent_done();
   ack(false, "");
@@ -603,7 +612,7 @@ void Coordinator::EndAttempt(RunSlot& run, const std::string& outcome, const std
   if (Status s = store_->EndAttempt(run.run_id, run.attempts, outcome, error, final); !s.ok()) {
     spdlog::error("{}", s.message());
   }
-  run.state = final ? RunState::kFailed : RunState::kPending;
+  run.state = final ? results::RunState::kFailed : results::RunState::kPending;
   ReleasePlacement(run, "attempt ended: " + error, "");
   if (settings_.progress) {
     settings_.progress->RunEnded(run.run_id, final ? "failed" : outcome + ", re-queued",
@@ -645,7 +654,7 @@ void Coordinator::LoseAgent(const std::string& id, const std::string& why) {
   agents_.Remove(id);
   dispatch_needed_ = true;
   if (RunSlot* run = busy.empty() ? nullptr : FindRun(busy);
-      run && run->state == RunState::kRunning) {
+      run && run->state == results::RunState::kRunning) {
     EndAttempt(*run, "lost", fmt::format("agent {} lost: {}", id, why));
   }
 }
@@ -660,7 +669,7 @@ void Coordinator::Dispatch(int64_t now_ns) {
   bool waiting = false;
   auto idle = agents_.Idle(probes_enabled_);
   for (auto& run : runs_) {
-    if (run.state != RunState::kPending) continue;
+    if (run.state != results::RunState::kPending) continue;
     if (run.hold_until_ns > now_ns) {
       next_dispatch_ns_ = std::min(next_dispatch_ns_, run.hold_until_ns);
       continue;
@@ -677,7 +686,7 @@ void Coordinator::Dispatch(int64_t now_ns) {
       continue;
     }
     ++run.attempts;
-    run.state = RunState::kRunning;
+    run.state = results::RunState::kRunning;
     run.placement = *placement;
     if (Status s = store_->MarkRunning(run.run_id, run.attempts, JoinIds(run.placement)); !s.ok()) {
       spdlog::error("{}", s.message());
@@ -739,7 +748,7 @@ void Coordinator::SendHeartbeats() {
 
 bool Coordinator::AllFinished() const {
   return std::all_of(runs_.begin(), runs_.end(), [](const RunSlot& run) {
-    return run.state == RunState::kDone || run.state == RunState::kFailed;
+    return run.state == results::RunState::kDone || run.state == results::RunState::kFailed;
   });
 }
 
@@ -758,16 +767,16 @@ SweepTotals Coordinator::Totals() const {
   totals.runs = runs_.size();
   for (const auto& run : runs_) {
     switch (run.state) {
-      case RunState::kDone:
+      case results::RunState::kDone:
         ++totals.done;
         break;
-      case RunState::kFailed:
+      case results::RunState::kFailed:
         ++totals.failed;
         break;
-      case RunState::kRunning:
+      case results::RunState::kRunning:
         ++totals.running;
         break;
-      case RunState::kPending:
+      case results::RunState::kPending:
         ++totals.pending;
         break;
     }

@@ -23,9 +23,9 @@
 
 #include "common/status.h"
 #include "coordinator/agent_registry.h"
-#include "coordinator/matrix_loader.h"
-#include "coordinator/results_store.h"
 #include "coordinator/zap_handler.h"
+#include "matrix/matrix_loader.h"
+#include "results/results_store.h"
 
 namespace servesweep::coordinator {
 
@@ -66,7 +66,7 @@ class Coordinator {
   ~Coordinator();
 
   // Opens or creates out_dir/results.db and records (or, with resume, checks) the sweep.
-  Status Prepare(LoadedMatrix& matrix);
+  Status Prepare(matrix::LoadedMatrix& matrix);
   // Binds the ROUTER socket; endpoint() then names the real address (wildcard port resolved).
   // With CURVE keys, starts the ZAP handler first; without them, refuses unless `insecure`.
   Status Bind();
@@ -75,7 +75,7 @@ class Coordinator {
   Status Run();
   void RequestStop() { stop_.store(true); }
   SweepTotals Totals() const;
-  ResultsStore& store() { return *store_; }
+  results::ResultsStore& store() { return *store_; }
 
  private:
   struct RunSlot {
@@ -83,7 +83,7 @@ class Coordinator {
     uint32_t index = 0;
     std::string label;
     kj::Array<capnp::word> spec_words;  // a serialised schema::RunSpec, word-aligned
-    RunState state = RunState::kPending;
+    results::RunState state = results::RunState::kPending;
     uint32_t attempts = 0;
     uint32_t max_attempts = 3;
     std::vector<std::string> placement;  // agent ids of the current attempt, head first
@@ -123,7 +123,7 @@ class Coordinator {
   std::unique_ptr<ZapHandler> zap_;  // CURVE only; answers before the socket admits anyone
   zmq::socket_t socket_;
   std::string endpoint_;
-  std::unique_ptr<ResultsStore> store_;
+  std::unique_ptr<results::ResultsStore> store_;
   std::vector<RunSlot> runs_;
   std::map<std::string, size_t> run_index_;
   AgentRegistry agents_;

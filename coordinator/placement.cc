@@ -3,16 +3,10 @@
 #include <algorithm>
 #include <map>
 
+#include "matrix/feasibility.h"
+
 namespace servesweep::coordinator {
 namespace {
-
-// Nodes of `gpus_per_node` GPUs that `gpus` GPUs need, honouring an explicit layout.gpusPerNode.
-uint32_t NodesFor(schema::RunSpec::Reader spec, uint32_t gpus, uint32_t gpus_per_node) {
-  const uint32_t per_node =
-      spec.getLayout().getGpusPerNode() > 0 ? spec.getLayout().getGpusPerNode() : gpus_per_node;
-  if (per_node == 0 || per_node > gpus_per_node) return 0;
-  return (gpus + per_node - 1) / per_node;
-}
 
 // `gpus` GPUs on the fewest candidates of one GPU count, lowest ids first; nullopt if none fit.
 std::optional<std::vector<std::string>> PlaceGroup(
@@ -24,7 +18,7 @@ std::optional<std::vector<std::string>> PlaceGroup(
   }
   std::optional<std::vector<std::string>> best;
   for (auto& [agent_gpus, agents] : by_gpus) {
-    const uint32_t nodes = NodesFor(spec, gpus, agent_gpus);
+    const uint32_t nodes = matrix::AgentsNeeded(spec, gpus, agent_gpus);
     if (nodes == 0 || agents.size() < nodes) continue;
     if (best && best->size() <= nodes) continue;
     std::sort(agents.begin(), agents.end(),
@@ -36,24 +30,6 @@ std::optional<std::vector<std::string>> PlaceGroup(
   return best;
 }
 
-bool Disaggregated(schema::RunSpec::Reader spec) {
-  return spec.getLayout().getPrefillInstances() > 0;
-}
-
-uint32_t PoolGpus(schema::RunSpec::Reader spec, uint32_t instances) {
-  return instances * spec.getLayout().getTp() * spec.getLayout().getPp();
-}
-
-bool Fits(schema::RunSpec::Reader spec, uint32_t gpus, const std::vector<uint32_t>& agent_gpus) {
-  std::map<uint32_t, uint32_t> count_by_gpus;
-  for (uint32_t g : agent_gpus) ++count_by_gpus[g];
-  for (const auto& [per_agent, count] : count_by_gpus) {
-    const uint32_t nodes = NodesFor(spec, gpus, per_agent);
-    if (nodes > 0 && nodes <= count) return true;
-  }
-  return false;
-}
-
 }  // namespace
 
 std::optional<std::vector<std::string>> PlaceRun(schema::RunSpec::Reader spec,
@@ -63,30 +39,16 @@ std::optional<std::vector<std::string>> PlaceRun(schema::RunSpec::Reader spec,
     if (agent->pool == "prefill") prefill.push_back(agent);
     if (agent->pool == "decode") decode.push_back(agent);
   }
-  if (!Disaggregated(spec) || (prefill.empty() && decode.empty())) {
+  if (!matrix::Disaggregated(spec) || (prefill.empty() && decode.empty())) {
     return PlaceGroup(spec, spec.getGpusNeeded(), idle);
   }
   auto prefill_agents =
-      PlaceGroup(spec, PoolGpus(spec, spec.getLayout().getPrefillInstances()), prefill);
+      PlaceGroup(spec, matrix::PoolGpus(spec, spec.getLayout().getPrefillInstances()), prefill);
   auto decode_agents =
-      PlaceGroup(spec, PoolGpus(spec, spec.getLayout().getDecodeInstances()), decode);
+      PlaceGroup(spec, matrix::PoolGpus(spec, spec.getLayout().getDecodeInstances()), decode);
   if (!prefill_agents || !decode_agents) return std::nullopt;
   prefill_agents->insert(prefill_agents->end(), decode_agents->begin(), decode_agents->end());
   return prefill_agents;
-}
-
-bool CouldEverPlace(schema::RunSpec::Reader spec, const std::vector<uint32_t>& agent_gpus) {
-  return Fits(spec, spec.getGpusNeeded(), agent_gpus);
-}
-
-bool CouldEverPlaceInPools(schema::RunSpec::Reader spec, const std::vector<uint32_t>& prefill_gpus,
-                           const std::vector<uint32_t>& decode_gpus) {
-  if (!Disaggregated(spec)) {
-    return Fits(spec, spec.getGpusNeeded(), prefill_gpus) ||
-           Fits(spec, spec.getGpusNeeded(), decode_gpus);
-  }
-  return Fits(spec, PoolGpus(spec, spec.getLayout().getPrefillInstances()), prefill_gpus) &&
-         Fits(spec, PoolGpus(spec, spec.getLayout().getDecodeInstances()), decode_gpus);
 }
 
 void FillAssign(schema::RunSpec::Reader spec, uint32_t attempt, uint32_t rank,

@@ -21,14 +21,6 @@ namespace servesweep::coordinator {
 std::optional<std::vector<std::string>> PlaceRun(schema::RunSpec::Reader spec,
                                                  const std::vector<const AgentEntry*>& idle);
 
-// Whether agents with these GPU counts could ever hold the run (to refuse a sweep up front).
-bool CouldEverPlace(schema::RunSpec::Reader spec, const std::vector<uint32_t>& agent_gpus);
-
-// The same for separate prefill and decode pools (a disaggregated run uses both; any other run
-// must fit one of them).
-bool CouldEverPlaceInPools(schema::RunSpec::Reader spec, const std::vector<uint32_t>& prefill_gpus,
-                           const std::vector<uint32_t>& decode_gpus);
-
 // The assignment of placement rank `rank`: role, rank, group size, the head's address, and every
 // agent's id and address in placement order (the disaggregated routers need each instance's
 // agent). `addresses[i]` is the address agent `agent_ids[i]` announced.

@@ -60,7 +60,7 @@ Status ParseProgressMode(std::string_view text, bool out_is_terminal, ProgressMo
   } else if (text == "off") {
     *out = ProgressMode::kOff;
   } else {
-    return Status::Error(
+    return Status::InvalidArgument(
         fmt::format("--progress: expected auto, live, plain or off, found '{}'", text));
   }
   return Status::Ok();

@@ -37,7 +37,7 @@ Status ZapHandler::Start() {
     socket_.set(zmq::sockopt::linger, 0);
     socket_.bind(kZapEndpoint);
   } catch (const zmq::error_t& e) {
-    return Status::Error(
+    return Status::Internal(
         fmt::format("cannot start the ZAP handler on {}: {}", kZapEndpoint, e.what()));
   }
   thread_ = std::thread([this] { Serve(); });

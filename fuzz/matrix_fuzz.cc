@@ -5,12 +5,12 @@
 #include <cstdint>
 #include <string>
 
-#include "coordinator/matrix_loader.h"
+#include "matrix/matrix_loader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size > 4096) return 0;
   const std::string text(reinterpret_cast<const char*>(data), size);
-  servesweep::coordinator::LoadedMatrix matrix;
-  (void)servesweep::coordinator::ExpandMatrix("fuzz.yaml", text, &matrix);
+  servesweep::matrix::LoadedMatrix matrix;
+  (void)servesweep::matrix::ExpandMatrix("fuzz.yaml", text, &matrix);
   return 0;
 }

@@ -7,18 +7,18 @@
 #include <string_view>
 
 #include "agent/loadgen/openai_stream.h"
-#include "agent/loadgen/tests/openai_stream_reference.h"
+#include "testing/openai_stream_reference.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view input(reinterpret_cast<const char*>(data), size);
   servesweep::loadgen::OpenAiStreamDecoder fast;
-  servesweep::loadgen::testing::ReferenceStreamDecoder reference;
+  servesweep::testing::ReferenceStreamDecoder reference;
   size_t start = 0;
   while (start <= input.size()) {
     size_t nl = input.find('\n', start);
     if (nl == std::string_view::npos) nl = input.size();
     const std::string_view payload = input.substr(start, nl - start);
-    if (!servesweep::loadgen::testing::SameChunk(fast.Decode(payload), reference.Decode(payload))) {
+    if (!servesweep::testing::SameChunk(fast.Decode(payload), reference.Decode(payload))) {
       std::abort();
     }
     start = nl + 1;

@@ -347,13 +347,13 @@ class EngineModel::Impl {
 
   Status Submit(RequestSpec request) {
     if (request.input_tok < 1 || request.output_tok < 1) {
-      return Status::Error(
+      return Status::InvalidArgument(
           fmt::format("request {}: expected input_tok >= 1 and output_tok >= 1, found {} and {}",
                       request.id, request.input_tok, request.output_tok));
     }
     auto [it, inserted] = seqs_.try_emplace(request.id);
     if (!inserted) {
-      return Status::Error(
+      return Status::InvalidArgument(
           fmt::format("request {}: expected a new id, found one in flight", request.id));
     }
     request.arrival_ns = std::max(request.arrival_ns, now_ns_);

@@ -24,11 +24,11 @@ Status ProbeFiguresFromReport(const std::string& report_json, ProbeFigures* out)
   try {
     report = nlohmann::json::parse(report_json);
   } catch (const nlohmann::json::exception& e) {
-    return Status::Error(
+    return Status::InvalidArgument(
         fmt::format("expected a probe report (JSON), found invalid JSON: {}", e.what()));
   }
   if (!report.is_object() || !report.contains("figures") || !report["figures"].is_array()) {
-    return Status::Error(
+    return Status::InvalidArgument(
         "expected a probe report (`servesweep probe --json`) with a 'figures' list, found none");
   }
   std::map<int, double> hbm, hbm_bytes, bf16, fp8, h2d;
@@ -58,7 +58,7 @@ Status ProbeFiguresFromReport(const std::string& report_json, ProbeFigures* out)
   figures.fp8_flops = Slowest(fp8);
   figures.host_link_bytes_per_s = Slowest(h2d);
   if (figures.hbm_bytes_per_s == 0 && figures.bf16_flops == 0 && figures.fp8_flops == 0) {
-    return Status::Error(
+    return Status::InvalidArgument(
         fmt::format("expected measured HBM or GEMM figures in the probe report, "
                     "found none (status '{}')",
                     report.value("status", "")));

@@ -121,6 +121,10 @@ Status ParseHardwareProfile(std::string_view yaml, const std::string& origin, Ha
 Status ParseModelProfile(std::string_view yaml, const std::string& origin, ModelProfile* out);
 
 // A shipped name ("h200") or a path to a YAML file.
+// Whether a profile name is a path to a YAML file (it has a '/' or ends in .yaml / .yml) rather
+// than the name of a shipped profile; a matrix resolves such paths against its own folder.
+bool IsProfilePath(const std::string& name_or_path);
+
 Status LoadHardwareProfile(const std::string& name_or_path, HardwareProfile* out);
 Status LoadModelProfile(const std::string& name_or_path, ModelProfile* out);
 

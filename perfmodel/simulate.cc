@@ -13,7 +13,7 @@ Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
   std::unique_ptr<EngineModel> engine;
   if (Status s = EngineModel::Create(hw, model, deployment, &engine); !s.ok()) return s;
   if (workload.concurrency < 0) {
-    return Status::Error(
+    return Status::InvalidArgument(
         fmt::format("workload: expected concurrency >= 0, found {}", workload.concurrency));
   }
   SimulationResult result;
@@ -23,7 +23,7 @@ Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
   for (size_t i = 0; i < workload.requests.size(); ++i) {
     const RequestSpec& r = workload.requests[i];
     if (!index.emplace(r.id, i).second) {
-      return Status::Error(fmt::format("workload: request id {} appears twice", r.id));
+      return Status::InvalidArgument(fmt::format("workload: request id {} appears twice", r.id));
     }
     RequestRecord& rec = result.requests[i];
     rec.id = r.id;

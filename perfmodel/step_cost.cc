@@ -36,39 +36,39 @@ Status CostModel::Create(const HardwareProfile& hw, const ModelProfile& model,
                            ? std::min(d.prefill_instances, d.decode_instances)
                            : d.dp;
   if (d.tp < 1 || d.pp < 1 || d.dp < 1 || d.ep < 1) {
-    return Status::Error(fmt::format("deployment: expected tp, pp, dp, ep >= 1, found {}/{}/{}/{}",
-                                     d.tp, d.pp, d.dp, d.ep));
+    return Status::InvalidArgument(fmt::format(
+        "deployment: expected tp, pp, dp, ep >= 1, found {}/{}/{}/{}", d.tp, d.pp, d.dp, d.ep));
   }
   if ((d.prefill_instances > 0) != (d.decode_instances > 0) || d.prefill_instances < 0) {
-    return Status::Error(fmt::format(
+    return Status::InvalidArgument(fmt::format(
         "deployment: expected prefill_instances and decode_instances both 0 or both > 0, found "
         "{} and {}",
         d.prefill_instances, d.decode_instances));
   }
   if (d.pp > model.layers) {
-    return Status::Error(fmt::format("deployment: expected pp <= the model's {} layers, found {}",
-                                     model.layers, d.pp));
+    return Status::InvalidArgument(fmt::format(
+        "deployment: expected pp <= the model's {} layers, found {}", model.layers, d.pp));
   }
   if (d.ep > 1 && (model.experts == 0 || d.ep % d.tp != 0 || (d.tp * replicas) % d.ep != 0)) {
-    return Status::Error(fmt::format(
+    return Status::InvalidArgument(fmt::format(
         "deployment: expected ep = 1, or (for an MoE model) a multiple of tp={} dividing tp x "
         "replicas={}, found ep={} for {} model {}",
         d.tp, d.tp * replicas, d.ep, model.experts > 0 ? "MoE" : "dense", model.name));
   }
   if (d.max_num_seqs < 1 || d.max_num_batched_tokens < 1 || d.block_size_tok < 1) {
-    return Status::Error(fmt::format(
+    return Status::InvalidArgument(fmt::format(
         "deployment: expected max_num_seqs, max_num_batched_tokens and block_size_tok >= 1, "
         "found {}, {}, {}",
         d.max_num_seqs, d.max_num_batched_tokens, d.block_size_tok));
   }
   if (!(d.gpu_memory_utilization > 0 && d.gpu_memory_utilization <= 1)) {
-    return Status::Error(
+    return Status::InvalidArgument(
         fmt::format("deployment: expected gpu_memory_utilization in (0, 1], found {}",
                     d.gpu_memory_utilization));
   }
   if (d.spec_num_tok < 0 || d.spec_mean_accepted_tok < 0 ||
       d.spec_mean_accepted_tok > d.spec_num_tok) {
-    return Status::Error(fmt::format(
+    return Status::InvalidArgument(fmt::format(
         "deployment: expected 0 <= spec_mean_accepted_tok <= spec_num_tok, found {} and {}",
         d.spec_mean_accepted_tok, d.spec_num_tok));
   }
@@ -100,7 +100,7 @@ Status CostModel::Create(const HardwareProfile& hw, const ModelProfile& model,
   const double usable = hw.memory_bytes * d.gpu_memory_utilization - d.activation_reserve_bytes;
   const double kv_room = usable - c.weight_bytes_per_gpu_;
   if (kv_room < c.kv_bytes_per_gpu_tok_ * d.block_size_tok) {
-    return Status::Error(fmt::format(
+    return Status::InvalidArgument(fmt::format(
         "deployment: {} at {} needs {:.1f} GB of weights per GPU over tp={} pp={} ep={}, but {} "
         "has {:.1f} GB usable per GPU (memory x gpu_memory_utilization - activation reserve), "
         "leaving no room for the KV cache",

@@ -169,7 +169,9 @@ enum RunStatus {
   ok @0;
   failed @1;
   cancelled @2;
-  refused @3;    # the agent could not take the assignment (busy); nothing was measured
+  busy @3;       # the agent could not take the assignment (busy); nothing was measured
+  refused @4;    # the run's settings cannot run (an invalid argument): recorded with the reason
+                 # after one attempt and never retried, since another attempt would fail the same
 }
 
 struct RunResult {

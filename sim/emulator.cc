@@ -16,11 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "common/receive_time.h"
 #include "sim/engine_core.h"
 #include "sim/engine_driver.h"
 #include "sim/fixed_schedule.h"
 #include "sim/http_session.h"
-#include "common/receive_time.h"
 #include "sim/server_context.h"
 
 namespace servesweep::sim {
@@ -116,13 +116,13 @@ Emulator::Emulator(EmulatorSettings settings, std::unique_ptr<EngineCore> core)
 
 Emulator::~Emulator() = default;
 
-void Emulator::Start() {
+Status Emulator::Start() {
   ServerContext& ctx = impl_->ctx;
   const EmulatorSettings& s = ctx.settings;
-  ctx.persona = ParsePersona(s.persona);
+  if (Status status = ParsePersona(s.persona, &ctx.persona); !status.ok()) return status;
   if (s.kv_capacity_tok <= 0 || s.max_model_len <= 0 || s.ttft_ms < 0 || s.itl_ms < 0 ||
       s.tokens_per_chunk < 1) {
-    throw std::invalid_argument(fmt::format(
+    return Status::InvalidArgument(fmt::format(
         "sim: kv_capacity_tok ({}), max_model_len ({}) and tokens_per_chunk ({}) must be "
         "positive, ttft_ms ({}) and itl_ms ({}) not negative",
         s.kv_capacity_tok, s.max_model_len, s.tokens_per_chunk, s.ttft_ms, s.itl_ms));
@@ -132,7 +132,7 @@ void Emulator::Start() {
   if (!fraction(f.error_rate) || !fraction(f.stall_probability) || !fraction(f.broken_event_rate) ||
       !fraction(f.truncate_rate) || f.stall_ms < 0 || f.stall_after_tok < 0 ||
       f.crash_after_requests < 0) {
-    throw std::invalid_argument(
+    return Status::InvalidArgument(
         "sim: fault rates and probabilities must lie in [0, 1]; stall_ms, stall_after_tok and "
         "crash_after_requests must not be negative");
   }
@@ -170,10 +170,11 @@ void Emulator::Start() {
     EnableReceiveTimestampsOrSay(acceptor.native_handle());
     impl_->port = acceptor.local_endpoint().port();
   } catch (const boost::system::system_error& e) {
-    throw std::runtime_error(fmt::format("sim: cannot listen on {}: {}", address, e.what()));
+    return Status::Unavailable(fmt::format("sim: cannot listen on {}: {}", address, e.what()));
   }
   impl_->Accept();
   spdlog::info("sim: serving {} on {}:{}", s.model_name, s.host, impl_->port);
+  return Status::Ok();
 }
 
 uint16_t Emulator::port() const { return impl_->port; }

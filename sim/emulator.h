@@ -10,6 +10,8 @@
 #include <memory>
 #include <string>
 
+#include "common/status.h"
+
 namespace servesweep::sim {
 
 class EngineCore;
@@ -63,8 +65,9 @@ class Emulator {
   Emulator(const Emulator&) = delete;
   Emulator& operator=(const Emulator&) = delete;
 
-  // Binds and listens; throws std::runtime_error with the address on failure.
-  void Start();
+  // Checks the settings (InvalidArgument), then binds and listens (Unavailable, with the
+  // address, when the port cannot be had).
+  Status Start();
   // The bound port (valid after Start()).
   uint16_t port() const;
   // Serves until Stop(); returns after the io threads have joined.

@@ -22,10 +22,11 @@
 #include <sstream>
 #include <thread>
 
+#include "common/clock.h"
 #include "sim/engine_core.h"
 #include "sim/fault_plan.h"
 #include "sim/fixed_schedule.h"
-#include "sim/test_client.h"
+#include "testing/blocking_http_client.h"
 
 namespace servesweep::sim {
 namespace {
@@ -42,7 +43,7 @@ class EmulatorTest : public ::testing::Test {
   void StartEmulator(EmulatorSettings settings, std::unique_ptr<EngineCore> core = nullptr) {
     emulator_ = core ? std::make_unique<Emulator>(std::move(settings), std::move(core))
                      : std::make_unique<Emulator>(std::move(settings));
-    emulator_->Start();
+    ASSERT_TRUE(emulator_->Start().ok());
     thread_ = std::thread([this] { emulator_->Run(); });
   }
   // Stops the server and joins its thread; the request log is complete afterwards.
@@ -621,12 +622,6 @@ class BusyFirstSubmitCore : public EngineCore {
   int submitted_ = 0;
 };
 
-int64_t SteadyNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 TEST_F(EmulatorTest, ArrivalIsWhenTheRequestWasReceivedNotWhenTheBusyIoThreadReadIt) {
   EmulatorSettings s = FastSettings();
   s.request_log_path = LogPath();
@@ -824,7 +819,7 @@ TEST_F(EmulatorTest, CrashAfterNRequestsKillsTheProcess) {
     EmulatorSettings s = InstantSettings();
     s.faults.crash_after_requests = 2;
     Emulator emulator(s);
-    emulator.Start();
+    if (!emulator.Start().ok()) ::_exit(4);
     const uint16_t port = emulator.port();
     if (::write(port_pipe[1], &port, sizeof(port)) != sizeof(port)) ::_exit(3);
     emulator.Run();
@@ -926,7 +921,10 @@ TEST_F(EmulatorTest, UnknownPersonaIsRejectedAtStart) {
   EmulatorSettings s = FastSettings();
   s.persona = "tgi";
   Emulator emulator(s);
-  EXPECT_THROW(emulator.Start(), std::invalid_argument);
+  const Status started = emulator.Start();
+  EXPECT_EQ(started.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(started.message().find("unknown persona 'tgi'"), std::string::npos)
+      << started.message();
 }
 
 }  // namespace

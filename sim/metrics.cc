@@ -7,6 +7,8 @@
 #include <iterator>
 #include <stdexcept>
 
+#include "common/clock.h"
+
 namespace servesweep::sim {
 namespace {
 
@@ -45,19 +47,18 @@ std::string GoFloat(double value) {
 
 int64_t Load(const std::atomic<int64_t>& v) { return v.load(std::memory_order_relaxed); }
 
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
-Persona ParsePersona(std::string_view name) {
-  if (name == "vllm") return Persona::kVllm;
-  if (name == "sglang") return Persona::kSglang;
-  throw std::invalid_argument(
-      fmt::format("sim: unknown persona '{}' (expected \"vllm\" or \"sglang\")", name));
+Status ParsePersona(std::string_view name, Persona* out) {
+  if (name == "vllm") {
+    *out = Persona::kVllm;
+  } else if (name == "sglang") {
+    *out = Persona::kSglang;
+  } else {
+    return Status::InvalidArgument(
+        fmt::format("sim: unknown persona '{}' (expected \"vllm\" or \"sglang\")", name));
+  }
+  return Status::Ok();
 }
 
 template <size_t N>
@@ -177,7 +178,7 @@ void Metrics::RenderSglang(std::string& out, const std::string& model_name,
   int64_t retracted = 0;
   {
     std::lock_guard lock(scrape_mu_);
-    const int64_t now_ns = NowNs();
+    const int64_t now_ns = SteadyNowNs();
     if (last_scrape_ns_ != 0 && now_ns > last_scrape_ns_) {
       gen_throughput = static_cast<double>(gen_total - last_scrape_gen_tok_) * 1e9 /
                        static_cast<double>(now_ns - last_scrape_ns_);

@@ -15,14 +15,15 @@
 #include <string>
 #include <string_view>
 
+#include "common/status.h"
 #include "sim/engine_core.h"
 
 namespace servesweep::sim {
 
 enum class Persona { kVllm, kSglang };
 
-// Parses "vllm" / "sglang"; throws std::invalid_argument naming the accepted values.
-Persona ParsePersona(std::string_view name);
+// Parses "vllm" / "sglang"; InvalidArgument naming the accepted values otherwise.
+Status ParsePersona(std::string_view name, Persona* out);
 
 class Metrics {
  public:

@@ -9,7 +9,7 @@
 
 #include "common/curve_keys.h"
 #include "common/subprocess.h"
-#include "coordinator/placement.h"
+#include "matrix/feasibility.h"
 #include "submit/template_renderer.h"
 
 namespace servesweep::submit {
@@ -20,7 +20,7 @@ Status WriteText(const std::string& path, std::string_view text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
   out.close();
-  return out ? Status::Ok() : Status::Error(fmt::format("{}: cannot write", path));
+  return out ? Status::Ok() : Status::Internal(fmt::format("{}: cannot write", path));
 }
 
 // Runs kubectl with `args`: its standard output in *output; its errors, if it fails, in the Status.
@@ -40,13 +40,13 @@ Status Kubectl(const std::vector<std::string>& args, const std::string& dir, std
   output->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   if (exit && *exit == 0) return Status::Ok();
   if (exit && WIFEXITED(*exit) && WEXITSTATUS(*exit) == 127) {
-    return Status::Error(
+    return Status::FailedPrecondition(
         "submit k8s: expected kubectl on PATH, found none (scripts/install-deps.sh "
         "installs it)");
   }
-  return Status::Error(fmt::format("kubectl {} failed ({}): {}", args.front(),
-                                   exit ? DescribeExit(*exit) : "no answer in 120 s",
-                                   TailOfFile(err_path, 20)));
+  return Status::Internal(fmt::format("kubectl {} failed ({}): {}", args.front(),
+                                      exit ? DescribeExit(*exit) : "no answer in 120 s",
+                                      TailOfFile(err_path, 20)));
 }
 
 // The sweep's CurveZMQ keys (the Secrets' files): a keypair for the coordinator and one shared
@@ -64,20 +64,20 @@ Status EnsureSweepKeys(const std::string& dir) {
 
 }  // namespace
 
-Status RenderK8sKustomization(coordinator::LoadedMatrix& matrix, const K8sOptions& options,
+Status RenderK8sKustomization(matrix::LoadedMatrix& matrix, const K8sOptions& options,
                               std::string* kustomization, std::string* agents_patch) {
   const bool emulated = options.overlay == "emulator";
   const uint32_t gpus = emulated ? options.emulate_gpus : options.gpus_per_node;
   if (options.overlay != "gpu" && options.overlay != "gpu-hostnetwork" && !emulated) {
-    return Status::Error(
+    return Status::InvalidArgument(
         fmt::format("submit k8s: expected --overlay gpu, gpu-hostnetwork or "
                     "emulator, found '{}'",
                     options.overlay));
   }
   const std::vector<uint32_t> nodes(options.nodes, gpus);
   for (auto spec : matrix.matrix().getRuns()) {
-    if (!coordinator::CouldEverPlace(spec, nodes)) {
-      return Status::Error(fmt::format(
+    if (!matrix::CouldEverPlace(spec, nodes)) {
+      return Status::InvalidArgument(fmt::format(
           "{}: run {} [{}] needs {} GPU(s); expected it to fit {} agent(s) x {} GPU(s) (nothing "
           "was written or applied)",
           options.matrix_path, spec.getRunId().cStr(), spec.getLabel().cStr(), spec.getGpusNeeded(),
@@ -124,8 +124,8 @@ Status RenderK8sKustomization(coordinator::LoadedMatrix& matrix, const K8sOption
 }
 
 Status SubmitK8s(const K8sOptions& options, std::string* manifests) {
-  coordinator::LoadedMatrix matrix;
-  if (Status s = coordinator::LoadMatrixFile(options.matrix_path, &matrix); !s.ok()) return s;
+  matrix::LoadedMatrix matrix;
+  if (Status s = matrix::LoadMatrixFile(options.matrix_path, &matrix); !s.ok()) return s;
   std::string kustomization, agents_patch;
   if (Status s = RenderK8sKustomization(matrix, options, &kustomization, &agents_patch); !s.ok()) {
     return s;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "coordinator/matrix_loader.h"
+#include "matrix/matrix_loader.h"
 
 namespace servesweep::submit {
 
@@ -25,7 +25,7 @@ struct K8sOptions {
 };
 
 // Generated files of the kustomization (without the copied base), by name.
-Status RenderK8sKustomization(coordinator::LoadedMatrix& matrix, const K8sOptions& options,
+Status RenderK8sKustomization(matrix::LoadedMatrix& matrix, const K8sOptions& options,
                               std::string* kustomization, std::string* agents_patch);
 
 // Writes the kustomization into options.dir; dry run: *manifests gets `kubectl kustomize`'s

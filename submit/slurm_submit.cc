@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "common/subprocess.h"
-#include "coordinator/placement.h"
+#include "matrix/feasibility.h"
 #include "submit/template_renderer.h"
 
 namespace servesweep::submit {
@@ -18,21 +18,21 @@ Status WriteText(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
   out << text;
   out.close();
-  return out ? Status::Ok() : Status::Error(fmt::format("{}: cannot write", path));
+  return out ? Status::Ok() : Status::Internal(fmt::format("{}: cannot write", path));
 }
 
 }  // namespace
 
-Status CheckAllocation(coordinator::LoadedMatrix& matrix, const SlurmOptions& options) {
+Status CheckAllocation(matrix::LoadedMatrix& matrix, const SlurmOptions& options) {
   const uint32_t gpus = options.emulate_gpus > 0 ? options.emulate_gpus : options.gpus_per_node;
   if (gpus == 0) {
-    return Status::Error(
+    return Status::InvalidArgument(
         "submit slurm: expected --gpus-per-node G (real GPUs) or --emulate-gpus G "
         "(emulated engines), found neither");
   }
   const bool pools = options.prefill_nodes > 0 || options.decode_nodes > 0;
   if (pools && (options.prefill_nodes == 0 || options.decode_nodes == 0)) {
-    return Status::Error(
+    return Status::InvalidArgument(
         fmt::format("submit slurm: expected both --prefill-nodes and "
                     "--decode-nodes, found {} and {}",
                     options.prefill_nodes, options.decode_nodes));
@@ -45,10 +45,10 @@ Status CheckAllocation(coordinator::LoadedMatrix& matrix, const SlurmOptions& op
                           options.decode_nodes, gpus)
             : fmt::format("{} node(s) x {} GPU(s)", options.nodes, gpus);
   for (auto spec : matrix.matrix().getRuns()) {
-    const bool fits = pools ? coordinator::CouldEverPlaceInPools(spec, prefill, decode)
-                            : coordinator::CouldEverPlace(spec, nodes);
+    const bool fits = pools ? matrix::CouldEverPlaceInPools(spec, prefill, decode)
+                            : matrix::CouldEverPlace(spec, nodes);
     if (!fits) {
-      return Status::Error(fmt::format(
+      return Status::InvalidArgument(fmt::format(
           "{}: run {} [{}] needs {} GPU(s); expected it to fit the allocation of {} (nothing was "
           "submitted)",
           options.matrix_path, spec.getRunId().cStr(), spec.getLabel().cStr(), spec.getGpusNeeded(),
@@ -58,7 +58,7 @@ Status CheckAllocation(coordinator::LoadedMatrix& matrix, const SlurmOptions& op
   return Status::Ok();
 }
 
-Status RenderSbatch(coordinator::LoadedMatrix& matrix, const SlurmOptions& options,
+Status RenderSbatch(matrix::LoadedMatrix& matrix, const SlurmOptions& options,
                     const std::string& matrix_on_nodes, std::string* script) {
   // Per component: the node count and the resources asked of each node.
   std::string resources;
@@ -121,8 +121,8 @@ Status RenderSbatch(coordinator::LoadedMatrix& matrix, const SlurmOptions& optio
 }
 
 Status SubmitSlurm(SlurmOptions options, std::string* job_id, std::string* script) {
-  coordinator::LoadedMatrix matrix;
-  if (Status s = coordinator::LoadMatrixFile(options.matrix_path, &matrix); !s.ok()) return s;
+  matrix::LoadedMatrix matrix;
+  if (Status s = matrix::LoadMatrixFile(options.matrix_path, &matrix); !s.ok()) return s;
   if (Status s = CheckAllocation(matrix, options); !s.ok()) return s;
   options.out_dir = std::filesystem::absolute(options.out_dir).lexically_normal().string();
   // These go into the script unquoted (#SBATCH lines, srun --container-mounts).
@@ -132,7 +132,7 @@ Status SubmitSlurm(SlurmOptions options, std::string* job_id, std::string* scrip
                                                               {"--account", &options.account}};
   for (const auto& [flag, value] : plain) {
     if (value->find_first_of(" \t\n'\"$`\\;&|<>") != std::string::npos) {
-      return Status::Error(
+      return Status::InvalidArgument(
           fmt::format("submit slurm: expected {} without spaces or shell "
                       "characters, found '{}'",
                       flag, *value));
@@ -147,7 +147,7 @@ Status SubmitSlurm(SlurmOptions options, std::string* job_id, std::string* scrip
   std::error_code error;
   std::filesystem::create_directories(options.out_dir, error);
   if (error)
-    return Status::Error(fmt::format("{}: cannot create: {}", options.out_dir, error.message()));
+    return Status::Internal(fmt::format("{}: cannot create: {}", options.out_dir, error.message()));
   if (Status s = WriteText(matrix_on_nodes, matrix.text); !s.ok()) return s;
   const std::string script_path = options.out_dir + "/sweep.sbatch";
   if (Status s = WriteText(script_path, *script); !s.ok()) return s;
@@ -164,8 +164,8 @@ Status SubmitSlurm(SlurmOptions options, std::string* job_id, std::string* scrip
   std::string output = TailOfFile(sbatch_log, 20);
   while (!output.empty() && (output.back() == '\n' || output.back() == ' ')) output.pop_back();
   if (!exit || *exit != 0) {
-    return Status::Error(fmt::format("sbatch {} failed ({}): {}", script_path,
-                                     exit ? DescribeExit(*exit) : "no answer in 60 s", output));
+    return Status::Internal(fmt::format("sbatch {} failed ({}): {}", script_path,
+                                        exit ? DescribeExit(*exit) : "no answer in 60 s", output));
   }
   *job_id = output.substr(0, output.find(';'));  // --parsable: "<id>[;<cluster>]"
   return Status::Ok();

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "coordinator/matrix_loader.h"
+#include "matrix/matrix_loader.h"
 
 namespace servesweep::submit {
 
@@ -33,10 +33,10 @@ struct SlurmOptions {
 };
 
 // Checks that every run of the matrix fits the allocation (before anything is submitted).
-Status CheckAllocation(coordinator::LoadedMatrix& matrix, const SlurmOptions& options);
+Status CheckAllocation(matrix::LoadedMatrix& matrix, const SlurmOptions& options);
 
 // The sbatch script for the sweep.
-Status RenderSbatch(coordinator::LoadedMatrix& matrix, const SlurmOptions& options,
+Status RenderSbatch(matrix::LoadedMatrix& matrix, const SlurmOptions& options,
                     const std::string& matrix_on_nodes, std::string* script);
 
 // Validates, writes OUT/matrix.yaml and OUT/sweep.sbatch, and submits it (unless dry-run).

@@ -18,13 +18,13 @@ Status RenderTemplate(std::string_view template_name, std::string_view text,
     if (open == std::string_view::npos) break;
     const size_t close = text.find("}}", open + 2);
     if (close == std::string_view::npos) {
-      return Status::Error(fmt::format("{}:{}: expected '}}}}' to close a placeholder, found none",
-                                       template_name, line));
+      return Status::InvalidArgument(fmt::format(
+          "{}:{}: expected '}}}}' to close a placeholder, found none", template_name, line));
     }
     const std::string name(text.substr(open + 2, close - open - 2));
     auto value = values.find(name);
     if (value == values.end()) {
-      return Status::Error(
+      return Status::InvalidArgument(
           fmt::format("{}:{}: no value for placeholder {{{{{}}}}}", template_name, line, name));
     }
     out->append(value->second);

@@ -15,7 +15,7 @@ Status ParseCustomPrompts(const std::string& text, const std::string& path,
   std::string line;
   int line_no = 0;
   auto fail = [&](const std::string& what) {
-    return Status::Error(fmt::format("{}:{}: {}", path, line_no, what));
+    return Status::InvalidArgument(fmt::format("{}:{}: {}", path, line_no, what));
   };
   while (std::getline(in, line)) {
     ++line_no;
@@ -78,14 +78,15 @@ Status ParseCustomPrompts(const std::string& text, const std::string& path,
     out->push_back(std::move(entry));
   }
   if (out->empty()) {
-    return Status::Error(fmt::format("{}: expected at least one prompt line, found none", path));
+    return Status::InvalidArgument(
+        fmt::format("{}: expected at least one prompt line, found none", path));
   }
   return Status::Ok();
 }
 
 Status ReadCustomPrompts(const std::string& path, std::vector<CustomPromptLine>* out) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::Error(fmt::format("{}: cannot open the prompts file", path));
+  if (!in) return Status::NotFound(fmt::format("{}: cannot open the prompts file", path));
   std::ostringstream text;
   text << in.rdbuf();
   return ParseCustomPrompts(text.str(), path, out);

@@ -67,7 +67,7 @@ Status LoadTaskJsonl(const std::string& path, size_t max_tasks, std::vector<Qual
   out->clear();
   std::ifstream in(path);
   if (!in)
-    return Status::Error(fmt::format(
+    return Status::NotFound(fmt::format(
         "{}: cannot open the task set (JSONL of {{\"prompt\", \"answer\"}} lines)", path));
   std::string line;
   size_t line_no = 0;
@@ -78,16 +78,16 @@ Status LoadTaskJsonl(const std::string& path, size_t max_tasks, std::vector<Qual
     const auto json = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
     const std::string where = fmt::format("{}:{}", path, line_no);
     if (json.is_discarded() || !json.is_object()) {
-      return Status::Error(
+      return Status::InvalidArgument(
           fmt::format("{}: expected a JSON object {{\"prompt\": ..., \"answer\": ...}}, found '{}'",
                       where, Shorten(line)));
     }
     const auto prompt = json.find("prompt");
     if (prompt == json.end() || !prompt->is_string() ||
         prompt->get_ref<const std::string&>().empty()) {
-      return Status::Error(fmt::format("{}: expected a non-empty string \"prompt\", found {}",
-                                       where,
-                                       prompt == json.end() ? "none" : Shorten(prompt->dump())));
+      return Status::InvalidArgument(
+          fmt::format("{}: expected a non-empty string \"prompt\", found {}", where,
+                      prompt == json.end() ? "none" : Shorten(prompt->dump())));
     }
     const auto answer = json.find("answer");
     std::string answer_text;
@@ -96,17 +96,18 @@ Status LoadTaskJsonl(const std::string& path, size_t max_tasks, std::vector<Qual
     } else if (answer != json.end() && answer->is_number()) {
       answer_text = answer->dump();
     } else {
-      return Status::Error(fmt::format("{}: expected a string or number \"answer\", found {}",
-                                       where,
-                                       answer == json.end() ? "none" : Shorten(answer->dump())));
+      return Status::InvalidArgument(
+          fmt::format("{}: expected a string or number \"answer\", found {}", where,
+                      answer == json.end() ? "none" : Shorten(answer->dump())));
     }
     if (TrimAnswer(answer_text).empty()) {
-      return Status::Error(fmt::format("{}: expected a non-empty \"answer\", found \"\"", where));
+      return Status::InvalidArgument(
+          fmt::format("{}: expected a non-empty \"answer\", found \"\"", where));
     }
     out->push_back({prompt->get<std::string>(), std::move(answer_text)});
   }
   if (out->empty())
-    return Status::Error(fmt::format("{}: expected at least one task, found none", path));
+    return Status::InvalidArgument(fmt::format("{}: expected at least one task, found none", path));
   return Status::Ok();
 }
 

@@ -33,7 +33,7 @@ Status ReadAzure(std::istream& in, const std::string& path, size_t max_requests,
   std::string line;
   size_t line_number = 1;
   if (!std::getline(in, line) || Trim(line) != "TIMESTAMP,ContextTokens,GeneratedTokens") {
-    return Status::Error(
+    return Status::InvalidArgument(
         fmt::format("{}:1: expected the header TIMESTAMP,ContextTokens,GeneratedTokens, found '{}'",
                     path, Trim(line)));
   }
@@ -51,7 +51,7 @@ Status ReadAzure(std::istream& in, const std::string& path, size_t max_requests,
     int64_t at_ns = 0;
     if (!ParseTimestampNs(timestamp, &at_ns) || !ParseUint(input, &request.input_len_tok) ||
         !ParseUint(output, &request.output_len_tok)) {
-      return Status::Error(fmt::format(
+      return Status::InvalidArgument(fmt::format(
           "{}:{}: expected 'YYYY-MM-DD HH:MM:SS.fraction,<context tokens>,<generated tokens>', "
           "found '{}'",
           path, line_number, line));
@@ -59,7 +59,7 @@ Status ReadAzure(std::istream& in, const std::string& path, size_t max_requests,
     if (out->empty()) first_ns = at_ns;
     request.offset_ns = at_ns - first_ns;
     if (request.offset_ns < 0) {
-      return Status::Error(
+      return Status::InvalidArgument(
           fmt::format("{}:{}: expected timestamps in order, found {} before the "
                       "first request",
                       path, line_number, timestamp));
@@ -109,7 +109,7 @@ Status ReadMooncake(std::istream& in, const std::string& path, size_t max_reques
       if (!JsonInteger(j.at("timestamp"), 0, kMaxTimestampMs, &at_ms) ||
           !JsonInteger(j.at("input_length"), 0, UINT32_MAX, &input) ||
           !JsonInteger(j.at("output_length"), 0, UINT32_MAX, &output)) {
-        return Status::Error(fmt::format(
+        return Status::InvalidArgument(fmt::format(
             "{}:{}: expected timestamp (ms, 0 to {}), input_length and output_length (0 to {}) "
             "as whole numbers, found '{}'",
             path, line_number, kMaxTimestampMs, UINT32_MAX, line.substr(0, 120)));
@@ -119,7 +119,7 @@ Status ReadMooncake(std::istream& in, const std::string& path, size_t max_reques
       if (j.contains("hash_ids")) {
         for (const auto& id : j.at("hash_ids")) {
           if (!id.is_number_unsigned()) {
-            return Status::Error(
+            return Status::InvalidArgument(
                 fmt::format("{}:{}: expected hash_ids of unsigned integers, found {}", path,
                             line_number, id.dump()));
           }
@@ -127,7 +127,7 @@ Status ReadMooncake(std::istream& in, const std::string& path, size_t max_reques
         }
       }
     } catch (const nlohmann::json::exception& e) {
-      return Status::Error(fmt::format(
+      return Status::InvalidArgument(fmt::format(
           "{}:{}: expected a JSON object with timestamp, input_length and output_length, found "
           "'{}' ({})",
           path, line_number, line.substr(0, 120), e.what()));
@@ -135,7 +135,7 @@ Status ReadMooncake(std::istream& in, const std::string& path, size_t max_reques
     if (out->empty()) first_ms = at_ms;
     request.offset_ns = (at_ms - first_ms) * 1'000'000;
     if (request.offset_ns < 0) {
-      return Status::Error(
+      return Status::InvalidArgument(
           fmt::format("{}:{}: expected timestamps in order, found {} ms before "
                       "the first request",
                       path, line_number, first_ms - at_ms));
@@ -182,7 +182,7 @@ Status ParseTraceFormat(const std::string& name, const std::string& path, TraceF
   } else if (chosen == "mooncake") {
     *out = TraceFormat::kMooncakeJsonl;
   } else {
-    return Status::Error(
+    return Status::InvalidArgument(
         fmt::format("{}: expected trace_format azure or mooncake (or a .csv / "
                     ".jsonl file), found '{}'",
                     path, name));
@@ -195,11 +195,12 @@ Status ReadTrace(const std::string& path, TraceFormat format, size_t max_request
   out->clear();
   std::ifstream in(path);
   if (!in)
-    return Status::Error(fmt::format("{}: expected a readable trace file, found none", path));
+    return Status::NotFound(fmt::format("{}: expected a readable trace file, found none", path));
   Status status = format == TraceFormat::kAzureCsv ? ReadAzure(in, path, max_requests, out)
                                                    : ReadMooncake(in, path, max_requests, out);
   if (status.ok() && out->empty()) {
-    return Status::Error(fmt::format("{}: expected at least one request, found none", path));
+    return Status::InvalidArgument(
+        fmt::format("{}: expected at least one request, found none", path));
   }
   return status;
 }

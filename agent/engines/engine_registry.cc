@@ -1,6 +1,7 @@
 #include "agent/engines/adapters.h"
 #include "agent/engines/engine_adapter.h"
 #include "agent/engines/sim_adapter.h"
+#include "common/engine_names.h"
 
 namespace servesweep::agent {
 
@@ -14,8 +15,6 @@ std::unique_ptr<EngineAdapter> MakeEngineAdapter(const std::string& engine) {
   return nullptr;
 }
 
-std::vector<std::string> AvailableEngines() {
-  return {"sim", "vllm", "sglang", "llamacpp", "template", "external"};
-}
+std::vector<std::string> AvailableEngines() { return EngineNames(); }
 
 }  // namespace servesweep::agent

@@ -1,29 +1,39 @@
 #include "agent/engines/flag_table.h"
 
 #include <fmt/format.h>
-#include <yaml-cpp/yaml.h>
 
 #include <cctype>
 #include <optional>
+
+#include "common/yaml_reader.h"
 
 namespace servesweep::agent {
 namespace {
 
 bool IsIdentifierChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-Status ReadArgv(const YAML::Node& node, const std::string& what, Argv* out) {
-  if (!node.IsSequence()) {
-    return Status::Error(fmt::format("expected '{}' to be a list of strings", what));
-  }
-  out->clear();
-  for (const auto& item : node) {
-    if (!item.IsScalar()) {
-      return Status::Error(fmt::format("expected '{}' to hold strings only", what));
-    }
-    out->push_back(item.Scalar());
-  }
-  return Status::Ok();
-}
+// The settings servesweep spells through a table: the contract between the tables (data) and the
+// adapters (which ask for these keys). A table key outside it is a typo, refused with a
+// did-you-mean; an adapter asking for a key outside it is a bug (ArgvBuilder says so).
+const std::vector<std::string> kFlagKeys = {
+    // where the engine serves, and under which model name
+    "served_model_name", "host", "port",
+    // parallel layout, one node
+    "tp", "pp", "dp", "ep", "dp_attention",
+    // several nodes: vLLM's data parallel (dp_*) and headless workers, or one TP/PP group
+    // (nnodes, node_rank, master_*); SGLang's dist_init_addr
+    "dp_local", "dp_address", "dp_rpc_port", "dp_start_rank", "headless", "nnodes", "node_rank",
+    "master_addr", "master_port", "dist_init_addr",
+    // precision, batching, memory, context
+    "quantization", "kv_cache_dtype", "max_num_seqs", "max_batched_tokens", "context_len",
+    "threads", "gpu_memory_fraction",
+    // caching and chunked prefill (on/off spellings; SGLang's chunk size)
+    "prefix_caching_on", "prefix_caching_off", "chunked_prefill_on", "chunked_prefill_off",
+    "chunked_prefill_size",
+    // speculative decoding: one JSON config (vLLM) or its parts (SGLang, llama.cpp)
+    "speculative", "spec_method", "spec_model", "spec_num_tokens",
+    // prefill/decode disaggregation
+    "kv_transfer", "pd_prefill", "pd_decode"};
 
 std::vector<std::string> SplitVersion(const std::string& version) {
   std::vector<std::string> parts;
@@ -52,7 +62,7 @@ Status FillPlaceholders(const std::string& pattern, const Values& values, std::s
         const std::string name = pattern.substr(i + 1, end - i - 1);
         auto it = values.find(name);
         if (it == values.end()) {
-          return Status::Error(
+          return Status::InvalidArgument(
               fmt::format("placeholder {{{}}} in '{}' has no value for this run", name, pattern));
         }
         *out += it->second;
@@ -91,57 +101,46 @@ int CompareVersions(const std::string& a, const std::string& b) {
   return 0;
 }
 
+const std::vector<std::string>& FlagKeys() { return kFlagKeys; }
+
 Status ParseFlagTable(std::string_view text, const std::string& where, FlagTable* table) {
+  YamlReader r(where);
   YAML::Node root;
-  try {
-    root = YAML::Load(std::string(text));
-  } catch (const YAML::Exception& e) {
-    return Status::Error(
-        fmt::format("{}:{}:{}: expected a valid flag table, found a YAML error: {}", where,
-                    e.mark.line + 1, e.mark.column + 1, e.msg));
+  if (!r.Parse(text, &root)) return r.status();
+  YamlMap m(r, root, "the flag table");
+  FlagTable t;
+  m.ReadText("engine", &t.engine, YamlMap::kRequired);
+  m.ReadText("version", &t.version, YamlMap::kRequired);
+  m.ReadText("source", &t.source, YamlMap::kRequired);
+  m.ReadText("metrics", &t.metrics);
+  m.ReadText("default_kv_transfer", &t.default_kv_transfer);
+  m.ReadBool("reuse_connections", &t.reuse_connections);
+  t.program = r.TextList(m.Required("program"), "program");
+  if (auto v = m.Get("version_command")) t.version_command = r.TextList(v, "version_command");
+  YamlMap flags = m.Section("flags", true, "flags");
+  for (const auto& key : kFlagKeys) {
+    if (auto v = flags.Get(key)) t.flags[key] = r.TextList(v, "flags." + key);
   }
-  const YAML::Node& r = root;
-  auto fail = [&](const Status& s) {
-    return Status::Error(fmt::format("{}: {}", where, s.message()));
-  };
-  for (const char* key : {"engine", "version", "source", "program", "flags"}) {
-    if (!r[key]) return Status::Error(fmt::format("{}: expected '{}', found none", where, key));
+  flags.Finish();
+  // Keys that are data: the engine's role names and environment variable names.
+  YamlMap kv_roles = m.Section("kv_roles", false, "kv_roles");
+  for (const auto& [key, value] : kv_roles.Entries()) {
+    t.kv_roles[r.Text(key, "kv_roles")] = r.Text(value, "kv_roles." + key.Scalar());
   }
-  *table = FlagTable{};
-  table->engine = r["engine"].Scalar();
-  table->version = r["version"].Scalar();
-  table->source = r["source"].Scalar();
-  if (r["metrics"]) table->metrics = r["metrics"].Scalar();
-  if (r["default_kv_transfer"]) table->default_kv_transfer = r["default_kv_transfer"].Scalar();
-  if (r["reuse_connections"]) table->reuse_connections = r["reuse_connections"].as<bool>();
-  if (Status s = ReadArgv(r["program"], "program", &table->program); !s.ok()) return fail(s);
-  if (r["version_command"]) {
-    if (Status s = ReadArgv(r["version_command"], "version_command", &table->version_command);
-        !s.ok())
-      return fail(s);
+  YamlMap pd_env = m.Section("pd_env", false, "pd_env");
+  for (const auto& [key, value] : pd_env.Entries()) {
+    t.pd_env[r.Text(key, "pd_env")] = r.Text(value, "pd_env." + key.Scalar());
   }
-  if (!r["flags"].IsMap()) return Status::Error(fmt::format("{}: expected 'flags' mapping", where));
-  for (const auto& entry : r["flags"]) {
-    Argv argv;
-    if (Status s = ReadArgv(entry.second, "flags." + entry.first.Scalar(), &argv); !s.ok())
-      return fail(s);
-    table->flags[entry.first.Scalar()] = std::move(argv);
+  if (auto router_node = m.Get("router")) {
+    YamlMap router(r, router_node, "router");
+    t.router_program = r.TextList(router.Required("program"), "router.program");
+    t.router_prefill = r.TextList(router.Required("prefill"), "router.prefill");
+    t.router_decode = r.TextList(router.Required("decode"), "router.decode");
+    router.Finish();
   }
-  if (const YAML::Node roles = r["kv_roles"]) {
-    for (const auto& entry : roles) table->kv_roles[entry.first.Scalar()] = entry.second.Scalar();
-  }
-  if (const YAML::Node env = r["pd_env"]) {
-    for (const auto& entry : env) table->pd_env[entry.first.Scalar()] = entry.second.Scalar();
-  }
-  if (const YAML::Node router = r["router"]) {
-    for (const auto& [key, out] : {std::pair<const char*, Argv*>{"program", &table->router_program},
-                                   {"prefill", &table->router_prefill},
-                                   {"decode", &table->router_decode}}) {
-      if (!router[key]) return Status::Error(fmt::format("{}: expected 'router.{}'", where, key));
-      if (Status s = ReadArgv(router[key], std::string("router.") + key, out); !s.ok())
-        return fail(s);
-    }
-  }
+  m.Finish();
+  if (r.failed()) return r.status();
+  *table = std::move(t);
   return Status::Ok();
 }
 
@@ -160,7 +159,7 @@ Status FindFlagTable(const std::string& engine, const std::string& version, Flag
       best = candidate;
     }
   }
-  if (!newest) return Status::Error(fmt::format("no flag table for engine '{}'", engine));
+  if (!newest) return Status::NotFound(fmt::format("no flag table for engine '{}'", engine));
   if (version.empty()) {
     *table = *newest;
     return Status::Ok();
@@ -168,7 +167,7 @@ Status FindFlagTable(const std::string& engine, const std::string& version, Flag
   if (!best) {
     std::string known;
     for (const auto& v : versions) known += (known.empty() ? "" : ", ") + v;
-    return Status::Error(fmt::format(
+    return Status::InvalidArgument(fmt::format(
         "engine_version '{}' of {} is older than every flag table (agent/engines/flags: {})",
         version, engine, known));
   }

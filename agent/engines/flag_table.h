@@ -40,7 +40,11 @@ struct FlagTable {
 Status FillPlaceholders(const std::string& pattern, const Values& values, std::string* out);
 Status FillArgv(const Argv& pattern, const Values& values, Argv* out);
 
-// Parses one table (`where` names it in errors).
+// The keys a table's `flags:` may hold (the settings adapters ask for), in one list.
+const std::vector<std::string>& FlagKeys();
+
+// Parses one table (`where` names it in errors: file:line:column, unknown keys with a
+// did-you-mean).
 Status ParseFlagTable(std::string_view text, const std::string& where, FlagTable* table);
 
 // The table for `engine` at `version`: the newest table whose version is <= `version`, or the

@@ -71,6 +71,14 @@ Values RunValues(const LaunchContext& context) {
 
 void ArgvBuilder::Add(const std::string& key, const std::string& why) {
   if (!error_.empty()) return;
+  const auto& known = FlagKeys();
+  if (std::find(known.begin(), known.end(), key) == known.end()) {
+    Fail(
+        fmt::format("internal: the adapter asked for flag key '{}', which no flag table may hold "
+                    "(agent/engines/flag_table.cc)",
+                    key));
+    return;
+  }
   auto it = table_.flags.find(key);
   if (it == table_.flags.end()) {
     Fail(fmt::format("{} {} has no flag for '{}' (needed for {}); flag table read from {}",

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "agent/virtual_run.h"
+#include "perfmodel/run_deployment.h"
 
 namespace servesweep::agent {
 
@@ -28,7 +28,7 @@ EngineLaunch SimAdapter::Plan(const LaunchContext& context) const {
   if (!model || sim.getStartupMs() != 0)
     flag("--startup-ms", fmt::format("{}", sim.getStartupMs()));
   if (model) {
-    const perfmodel::DeploymentConfig d = DeploymentFor(context.spec);
+    const perfmodel::DeploymentConfig d = perfmodel::DeploymentFor(context.spec);
     flag("--hardware", sim.getHardware());
     flag("--tp", std::to_string(d.tp));
     flag("--pp", std::to_string(d.pp));

@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "common/curl_global.h"
+
 namespace servesweep::loadgen {
 namespace {
 
@@ -85,8 +87,7 @@ bool ParseAnswerText(const std::string& body, std::string* text) {
 
 std::vector<Answer> AskAll(const AnswerSettings& settings,
                            const std::vector<std::string>& prompts) {
-  static std::once_flag init;
-  std::call_once(init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+  InitCurlOnce();
   std::vector<Answer> answers(prompts.size());
   const std::string url =
       settings.base_url +

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "workload/load_settings.h"
+
 namespace servesweep::loadgen {
 
 // Offsets in ns from the start of the measured phase. rate_per_s = +inf gives all zeros
@@ -34,8 +36,8 @@ std::vector<int64_t> GammaScheduleNs(uint32_t count, double rate_per_s, double b
 //
 // Gap shape: kPoisson (exponential gaps), kGamma (gamma gaps of shape `burstiness`, mean one
 // gap unchanged) or kConstant (every gap exactly one mean gap).
-enum class ArrivalKind { kPoisson, kGamma, kConstant };
-enum class RampKind { kNone, kLinear, kExponential };
+using workload::ArrivalKind;
+using workload::RampKind;
 
 // The intended instantaneous rate r(t), t in seconds from the start of the load:
 //   t <  S:            r0                       (e.g. during a timed warm-up)

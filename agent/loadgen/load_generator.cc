@@ -23,7 +23,6 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 #include <string_view>
 #include <thread>
 
@@ -35,6 +34,8 @@
 #include "agent/loadgen/sse_parser.h"
 #include "agent/loadgen/stream_text.h"
 #include "agent/loadgen/vllm_compat.h"
+#include "common/clock.h"
+#include "common/curl_global.h"
 #include "common/receive_time.h"
 
 namespace servesweep::loadgen {
@@ -45,18 +46,6 @@ constexpr int64_t kProgressIntervalNs = 100'000'000;  // on_progress at most ~10
 constexpr int kMaxPollMs = 100;                       // so progress reports keep coming
 constexpr uint32_t kMaxReservedChunks = 256;          // chunk vectors reserved per request
 constexpr int kMaxEventsPerWait = 256;
-
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-void GlobalInitOnce() {
-  // curl_global_init is not thread-safe in every build; RunLoad may run on several threads.
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
 
 // For each socket epoll reported readable in this wake-up, the kernel's receive time of what
 // waits on it (indexed by fd; -1: unknown). Taken for all of them before libcurl reads any:
@@ -73,7 +62,7 @@ struct Transfer final : SseSink {
   SseParser parser;
   OpenAiStreamDecoder decoder;
   int64_t read_ns = 0;                          // when the bytes being parsed arrived
-  const ReceiveTimes* receive_times = nullptr;  // the engine's
+  const ReceiveTimes* receive_times = nullptr;  // the load loop's
   int fd = -1;  // this request's connection (libcurl names it when it starts watching it)
   long http_status = 0;
   std::string error_body;  // first bytes of a non-200 body
@@ -157,7 +146,7 @@ struct Transfer final : SseSink {
 int PrereqCallback(void* userdata, char* /*conn_primary_ip*/, char* /*conn_local_ip*/,
                    int /*conn_primary_port*/, int /*conn_local_port*/) {
   auto* t = static_cast<Transfer*>(userdata);
-  t->rec->sent_ns = NowNs();
+  t->rec->sent_ns = SteadyNowNs();
   return CURL_PREREQFUNC_OK;
 }
 
@@ -172,7 +161,7 @@ int SockoptCallback(void* /*userdata*/, curl_socket_t fd, curlsocktype purpose) 
 int64_t ReadTimeNs(const Transfer& t) {
   const ReceiveTimes& times = *t.receive_times;
   const bool known = t.fd >= 0 && static_cast<size_t>(t.fd) < times.size() && times[t.fd] >= 0;
-  return std::max(known ? times[t.fd] : NowNs(), t.rec->sent_ns);
+  return std::max(known ? times[t.fd] : SteadyNowNs(), t.rec->sent_ns);
 }
 
 size_t WriteCallback(char* ptr, size_t size, size_t nmemb, void* userdata) {
@@ -239,21 +228,21 @@ std::string BuildBody(const LoadSettings& s, const RequestContent& c) {
   return body.dump();
 }
 
-class Engine {
+class LoadLoop {
  public:
-  Engine(const LoadSettings& s, std::function<void(const Progress&)> on_progress)
+  LoadLoop(const LoadSettings& s, std::function<void(const Progress&)> on_progress)
       : s_(s), on_progress_(std::move(on_progress)) {
-    GlobalInitOnce();
+    InitCurlOnce();
     multi_ = curl_multi_init();
     if (!multi_) throw std::runtime_error("curl_multi_init failed");
     epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
     if (epoll_fd_ < 0) throw std::runtime_error("epoll_create1 failed");
-    curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &Engine::OnSocket);
+    curl_multi_setopt(multi_, CURLMOPT_SOCKETFUNCTION, &LoadLoop::OnSocket);
     curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
-    curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &Engine::OnTimer);
+    curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &LoadLoop::OnTimer);
     curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
-    // On the steady clock's base (CLOCK_MONOTONIC), so NowNs() deadlines arm it directly. Without
-    // it the loop still runs, on millisecond epoll timeouts.
+    // On the steady clock's base (CLOCK_MONOTONIC), so SteadyNowNs() deadlines arm it directly.
+    // Without it the loop still runs, on millisecond epoll timeouts.
     due_timer_fd_ = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
     if (due_timer_fd_ >= 0) {
       epoll_event ev{};
@@ -276,7 +265,7 @@ class Engine {
     }
   }
 
-  ~Engine() {
+  ~LoadLoop() {
     for (auto& t : transfers_) {
       curl_multi_remove_handle(multi_, t->easy);  // harmless when not added
       curl_easy_cleanup(t->easy);
@@ -287,8 +276,8 @@ class Engine {
     curl_slist_free_all(headers_);
   }
 
-  Engine(const Engine&) = delete;
-  Engine& operator=(const Engine&) = delete;
+  LoadLoop(const LoadLoop&) = delete;
+  LoadLoop& operator=(const LoadLoop&) = delete;
 
   // Runs the source's requests to completion, appending their records (absolute steady-clock
   // times) to `records` (a deque: transfers point into it). At most `cap` in flight (0 = no
@@ -298,13 +287,13 @@ class Engine {
                    int64_t t0_ns, bool warmup, double drain_timeout_s) {
     uint32_t done = 0, in_flight = 0;
     int64_t last_done_ns = t0_ns;
-    int64_t last_progress_ns = NowNs();
+    int64_t last_progress_ns = SteadyNowNs();
     int64_t drain_from_ns = -1;  // when the drain began
     const int64_t drain_timeout_ns = std::llround(drain_timeout_s * 1e9);
     if (cap > 0) curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(cap));
     const bool capture_text = source.WantsAnswerText();
     while (true) {
-      int64_t now_ns = NowNs();
+      int64_t now_ns = SteadyNowNs();
       while (cap == 0 || in_flight < cap) {
         RequestRecord taken;
         RequestContent content;
@@ -314,11 +303,11 @@ class Engine {
         r.scheduled_ns = t0_ns + due_rel_ns;
         Start(r, content, capture_text);
         ++in_flight;
-        now_ns = NowNs();
+        now_ns = SteadyNowNs();
       }
 
       // New transfers (libcurl asks for an immediate timeout) and libcurl's own timeouts.
-      if (curl_due_ns_ >= 0 && curl_due_ns_ <= NowNs()) {
+      if (curl_due_ns_ >= 0 && curl_due_ns_ <= SteadyNowNs()) {
         curl_due_ns_ = -1;
         int running = 0;
         curl_multi_socket_action(multi_, CURL_SOCKET_TIMEOUT, 0, &running);
@@ -336,7 +325,7 @@ class Engine {
         finished_any = true;
       }
 
-      now_ns = NowNs();
+      now_ns = SteadyNowNs();
       const bool exhausted = source.Exhausted(now_ns - t0_ns);
       if (exhausted && drain_from_ns < 0) {
         drain_from_ns = std::max(now_ns, t0_ns + source.IssueEndNs());
@@ -398,7 +387,7 @@ class Engine {
       timerfd_settime(due_timer_fd_, TFD_TIMER_ABSTIME, &at, nullptr);
     }
     // The millisecond timeout stays as a backstop (rounded up, so it never fires early).
-    const int64_t wait_ns = deadline_ns - NowNs();
+    const int64_t wait_ns = deadline_ns - SteadyNowNs();
     const int timeout_ms =
         static_cast<int>(std::clamp<int64_t>((wait_ns + 999'999) / 1'000'000, 0, kMaxPollMs));
     if (timeout_ms <= 0) return;
@@ -433,7 +422,7 @@ class Engine {
 
   // libcurl: watch `fd` for what it names (level-triggered), or stop watching it.
   static int OnSocket(CURL* easy, curl_socket_t fd, int what, void* userp, void* /*socketp*/) {
-    auto* self = static_cast<Engine*>(userp);
+    auto* self = static_cast<LoadLoop*>(userp);
     if (what == CURL_POLL_REMOVE) {
       epoll_ctl(self->epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);  // fails harmlessly once closed
       return 0;
@@ -457,8 +446,8 @@ class Engine {
 
   // libcurl: call back with CURL_SOCKET_TIMEOUT in timeout_ms (-1: no timeout wanted).
   static int OnTimer(CURLM* /*multi*/, long timeout_ms, void* userp) {
-    auto* self = static_cast<Engine*>(userp);
-    self->curl_due_ns_ = timeout_ms < 0 ? -1 : NowNs() + int64_t{timeout_ms} * 1'000'000;
+    auto* self = static_cast<LoadLoop*>(userp);
+    self->curl_due_ns_ = timeout_ms < 0 ? -1 : SteadyNowNs() + int64_t{timeout_ms} * 1'000'000;
     return 0;
   }
 
@@ -508,7 +497,7 @@ class Engine {
     t->body = BuildBody(s_, content);
     curl_easy_setopt(t->easy, CURLOPT_POSTFIELDS, t->body.data());
     curl_easy_setopt(t->easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
-    r.start_ns = NowNs();  // as vLLM: just before the request goes to the client library
+    r.start_ns = SteadyNowNs();  // as vLLM: just before the request goes to the client library
     CURLMcode mc = curl_multi_add_handle(multi_, t->easy);
     if (mc != CURLM_OK) {
       throw std::runtime_error(fmt::format("curl_multi_add_handle: {}", curl_multi_strerror(mc)));
@@ -539,7 +528,7 @@ class Engine {
 
   // Closes one transfer's record (the caller releases the transfer).
   Transfer* Finish(CURL* easy, CURLcode result) {
-    const int64_t done_ns = NowNs();
+    const int64_t done_ns = SteadyNowNs();
     Transfer* t = nullptr;
     curl_easy_getinfo(easy, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
     curl_multi_remove_handle(multi_, easy);  // the connection stays in the multi's cache
@@ -604,7 +593,7 @@ class Engine {
   std::vector<Transfer*> free_;
 };
 
-// The load threads of a run: one Engine each, engine 0 on the caller's thread, each with its
+// The load threads of a run: one LoadLoop each, loop 0 on the caller's thread, each with its
 // share of the concurrency, all taking requests from one SharedSource. More threads only when
 // one core cannot parse the streams fast enough (about 20,000 streams of 128 events per second).
 class LoadThreads {
@@ -612,21 +601,21 @@ class LoadThreads {
   LoadThreads(const LoadSettings& s, const std::function<void(const Progress&)>& on_progress)
       : on_progress_(on_progress) {
     const uint32_t n = std::max<uint32_t>(1, s.threads);
-    done_by_engine_.assign(n, 0);
+    done_by_loop_.assign(n, 0);
     for (uint32_t k = 0; k < n; ++k) {
       std::function<void(const Progress&)> report;
       if (on_progress) report = [this, k](const Progress& p) { Report(k, p); };
-      engines_.push_back(std::make_unique<Engine>(s, std::move(report)));
+      loops_.push_back(std::make_unique<LoadLoop>(s, std::move(report)));
     }
   }
 
-  // Engine::RunPhase over min(threads, cap) engines (all of them when cap is 0, no cap); the
+  // LoadLoop::RunPhase over min(threads, cap) loops (all of them when cap is 0, no cap); the
   // records come back in the order the source handed them out (by index).
   int64_t RunPhase(RequestSource& source, std::deque<RequestRecord>& records, uint32_t cap,
                    int64_t t0_ns, bool warmup, double drain_timeout_s) {
-    std::fill(done_by_engine_.begin(), done_by_engine_.end(), 0);
-    const size_t n = cap > 0 ? std::min<size_t>(engines_.size(), cap) : engines_.size();
-    if (n == 1) return engines_[0]->RunPhase(source, records, cap, t0_ns, warmup, drain_timeout_s);
+    std::fill(done_by_loop_.begin(), done_by_loop_.end(), 0);
+    const size_t n = cap > 0 ? std::min<size_t>(loops_.size(), cap) : loops_.size();
+    if (n == 1) return loops_[0]->RunPhase(source, records, cap, t0_ns, warmup, drain_timeout_s);
     SharedSource shared(source);
     std::vector<std::deque<RequestRecord>> taken(n);
     std::vector<int64_t> last_done_ns(n, t0_ns);
@@ -635,7 +624,7 @@ class LoadThreads {
       try {
         const uint32_t share = cap == 0 ? 0 : static_cast<uint32_t>(cap / n + (k < cap % n));
         last_done_ns[k] =
-            engines_[k]->RunPhase(shared, taken[k], share, t0_ns, warmup, drain_timeout_s);
+            loops_[k]->RunPhase(shared, taken[k], share, t0_ns, warmup, drain_timeout_s);
       } catch (...) {
         errors[k] = std::current_exception();
       }
@@ -648,8 +637,8 @@ class LoadThreads {
       if (e) std::rethrow_exception(e);
     }
     std::vector<RequestRecord> all;
-    for (auto& engine_records : taken) {
-      for (auto& r : engine_records) all.push_back(std::move(r));
+    for (auto& loop_records : taken) {
+      for (auto& r : loop_records) all.push_back(std::move(r));
     }
     std::stable_sort(all.begin(), all.end(), [](const RequestRecord& a, const RequestRecord& b) {
       return a.index < b.index;
@@ -659,97 +648,20 @@ class LoadThreads {
   }
 
  private:
-  // One engine's progress, reported as the sum over the engines (one caller at a time).
+  // One loop's progress, reported as the sum over the loops (one caller at a time).
   void Report(size_t k, const Progress& p) {
     std::lock_guard lock(progress_mu_);
-    done_by_engine_[k] = p.completed;
+    done_by_loop_[k] = p.completed;
     uint32_t done = 0;
-    for (uint32_t d : done_by_engine_) done += d;
+    for (uint32_t d : done_by_loop_) done += d;
     on_progress_(Progress{done, std::max(p.total, done), p.warmup});
   }
 
   const std::function<void(const Progress&)>& on_progress_;
-  std::vector<std::unique_ptr<Engine>> engines_;
+  std::vector<std::unique_ptr<LoadLoop>> loops_;
   std::mutex progress_mu_;
-  std::vector<uint32_t> done_by_engine_;
+  std::vector<uint32_t> done_by_loop_;
 };
-
-void Validate(const LoadSettings& s) {
-  if (s.base_url.empty()) throw std::invalid_argument("base_url is empty");
-  const bool by_duration = s.duration_s > 0;
-  const bool sessions = s.sessions > 0;
-  if (s.num_requests == 0 && !by_duration && !sessions) {
-    throw std::invalid_argument("num_requests must be > 0");
-  }
-  if (s.input_len_tok == 0) throw std::invalid_argument("input_len_tok must be > 0");
-  if (s.output_len_tok == 0) throw std::invalid_argument("output_len_tok must be > 0");
-  if (std::isnan(s.request_rate_per_s) || s.request_rate_per_s < 0) {
-    throw std::invalid_argument("request_rate_per_s must be >= 0 (0 = closed loop)");
-  }
-  const bool ramp = s.ramp != RampKind::kNone;
-  if (ramp && !(s.ramp_start_rate_per_s > 0 && s.ramp_end_rate_per_s > 0 &&
-                std::isfinite(s.ramp_start_rate_per_s) && std::isfinite(s.ramp_end_rate_per_s))) {
-    throw std::invalid_argument("a ramp needs finite start and end rates > 0");
-  }
-  const bool replay = !s.plan.empty() && s.replay_arrivals;
-  if (s.request_rate_per_s == 0 && s.concurrency == 0 && !replay && !ramp) {
-    throw std::invalid_argument("closed loop (request_rate_per_s == 0) needs concurrency > 0");
-  }
-  if (!(s.request_timeout_s > 0)) throw std::invalid_argument("request_timeout_s must be > 0");
-  if (s.threads == 0 || s.threads > 64) throw std::invalid_argument("threads must be 1..64");
-  if (!(s.burstiness > 0)) throw std::invalid_argument("burstiness must be > 0");
-  if (std::isnan(s.warmup_s) || s.warmup_s < 0 || std::isnan(s.duration_s) || s.duration_s < 0 ||
-      !std::isfinite(s.duration_s)) {
-    throw std::invalid_argument("warmup_s and duration_s must be finite and >= 0");
-  }
-  if (by_duration && std::isinf(s.request_rate_per_s)) {
-    throw std::invalid_argument("duration_s needs a finite request rate (inf sends without end)");
-  }
-  if (s.warmup_s > 0 && !by_duration) {
-    throw std::invalid_argument("warmup_s needs duration_s (a timed measurement window)");
-  }
-  if (std::isnan(s.drain_timeout_s) || s.drain_timeout_s < 0) {
-    throw std::invalid_argument("drain_timeout_s must be >= 0 (0 = wait for every request)");
-  }
-  if (by_duration && (!s.plan.empty() || sessions || s.warmup_requests > 0)) {
-    throw std::invalid_argument(
-        "duration_s runs a continuous load: it takes no plan (trace, length distributions, "
-        "shared prefixes), no sessions and no warmup_requests (use warmup_s)");
-  }
-  if (sessions) {
-    if (s.turns == 0) throw std::invalid_argument("sessions need turns > 0");
-    if (!s.plan.empty() || !s.custom_prompts.empty() || s.token_id_prompts ||
-        s.request_rate_per_s > 0 || ramp) {
-      throw std::invalid_argument(
-          "sessions run closed loop on synthetic text prompts: no plan, custom prompts, "
-          "token-id prompts, request rate or ramp");
-    }
-    if (std::isnan(s.think_time_s) || s.think_time_s < 0) {
-      throw std::invalid_argument("think_time_s must be >= 0");
-    }
-  }
-  if (s.token_id_prompts && s.api == Api::kChatCompletions) {
-    throw std::invalid_argument("token-id prompts need /v1/completions (chat messages are text)");
-  }
-  if (!s.plan.empty()) {
-    if (s.plan.size() != s.num_requests) {
-      throw std::invalid_argument("plan must hold num_requests entries");
-    }
-    for (const auto& p : s.plan) {
-      if (p.input_len_tok == 0 || p.output_len_tok == 0 || p.offset_ns < 0) {
-        throw std::invalid_argument("plan entries need lengths > 0 and offsets >= 0");
-      }
-    }
-  }
-  for (const auto& prompt : s.custom_prompts) {
-    if (!prompt.messages_json.empty()) {
-      const auto messages = nlohmann::json::parse(prompt.messages_json, nullptr, false);
-      if (!messages.is_array() || messages.empty()) {
-        throw std::invalid_argument("a custom prompt's messages must be a non-empty JSON array");
-      }
-    }
-  }
-}
 
 void Rebase(int64_t& t_ns, int64_t t0_ns) {
   if (t_ns >= 0) t_ns -= t0_ns;
@@ -757,10 +669,10 @@ void Rebase(int64_t& t_ns, int64_t t0_ns) {
 
 }  // namespace
 
-LoadResult RunLoad(const LoadSettings& settings,
-                   const std::function<void(const Progress&)>& on_progress) {
-  Validate(settings);
-  LoadThreads engine(settings, on_progress);
+Status RunLoad(const LoadSettings& settings, LoadResult* out,
+               const std::function<void(const Progress&)>& on_progress) {
+  if (Status s = workload::ValidateLoadSettings(settings); !s.ok()) return s;
+  LoadThreads threads(settings, on_progress);
   const bool ramp = settings.ramp != RampKind::kNone;
   const bool replay = !settings.plan.empty() && settings.replay_arrivals &&
                       settings.request_rate_per_s == 0 && !ramp;
@@ -775,7 +687,7 @@ LoadResult RunLoad(const LoadSettings& settings,
     auto source = MakeCountSource(settings, settings.warmup_requests, settings.num_requests,
                                   /*warmup=*/true, {});
     const uint32_t cap = settings.concurrency > 0 ? settings.concurrency : settings.warmup_requests;
-    engine.RunPhase(*source, warm, cap, NowNs(), /*warmup=*/true, 0);
+    threads.RunPhase(*source, warm, cap, SteadyNowNs(), /*warmup=*/true, 0);
     uint32_t failed = static_cast<uint32_t>(
         std::count_if(warm.begin(), warm.end(), [](const auto& r) { return !r.success; }));
     if (failed > 0) {
@@ -816,8 +728,8 @@ LoadResult RunLoad(const LoadSettings& settings,
         MakeCountSource(settings, settings.num_requests, 0, /*warmup=*/false, std::move(schedule));
   }
   std::deque<RequestRecord> records;
-  const int64_t t0_ns = NowNs();
-  engine.RunPhase(*source, records, cap, t0_ns, /*warmup=*/false, settings.drain_timeout_s);
+  const int64_t t0_ns = SteadyNowNs();
+  threads.RunPhase(*source, records, cap, t0_ns, /*warmup=*/false, settings.drain_timeout_s);
   result.t0_steady_ns = t0_ns;
 
   result.requests.assign(std::make_move_iterator(records.begin()),
@@ -854,7 +766,8 @@ LoadResult RunLoad(const LoadSettings& settings,
     spdlog::warn("loadgen: {} of {} requests failed ({} cancelled at the drain timeout)", failed,
                  measured, cancelled);
   }
-  return result;
+  *out = std::move(result);
+  return Status::Ok();
 }
 
 }  // namespace servesweep::loadgen

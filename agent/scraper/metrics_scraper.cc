@@ -1,7 +1,7 @@
 #include "agent/scraper/metrics_scraper.h"
 
-#include "agent/http_get.h"
 #include "agent/scraper/engine_signals.h"
+#include "agent/scraper/http_get.h"
 #include "agent/scraper/prometheus_text.h"
 #include "common/clock.h"
 

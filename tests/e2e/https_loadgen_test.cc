@@ -10,9 +10,9 @@
 #include <set>
 #include <sstream>
 
-#include "agent/http_get.h"
 #include "agent/loadgen/bench_metrics.h"
 #include "agent/loadgen/load_generator.h"
+#include "agent/scraper/http_get.h"
 #include "common/net.h"
 #include "common/subprocess.h"
 #include "tests/support/harness.h"
@@ -95,7 +95,8 @@ http {{
         [&] {
           loadgen::LoadSettings s = Settings(1);
           s.insecure_tls = true;
-          return loadgen::RunLoad(s).requests[0].success;
+          loadgen::LoadResult probe;
+          return loadgen::RunLoad(s, &probe).ok() && probe.requests[0].success;
         },
         std::chrono::seconds(15)))
         << TailOfFile(h_.Path("nginx-error.log"), 20);
@@ -136,7 +137,8 @@ TEST_F(HttpsLoadgen, VerifiesAgainstTheCaFileAndReusesConnections) {
   const size_t connections_before = Connections().size();
   loadgen::LoadSettings s = Settings(40);
   s.ca_file = h_.Path("server.pem");
-  const loadgen::LoadResult result = loadgen::RunLoad(s);
+  loadgen::LoadResult result;
+  ASSERT_TRUE(loadgen::RunLoad(s, &result).ok());
   ASSERT_EQ(result.requests.size(), 40u);
   for (const auto& r : result.requests) {
     ASSERT_TRUE(r.success) << r.error;
@@ -154,14 +156,18 @@ TEST_F(HttpsLoadgen, VerifiesAgainstTheCaFileAndReusesConnections) {
 TEST_F(HttpsLoadgen, AWrongCaFailsEveryRequestWithATlsReason) {
   loadgen::LoadSettings s = Settings(4);
   s.ca_file = h_.Path("other.pem");
-  for (const auto& r : loadgen::RunLoad(s).requests) {
+  loadgen::LoadResult wrong_ca;
+  ASSERT_TRUE(loadgen::RunLoad(s, &wrong_ca).ok());
+  for (const auto& r : wrong_ca.requests) {
     EXPECT_FALSE(r.success);
     EXPECT_EQ(r.error.rfind("tls: ", 0), 0u) << r.error;
     EXPECT_NE(r.error.find("certificate"), std::string::npos) << r.error;
   }
   // The system CA store does not know the test CA either: verification is on by default.
   s.ca_file.clear();
-  for (const auto& r : loadgen::RunLoad(s).requests) {
+  loadgen::LoadResult system_store;
+  ASSERT_TRUE(loadgen::RunLoad(s, &system_store).ok());
+  for (const auto& r : system_store.requests) {
     EXPECT_FALSE(r.success);
     EXPECT_EQ(r.error.rfind("tls: ", 0), 0u) << r.error;
   }

@@ -42,7 +42,8 @@ TEST_P(LoadgenVsSim, TtftAndItlMatchTheConfiguredTiming) {
   settings.warmup_requests = concurrency;
   settings.input_len_tok = 64;
   settings.output_len_tok = 16;
-  const loadgen::LoadResult result = loadgen::RunLoad(settings);
+  loadgen::LoadResult result;
+  ASSERT_TRUE(loadgen::RunLoad(settings, &result).ok());
   const loadgen::BenchSummary summary = loadgen::Summarize(result);
 
   ASSERT_EQ(summary.completed, settings.num_requests);
@@ -134,10 +135,11 @@ TEST(LoadgenVsSimBusyClient, ReadsKeepTheirArrivalTimeWhileTheLoadThreadIsBusy) 
     settings.plan.push_back(planned);
   }
   uint32_t busy_spells = 0;
-  const loadgen::LoadResult result = loadgen::RunLoad(settings, [&](const loadgen::Progress&) {
-    ++busy_spells;
-    std::this_thread::sleep_for(std::chrono::milliseconds(30));
-  });
+  loadgen::LoadResult result;
+  ASSERT_TRUE(loadgen::RunLoad(settings, &result, [&](const loadgen::Progress&) {
+                ++busy_spells;
+                std::this_thread::sleep_for(std::chrono::milliseconds(30));
+              }).ok());
   EXPECT_GE(busy_spells, 5u);
 
   ASSERT_TRUE(Harness::WaitFor(

@@ -18,7 +18,7 @@
 
 #include "common/curve_keys.h"
 #include "common/envelope_codec.h"
-#include "coordinator/matrix_loader.h"
+#include "matrix/matrix_loader.h"
 #include "tests/support/harness.h"
 
 namespace servesweep::testing {
@@ -403,8 +403,8 @@ local: {agents: 1, gpus_per_agent: 1}
   const std::string out = h.Path("out");
   const size_t run = h.Start("run", {"run", matrix, "--out", out});
   ASSERT_EQ(ExitCode(h.process(run), seconds(60)), 0) << h.Log("run");
-  coordinator::LoadedMatrix expanded;
-  ASSERT_TRUE(coordinator::ExpandMatrix(matrix, text, &expanded).ok());
+  matrix::LoadedMatrix expanded;
+  ASSERT_TRUE(matrix::ExpandMatrix(matrix, text, &expanded).ok());
   const auto plan = expanded.matrix().getRuns()[0].getWorkload().getPlan();
   const auto rows = h.Query(out, "SELECT prompt_tokens, output_tokens FROM requests ORDER BY idx");
   ASSERT_EQ(rows.rows.size(), plan.size());

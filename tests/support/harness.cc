@@ -12,7 +12,7 @@
 #include <sstream>
 #include <thread>
 
-#include "agent/http_get.h"
+#include "agent/scraper/http_get.h"
 #include "common/curve_keys.h"
 #include "common/ids.h"
 #include "common/net.h"
@@ -21,28 +21,13 @@ namespace servesweep::testing {
 
 std::string ServesweepBinary() { return SERVESWEEP_BINARY; }
 
-Harness::Harness(const std::string& name) {
-  dir_ = (std::filesystem::temp_directory_path() /
-          fmt::format("servesweep-test-{}-{}-{}", name, ::getpid(), RandomHex(6)))
-             .string();
-  std::filesystem::create_directories(dir_);
-}
+Harness::Harness(const std::string& name) : scratch_(name) {}
 
 Harness::~Harness() {
   for (auto& process : processes_) {
     if (process->started() && !process->Poll()) process->Stop(std::chrono::seconds(2));
   }
-  // SERVESWEEP_KEEP_TEST_DIRS=1 keeps logs and databases of passing tests too.
-  if (!::testing::Test::HasFailure() && std::getenv("SERVESWEEP_KEEP_TEST_DIRS") == nullptr) {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-}
-
-std::string Harness::WriteFile(const std::string& name, const std::string& text) const {
-  const std::string path = Path(name);
-  std::ofstream(path) << text;
-  return path;
+  if (::testing::Test::HasFailure()) scratch_.Keep();  // its logs and databases tell why
 }
 
 std::string Harness::KeyPath(const std::string& name, const std::string& ext) const {
@@ -106,12 +91,12 @@ bool Harness::WaitForHealthy(const std::string& base_url) {
       std::chrono::seconds(10));
 }
 
-coordinator::Table Harness::Query(const std::string& out_dir, const std::string& sql) const {
-  coordinator::Table table;
+results::Table Harness::Query(const std::string& out_dir, const std::string& sql) const {
+  results::Table table;
   const std::string db = out_dir + "/results.db";
   if (!std::filesystem::exists(db)) return table;
-  std::unique_ptr<coordinator::ResultsStore> store;
-  if (!coordinator::ResultsStore::Open(db, &store).ok()) return table;
+  std::unique_ptr<results::ResultsStore> store;
+  if (!results::ResultsStore::Open(db, &store).ok()) return table;
   store->Query(sql, &table);
   return table;
 }
@@ -122,44 +107,9 @@ int64_t Harness::QueryInt(const std::string& out_dir, const std::string& sql) co
   return std::stoll(table.rows[0][0]);
 }
 
-int ExitCode(ChildProcess& process, std::chrono::milliseconds timeout) {
-  const auto status = process.Wait(timeout);
-  if (!status) return -1;
-  return WIFEXITED(*status) ? WEXITSTATUS(*status) : 128 + WTERMSIG(*status);
-}
-
-std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
-int RunShell(const std::string& command, std::string* output) {
-  output->clear();
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return -1;
-  char buffer[4096];
-  size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), pipe)) > 0) output->append(buffer, n);
-  return ::pclose(pipe);
-}
-
-std::string ReadSourceFile(const std::string& path) {
-  std::ifstream in(std::string(SERVESWEEP_SOURCE_DIR) + "/" + path);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 int RunServesweep(const std::string& args, std::string* output) {
   const int status = RunShell(fmt::format("{} {} 2>&1", ServesweepBinary(), args), output);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string ReadTextFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 std::string SimMatrix(const std::string& name, int runs, int num_requests, int concurrency,

@@ -13,7 +13,9 @@
 
 #include "common/net.h"
 #include "common/subprocess.h"
-#include "coordinator/results_store.h"
+#include "results/results_store.h"
+#include "testing/process_helpers.h"
+#include "testing/scratch_dir.h"
 
 namespace servesweep::testing {
 
@@ -25,9 +27,11 @@ class Harness {
   explicit Harness(const std::string& name);
   ~Harness();  // stops every process still running
 
-  const std::string& dir() const { return dir_; }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-  std::string WriteFile(const std::string& name, const std::string& text) const;
+  const std::string& dir() const { return scratch_.dir(); }
+  std::string Path(const std::string& name) const { return scratch_.Path(name); }
+  std::string WriteFile(const std::string& name, const std::string& text) const {
+    return scratch_.WriteFile(name, text);
+  }
 
   // CurveZMQ key files in dir/keys, made on first use (servesweep keygen's format): NAME.secret
   // and NAME.pub. The arguments a coordinator needs to admit the "agent" key, and those an
@@ -51,33 +55,17 @@ class Harness {
   static bool WaitForHealthy(const std::string& base_url);
 
   // Rows of `sql` against dir/out/results.db (opened fresh each call).
-  coordinator::Table Query(const std::string& out_dir, const std::string& sql) const;
+  results::Table Query(const std::string& out_dir, const std::string& sql) const;
   int64_t QueryInt(const std::string& out_dir, const std::string& sql) const;
 
  private:
-  std::string dir_;
+  ScratchDir scratch_;  // kept when the test failed
   std::vector<std::unique_ptr<ChildProcess>> processes_;
 };
-
-// Waits up to `timeout` for a started process; its exit code (128 + signal when killed), or -1
-// when it is still running.
-int ExitCode(ChildProcess& process, std::chrono::milliseconds timeout);
-
-// `a` followed by `b` (argument lists).
-std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b);
-
-// Runs a shell command line; returns its wait status, its stdout and stderr in *output.
-int RunShell(const std::string& command, std::string* output);
 
 // Runs `servesweep <args>` to completion; returns its exit code (-1 if it did not exit), its
 // stdout and stderr together in *output.
 int RunServesweep(const std::string& args, std::string* output);
-
-// The whole text of a file ("" if unreadable).
-std::string ReadTextFile(const std::string& path);
-
-// The text of a file of the source tree, e.g. "tests/golden/slurm_gpu.sbatch".
-std::string ReadSourceFile(const std::string& path);
 
 // A small, quick sim matrix: `runs` runs differing in concurrency only; every request lasts
 // about ttft + (output_len - 1) * itl.

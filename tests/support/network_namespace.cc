@@ -15,8 +15,8 @@ Status Shell(const std::string& command) {
   std::string output;
   const int status = RunShell(command, &output);
   if (status == 0) return Status::Ok();
-  return Status::Error(fmt::format("`{}` failed ({}): {}", command,
-                                   WIFEXITED(status) ? WEXITSTATUS(status) : -1, output));
+  return Status::Internal(fmt::format("`{}` failed ({}): {}", command,
+                                      WIFEXITED(status) ? WEXITSTATUS(status) : -1, output));
 }
 
 // Namespaces of earlier test processes that died without their destructors (killed by a

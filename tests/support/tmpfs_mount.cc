@@ -19,11 +19,11 @@ TmpfsMount::~TmpfsMount() {
 Status TmpfsMount::Mount(const std::string& path, size_t size_bytes) {
   std::error_code error;
   std::filesystem::create_directories(path, error);
-  if (error) return Status::Error(fmt::format("{}: cannot create: {}", path, error.message()));
+  if (error) return Status::Internal(fmt::format("{}: cannot create: {}", path, error.message()));
   const std::string options = fmt::format("size={}", size_bytes);
   if (::mount("tmpfs", path.c_str(), "tmpfs", 0, options.c_str()) != 0) {
-    return Status::Error(fmt::format("mount -t tmpfs -o {} tmpfs {} failed: {}", options, path,
-                                     std::strerror(errno)));
+    return Status::Internal(fmt::format("mount -t tmpfs -o {} tmpfs {} failed: {}", options, path,
+                                        std::strerror(errno)));
   }
   path_ = path;
   mounted_ = true;
@@ -34,7 +34,7 @@ Status TmpfsMount::Fill(const std::string& name, size_t* written_bytes) {
   const std::string file = path_ + "/" + name;
   const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    return Status::Error(fmt::format("{}: cannot create: {}", file, std::strerror(errno)));
+    return Status::Internal(fmt::format("{}: cannot create: {}", file, std::strerror(errno)));
   std::vector<char> block(4096, 'x');
   *written_bytes = 0;
   // Whole blocks first, then single bytes, so not even a small file fits afterwards.
@@ -49,7 +49,7 @@ Status TmpfsMount::Fill(const std::string& name, size_t* written_bytes) {
       if (n < 0 && errno != ENOSPC) {
         const std::string why = std::strerror(errno);
         ::close(fd);
-        return Status::Error(fmt::format("{}: write failed: {}", file, why));
+        return Status::Internal(fmt::format("{}: write failed: {}", file, why));
       }
       break;
     }

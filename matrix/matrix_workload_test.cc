@@ -1,0 +1,223 @@
+// The workload keys of a matrix expanded into each run's plan: length distributions (sampled
+// and empirical), quality task sets, traces (workload/ reads them; the matrix expands them).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "matrix/matrix_loader.h"
+#include "workload/length_distribution.h"
+#include "workload/task_set.h"
+#include "workload/trace_reader.h"
+
+namespace servesweep::matrix {
+namespace {
+
+std::string TempFile(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("servesweep-matrix-workload-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(MatrixWorkload, SamplesLengthsIntoThePlan) {
+  LoadedMatrix m;
+  Status s = ExpandMatrix("m.yaml", R"(name: t
+engine: sim
+model: m
+workload:
+  input_len: {distribution: uniform, low: 10, high: 20}
+  output_len: 4
+  num_requests: 50
+  concurrency: 2
+  seed: 5
+)",
+                          &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const auto w = m.matrix().getRuns()[0].getWorkload();
+  ASSERT_EQ(w.getPlan().size(), 50u);
+  EXPECT_FALSE(w.getReplayArrivals());
+  std::vector<uint32_t> lengths;
+  for (auto planned : w.getPlan()) {
+    lengths.push_back(planned.getInputLenTok());
+    EXPECT_EQ(planned.getOutputLenTok(), 4u);
+  }
+  EXPECT_EQ(lengths,
+            workload::SampleLengths({"uniform", 10, 20, 1, 1048576, {}, ""}, 50, 5 * 2 + 1));
+  EXPECT_NEAR(w.getInputLenTok(), 15, 1.5);
+
+  LoadedMatrix bad;
+  s = ExpandMatrix("m.yaml", R"(name: t
+engine: sim
+model: m
+workload: {input_len: {distribution: zipf, low: 1, high: 2}, output_len: 4, num_requests: 5, concurrency: 1}
+)",
+                   &bad);
+  EXPECT_NE(s.message().find("expected 'input_len.distribution' to be uniform, normal, lognormal "
+                             "or empirical, found 'zipf'"),
+            std::string::npos)
+      << s.message();
+  LoadedMatrix missing;
+  s = ExpandMatrix("m.yaml", R"(name: t
+engine: sim
+model: m
+workload: {input_len: {distribution: normal, mean: 100}, output_len: 4, num_requests: 5, concurrency: 1}
+)",
+                   &missing);
+  EXPECT_NE(s.message().find("expected 'input_len.std' for a normal distribution, found none"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(MatrixWorkload, DrawsEmpiricalLengthsFromATrace) {
+  LoadedMatrix m;
+  Status s = ExpandMatrix(SERVESWEEP_SOURCE_DIR "/tests/data/m.yaml", R"(name: t
+engine: sim
+model: m
+workload:
+  input_len: {distribution: empirical, trace: azure_conv_sample.csv}
+  output_len: {distribution: empirical, trace: azure_conv_sample.csv, max: 100}
+  num_requests: 200
+  concurrency: 2
+  seed: 5
+)",
+                          &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  std::vector<workload::TraceRequest> trace;
+  ASSERT_TRUE(workload::ReadTrace(SERVESWEEP_SOURCE_DIR "/tests/data/azure_conv_sample.csv",
+                                  workload::TraceFormat::kAzureCsv, 0, &trace)
+                  .ok());
+  std::set<uint32_t> inputs, outputs;
+  for (const auto& r : trace) {
+    inputs.insert(r.input_len_tok);
+    outputs.insert(std::min<uint32_t>(r.output_len_tok, 100));
+  }
+  const auto w = m.matrix().getRuns()[0].getWorkload();
+  ASSERT_EQ(w.getPlan().size(), 200u);
+  std::set<uint32_t> seen;
+  for (auto planned : w.getPlan()) {
+    EXPECT_TRUE(inputs.count(planned.getInputLenTok())) << planned.getInputLenTok();
+    EXPECT_TRUE(outputs.count(planned.getOutputLenTok())) << planned.getOutputLenTok();
+    seen.insert(planned.getInputLenTok());
+  }
+  EXPECT_GT(seen.size(), inputs.size() / 2);  // 200 draws from 20 observations hit most of them
+
+  s = ExpandMatrix("m.yaml", R"(name: t
+engine: sim
+model: m
+workload: {input_len: {distribution: empirical}, output_len: 4, num_requests: 5, concurrency: 1}
+)",
+                   &m);
+  EXPECT_NE(s.message().find("expected 'input_len.trace' (the trace whose lengths to draw from)"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(MatrixWorkload, ExpandsTheTaskSetIntoEveryRun) {
+  const std::string base = R"(name: t
+engine: sim
+model: m
+workload: {input_len: 10, output_len: 5, num_requests: 3, concurrency: 1}
+)";
+  LoadedMatrix m;
+  ASSERT_TRUE(ExpandMatrix("m.yaml",
+                           base + "quality: {task_set: arithmetic, count: 5, seed: 3, "
+                                  "margin: 0.02}\naxes:\n  sim: [{answer_accuracy: "
+                                  "1}, {answer_accuracy: 0.5}]\n",
+                           &m)
+                  .ok());
+  const auto runs = m.matrix().getRuns();
+  ASSERT_EQ(runs.size(), 2u);
+  const auto expected = workload::GenerateArithmeticTasks(5, 3);
+  for (auto run : runs) {
+    const auto q = run.getQuality();
+    EXPECT_EQ(q.getTaskSet(), "arithmetic");
+    EXPECT_TRUE(q.getNumericAnswers());
+    EXPECT_DOUBLE_EQ(q.getMarginAccuracy(), 0.02);
+    EXPECT_EQ(q.getMaxTokens(), 16u);
+    ASSERT_EQ(q.getTasks().size(), 5u);
+    EXPECT_EQ(q.getTasks()[4].getPrompt(), expected[4].prompt);
+    EXPECT_EQ(q.getTasks()[4].getAnswer(), expected[4].answer);
+  }
+  EXPECT_DOUBLE_EQ(runs[0].getSim().getAnswerAccuracy(), 1);
+  EXPECT_DOUBLE_EQ(runs[1].getSim().getAnswerAccuracy(), 0.5);
+
+  // A JSONL file relative to the matrix.
+  const std::string tasks = TempFile("qa.jsonl", "{\"prompt\": \"p\", \"answer\": \"a\"}\n");
+  const std::string matrix_path =
+      (std::filesystem::path(tasks).parent_path() / "matrix.yaml").string();
+  LoadedMatrix j;
+  ASSERT_TRUE(ExpandMatrix(matrix_path, base + "quality: {task_set: qa.jsonl}\n", &j).ok());
+  EXPECT_EQ(j.matrix().getRuns()[0].getQuality().getTaskSet(), "jsonl:qa.jsonl");
+  EXPECT_FALSE(j.matrix().getRuns()[0].getQuality().getNumericAnswers());
+  EXPECT_EQ(j.matrix().getRuns()[0].getQuality().getTasks().size(), 1u);
+
+  // Errors: position, expected, found.
+  auto error = [&](const std::string& extra) {
+    LoadedMatrix bad;
+    const Status s = ExpandMatrix(matrix_path, base + extra, &bad);
+    return s.ok() ? std::string("ok") : s.message();
+  };
+  EXPECT_NE(error("quality: {task_set: arithmetic, cout: 5}\n")
+                .find("unknown key 'cout' in quality (did you mean 'count'?)"),
+            std::string::npos);
+  EXPECT_NE(error("quality: {count: 5}\n").find("expected 'task_set' in 'quality'"),
+            std::string::npos);
+  EXPECT_NE(error("quality: {task_set: tasks.txt}\n").find("found 'tasks.txt'"), std::string::npos);
+  EXPECT_NE(error("quality: {task_set: missing.jsonl}\n").find("missing.jsonl: cannot open"),
+            std::string::npos);
+  TempFile("broken.jsonl", "{\"prompt\": \"p\", \"answer\": \"a\"}\n[1]\n");
+  EXPECT_NE(
+      error("quality: {task_set: broken.jsonl}\n").find("broken.jsonl:2: expected a JSON object"),
+      std::string::npos);
+  EXPECT_NE(error("sim: {answer_accuracy: 1.5}\n").find("probability in [0, 1], found 1.5"),
+            std::string::npos);
+}
+
+TEST(MatrixWorkload, QualityGateExampleExpands) {
+  LoadedMatrix m;
+  const Status s = LoadMatrixFile(SERVESWEEP_SOURCE_DIR "/examples/quality-gate.yaml", &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const auto runs = m.matrix().getRuns();
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[1].getQuality().getTasks().size(), 50u);
+  EXPECT_DOUBLE_EQ(runs[1].getSim().getAnswerAccuracy(), 0.5);
+  EXPECT_EQ(runs[0].getCompareGroup(), runs[1].getCompareGroup());
+}
+
+TEST(MatrixWorkload, ExpandsATraceIntoThePlan) {
+  LoadedMatrix m;
+  Status s = ExpandMatrix(SERVESWEEP_SOURCE_DIR "/examples/m.yaml", R"(name: t
+engine: sim
+model: m
+workload: {trace: ../tests/data/azure_conv_sample.csv, trace_speedup: 2, num_requests: 4}
+)",
+                          &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const auto w = m.matrix().getRuns()[0].getWorkload();
+  ASSERT_EQ(w.getPlan().size(), 4u);
+  EXPECT_EQ(w.getPlan()[1].getOffsetNs(), 4'314'579'000 / 2);
+  EXPECT_EQ(w.getPlan()[2].getInputLenTok(), 879u);
+  EXPECT_EQ(w.getInputLenTok(), (374u + 396 + 879 + 91 + 2) / 4);  // rounded mean
+  EXPECT_EQ(w.getTrace(), "azure:azure_conv_sample.csv");
+  EXPECT_EQ(w.getName(), "trace-azure_conv_sample");
+
+  LoadedMatrix too_many;
+  s = ExpandMatrix(SERVESWEEP_SOURCE_DIR "/examples/m.yaml", R"(name: t
+engine: sim
+model: m
+workload: {trace: ../tests/data/azure_conv_sample.csv, num_requests: 50}
+)",
+                   &too_many);
+  EXPECT_NE(s.message().find("azure_conv_sample.csv: expected at least 50 requests (num_requests), "
+                             "found 20"),
+            std::string::npos)
+      << s.message();
+}
+
+}  // namespace
+}  // namespace servesweep::matrix

@@ -1,0 +1,264 @@
+#include "matrix/workload_expansion.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iterator>
+#include <sstream>
+
+#include "common/ids.h"
+#include "workload/custom_prompts.h"
+#include "workload/length_distribution.h"
+
+namespace servesweep::matrix {
+namespace {
+
+// Tokens per shared-prefix block (Mooncake's hash_ids cover 512-token blocks).
+constexpr uint32_t kPrefixBlockTok = 512;
+
+workload::LengthDistribution FromSchema(schema::LengthDistribution::Reader d, uint32_t fixed) {
+  workload::LengthDistribution out;
+  out.kind = d.getKind().size() ? std::string(d.getKind().cStr()) : "fixed";
+  out.a = out.kind == "fixed" ? fixed : d.getA();
+  out.b = d.getB();
+  out.min = d.getMin();
+  out.max = d.getMax();
+  return out;
+}
+
+uint32_t RoundedMean(uint64_t sum, uint32_t n) { return static_cast<uint32_t>((sum + n / 2) / n); }
+
+}  // namespace
+
+void WorkloadExpander::Expand(const YAML::Node& where, const YAML::Node& prompts_where,
+                              schema::RunSpec::Builder spec) {
+  auto w = spec.getWorkload();
+  ExpandTrace(where, w);
+  ExpandLengthDistributions(where, w);
+  ExpandSharedPrefixes(where, w);
+  ExpandCustomPrompts(prompts_where, w);
+  if (w.getSessions() > 0) w.setNumRequests(w.getSessions() * w.getTurns());
+  if (spec.hasQuality()) ExpandQuality(where, spec.getQuality());
+  if (w.getName().size() == 0) {
+    w.setName(fmt::format("fixed-in{}-out{}", w.getInputLenTok(), w.getOutputLenTok()));
+  }
+}
+
+const std::vector<workload::TraceRequest>* WorkloadExpander::Trace(const YAML::Node& where,
+                                                                   const std::string& path,
+                                                                   const std::string& format_name,
+                                                                   uint32_t limit,
+                                                                   workload::TraceFormat* format) {
+  if (Status s = workload::ParseTraceFormat(format_name, path, format); !s.ok()) {
+    reader_.Fail(where, s.message());
+    return nullptr;
+  }
+  auto& requests = traces_[fmt::format("{}|{}|{}", path, static_cast<int>(*format),
+                                       limit == 0 ? "all" : "head")];
+  if (requests.empty() || (limit > 0 && requests.size() < limit)) {
+    if (Status s = workload::ReadTrace(path, *format, limit, &requests); !s.ok()) {
+      reader_.Fail(where, s.message());
+      return nullptr;
+    }
+  }
+  return &requests;
+}
+
+// `workload.trace` into the run's plan: the first num_requests requests of the trace, their
+// arrival offsets divided by trace_speedup. The means become input/output_len (warm-up).
+void WorkloadExpander::ExpandTrace(const YAML::Node& where, schema::Workload::Builder w) {
+  if (w.getTrace().size() == 0 || reader_.failed()) return;
+  const std::string path = w.getTrace().cStr();
+  const uint32_t n = w.getNumRequests();
+  if (n == 0) {
+    return reader_.Fail(
+        where, "expected 'num_requests' (how many of the trace's requests to replay), found none");
+  }
+  workload::TraceFormat format;
+  const auto* requests = Trace(where, path, w.getTraceFormat().cStr(), n, &format);
+  if (requests == nullptr) return;
+  if (requests->size() < n) {
+    return reader_.Fail(where, fmt::format("{}: expected at least {} requests (num_requests), "
+                                           "found {}",
+                                           path, n, requests->size()));
+  }
+  auto plan = w.initPlan(n);
+  uint64_t input_sum = 0, output_sum = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const auto& request = (*requests)[i];
+    plan[i].setOffsetNs(static_cast<int64_t>(request.offset_ns / w.getTraceSpeedup()));
+    plan[i].setInputLenTok(std::max<uint32_t>(1, request.input_len_tok));
+    plan[i].setOutputLenTok(std::max<uint32_t>(1, request.output_len_tok));
+    if (!request.hash_ids.empty()) {
+      auto blocks = plan[i].initPrefixBlocks(static_cast<unsigned>(request.hash_ids.size()));
+      for (size_t b = 0; b < request.hash_ids.size(); ++b) blocks.set(b, request.hash_ids[b]);
+      plan[i].setPrefixLenTok(
+          std::min<uint32_t>(plan[i].getInputLenTok(),
+                             static_cast<uint32_t>(request.hash_ids.size()) * kPrefixBlockTok));
+    }
+    input_sum += plan[i].getInputLenTok();
+    output_sum += plan[i].getOutputLenTok();
+  }
+  w.setInputLenTok(RoundedMean(input_sum, n));
+  w.setOutputLenTok(RoundedMean(output_sum, n));
+  const std::filesystem::path file(path);
+  w.setTrace(fmt::format("{}:{}", format == workload::TraceFormat::kAzureCsv ? "azure" : "mooncake",
+                         file.filename().string()));
+  if (w.getName().size() == 0) w.setName(fmt::format("trace-{}", file.stem().string()));
+}
+
+// Each request's lengths sampled into the plan when a length is not fixed (seeded by the
+// workload's seed: the same matrix gives the same lengths); an empirical distribution draws from
+// a trace's own lengths. The means become input/output_len.
+void WorkloadExpander::ExpandLengthDistributions(const YAML::Node& where,
+                                                 schema::Workload::Builder w) {
+  auto in = FromSchema(w.getInputLenDistribution(), w.getInputLenTok());
+  auto out = FromSchema(w.getOutputLenDistribution(), w.getOutputLenTok());
+  if ((in.kind == "fixed" && out.kind == "fixed") || reader_.failed()) return;
+  for (auto [dist, schema_dist, input] :
+       {std::tuple{&in, w.getInputLenDistribution().asReader(), true},
+        std::tuple{&out, w.getOutputLenDistribution().asReader(), false}}) {
+    if (dist->kind != "empirical") continue;
+    const std::string path = schema_dist.getTrace().cStr();
+    workload::TraceFormat format;
+    const auto* requests = Trace(where, path, schema_dist.getTraceFormat().cStr(), 0, &format);
+    if (requests == nullptr) return;
+    if (requests->empty()) {
+      return reader_.Fail(
+          where, fmt::format("{}: expected requests to draw lengths from, found none", path));
+    }
+    dist->source = path;
+    for (const auto& r : *requests) {
+      dist->values.push_back(std::max<uint32_t>(1, input ? r.input_len_tok : r.output_len_tok));
+    }
+  }
+  if (w.getTrace().size() > 0) {
+    return reader_.Fail(where, "expected either 'trace' or length distributions, found both");
+  }
+  if ((in.kind == "fixed" && in.a == 0) || (out.kind == "fixed" && out.a == 0)) {
+    return reader_.Fail(
+        where,
+        "expected both 'input_len' and 'output_len' (a number or a distribution), found one");
+  }
+  const uint32_t n = w.getNumRequests();
+  if (n == 0) return;  // the load settings' check says what is missing
+  const auto inputs = workload::SampleLengths(in, n, w.getSeed() * 2 + 1);
+  const auto outputs = workload::SampleLengths(out, n, w.getSeed() * 2 + 2);
+  auto plan = w.initPlan(n);
+  uint64_t input_sum = 0, output_sum = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    plan[i].setInputLenTok(inputs[i]);
+    plan[i].setOutputLenTok(outputs[i]);
+    input_sum += inputs[i];
+    output_sum += outputs[i];
+  }
+  w.setReplayArrivals(false);
+  w.setInputLenTok(RoundedMean(input_sum, n));
+  w.setOutputLenTok(RoundedMean(output_sum, n));
+  if (w.getName().size() == 0) {
+    w.setName(fmt::format("dist-in{}-out{}", w.getInputLenTok(), w.getOutputLenTok()));
+  }
+}
+
+// Shared-prefix groups into the plan: request i's first prefix_len tokens are group
+// (i mod groups)'s, as block ids that hash the group and the block; a plan is made when the
+// lengths are fixed.
+void WorkloadExpander::ExpandSharedPrefixes(const YAML::Node& where, schema::Workload::Builder w) {
+  const uint32_t groups = w.getSharedPrefixGroups();
+  if (groups == 0 || reader_.failed()) return;
+  if (w.getTrace().size() > 0) {
+    return reader_.Fail(
+        where, "expected either 'trace' (its own shared prefixes) or 'shared_prefix', found both");
+  }
+  const uint32_t n = w.getNumRequests();
+  if (n == 0) return;  // the load settings' check says what is missing
+  if (w.getPlan().size() != n) {
+    auto plan = w.initPlan(n);
+    for (uint32_t i = 0; i < n; ++i) {
+      plan[i].setInputLenTok(w.getInputLenTok());
+      plan[i].setOutputLenTok(w.getOutputLenTok());
+    }
+    w.setReplayArrivals(false);
+  }
+  auto plan = w.getPlan();
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t shared = std::min(w.getSharedPrefixLenTok(), plan[i].getInputLenTok());
+    const uint32_t blocks = (shared + kPrefixBlockTok - 1) / kPrefixBlockTok;
+    auto ids = plan[i].initPrefixBlocks(blocks);
+    for (uint32_t b = 0; b < blocks; ++b) {
+      ids.set(b, StableHash64(fmt::format("prefix-group/{}/{}/{}", w.getSeed(), i % groups, b)));
+    }
+    plan[i].setPrefixLenTok(shared);
+  }
+}
+
+// `prompts: jsonl:<file>` into the spec's custom prompts; a bad line is reported at the
+// matrix's place with the file's own line.
+void WorkloadExpander::ExpandCustomPrompts(const YAML::Node& where, schema::Workload::Builder w) {
+  if (w.getPrompts().size() == 0 || reader_.failed()) return;
+  std::string path;
+  if (!workload::ParsePromptsSpec(w.getPrompts().cStr(), &path)) {
+    return reader_.Fail(
+        where, fmt::format("expected 'prompts: jsonl:<file>', found '{}'", w.getPrompts().cStr()));
+  }
+  std::vector<workload::CustomPromptLine> lines;
+  if (Status s = workload::ReadCustomPrompts(path, &lines); !s.ok()) {
+    return reader_.Fail(where, s.message());
+  }
+  auto out = w.initCustomPrompts(static_cast<unsigned>(lines.size()));
+  uint64_t words = 0;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    out[i].setPrompt(lines[i].prompt);
+    out[i].setMessagesJson(lines[i].messages_json);
+    out[i].setMaxTokens(lines[i].max_tokens);
+    std::istringstream text(lines[i].prompt + " " + lines[i].messages_json);
+    words += std::distance(std::istream_iterator<std::string>(text),
+                           std::istream_iterator<std::string>());
+  }
+  // Without input_len, warm-up prompts take the file's mean length in words (a rough size).
+  if (w.getInputLenTok() == 0) {
+    w.setInputLenTok(static_cast<uint32_t>(std::max<uint64_t>(1, words / lines.size())));
+  }
+}
+
+// `quality.task_set` into the run spec's tasks (generated arithmetic, or the JSONL file), so
+// agents need no file. taskSet becomes "arithmetic" or "jsonl:<file name>".
+void WorkloadExpander::ExpandQuality(const YAML::Node& where, schema::QualitySettings::Builder q) {
+  if (q.getTaskSet().size() == 0 || q.getTasks().size() > 0 || reader_.failed()) return;
+  const std::string source = q.getTaskSet().cStr();
+  std::string key, label;
+  if (source == "arithmetic") {
+    key = fmt::format("arithmetic|{}|{}", q.getCount(), q.getSeed());
+    label = "arithmetic";
+  } else {
+    const std::filesystem::path path(source);
+    if (path.extension() != ".jsonl") {
+      return reader_.Fail(where, fmt::format("expected 'quality.task_set' to be 'arithmetic' or a "
+                                             ".jsonl file of {{\"prompt\", \"answer\"}} lines, "
+                                             "found '{}'",
+                                             path.filename().string()));
+    }
+    key = fmt::format("jsonl|{}|{}", source, q.getCount());
+    label = "jsonl:" + path.filename().string();
+  }
+  auto it = task_sets_.find(key);
+  if (it == task_sets_.end()) {
+    std::vector<workload::QualityTask> tasks;
+    if (source == "arithmetic") {
+      tasks = workload::GenerateArithmeticTasks(q.getCount(), q.getSeed());
+    } else if (Status s = workload::LoadTaskJsonl(source, q.getCount(), &tasks); !s.ok()) {
+      return reader_.Fail(where, s.message());
+    }
+    it = task_sets_.emplace(key, std::move(tasks)).first;
+  }
+  auto list = q.initTasks(static_cast<unsigned>(it->second.size()));
+  for (size_t i = 0; i < it->second.size(); ++i) {
+    list[i].setPrompt(it->second[i].prompt);
+    list[i].setAnswer(it->second[i].answer);
+  }
+  q.setTaskSet(label);
+  q.setCount(static_cast<uint32_t>(it->second.size()));
+}
+
+}  // namespace servesweep::matrix

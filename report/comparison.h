@@ -1,0 +1,121 @@
+// Matched comparisons between two sweeps (`servesweep compare DIR_A DIR_B`), read from their
+// results databases only. A comparison holds when every condition that shapes the figures is
+// the same on both sides: checkpoint, GPU model and count, workload (lengths, sampling, stop
+// conditions, request count, seed), load (concurrency or arrival process), warm-up, measurement
+// window and SLO. What may differ is the system under test (engine, version, flags, layout,
+// precision, ...): those are the "varied" axes, and more than one varied axis is warned about,
+// since a difference then cannot be attributed to either.
+//
+// Runs pair up by load point (concurrency and request rate); repeats of one configuration are
+// summarised as median and range, and a difference whose ranges overlap is within noise.
+//
+// Thread-safety: plain functions and values.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "schema/run_spec.capnp.h"
+
+namespace servesweep::results {
+class ResultsStore;
+}  // namespace servesweep::results
+
+namespace servesweep::report {
+
+// One named field of a run, as text (compared exactly).
+struct Field {
+  std::string name;
+  std::string value;
+};
+
+// One run of a sweep as the comparison sees it.
+struct ComparedRun {
+  std::string run_id;
+  std::string label;
+  bool ok = false;                        // a committed ok result
+  std::vector<Field> conditions;          // must match across a comparison
+  std::vector<Field> system;              // the system under test: may differ
+  std::string load_point;                 // pairing key, e.g. "concurrency 4"
+  std::map<std::string, double> figures;  // record columns by name (ok runs)
+  bool baseline = false;                  // selected by the matrix's `baseline`
+  std::string compare_group;              // the matrix's comparison group, "" if none
+  // The quality gate (`quality:` in the matrix): the task set ("" if none: no gate), e.g.
+  // "arithmetic: 50 tasks, seed 1, max_tokens 16", and the margin below the baseline's accuracy
+  // that fails a configuration.
+  std::string quality_task_set;
+  double quality_margin = 0;
+};
+
+// The conditions and system fields of a run spec; `record` gives measured conditions (GPU model,
+// length and arrival descriptions) by record-column name, empty when the run has no result.
+void DescribeRun(schema::RunSpec::Reader spec, const std::map<std::string, std::string>& record,
+                 ComparedRun* out);
+
+struct Spread {
+  size_t runs = 0;  // ok repeats summarised
+  double median = 0, min = 0, max = 0;
+};
+
+struct ComparedFigure {
+  std::string column;  // record column, e.g. "ttft_median_ms"
+  bool higher_is_better = false;
+  Spread a, b;
+  double change_pct = 0;  // (median b - median a) / median a
+  std::string verdict;    // "B better", "B worse", "within noise", "noise unknown (1 run)", ...
+};
+
+// B's answer quality against A's (the baseline): B fails when its median accuracy is below A's
+// by more than the margin. A failed B's speed-ups are not wins: their verdicts say so.
+struct QualityGate {
+  bool applied = false;  // both sides answered the same task set
+  bool failed = false;
+  double accuracy_a = 0, accuracy_b = 0, margin = 0;  // medians over the ok repeats
+  std::string text;  // "quality gate FAILED: accuracy 0.50 < baseline 0.96 - 0.02", or why not
+};
+
+// One field whose value differs between two runs.
+struct FieldChange {
+  std::string name;  // e.g. "workload.output_len"
+  std::string a, b;  // "(absent)" where a side lacks the field
+};
+
+struct ComparedPair {
+  std::string load_point;
+  std::string label_a, label_b;
+  std::vector<std::string> mismatches;         // "workload.input_len: 'fixed 128' vs 'fixed 256'"
+  std::vector<FieldChange> condition_changes;  // the mismatches, field by field
+  std::vector<std::string> varied;             // "engine: 'sim' vs 'vllm'"
+  std::vector<ComparedFigure> figures;
+  QualityGate quality;
+};
+
+struct Comparison {
+  std::vector<ComparedPair> pairs;
+  std::vector<std::string> unpaired;  // configurations of either side with no partner
+  bool matched() const;               // every pair matches in every condition
+};
+
+// Every run of a sweep, in index order: from DIR/results.db, or from an open store.
+Status LoadComparedRuns(const std::string& dir, std::vector<ComparedRun>* out);
+Status LoadComparedRuns(results::ResultsStore& store, std::vector<ComparedRun>* out);
+
+// Pairs configurations of `a` and `b` by load point and compares their figures. Fails when a
+// side has no ok run, or two configurations at one load point (the pairing would be a guess).
+Status CompareRuns(const std::vector<ComparedRun>& a, const std::vector<ComparedRun>& b,
+                   Comparison* out);
+
+// The comparison groups of one sweep (`compare:` in its matrix) as a report.md section: per
+// group, whether its members match in every condition, what they vary, and each member's
+// figures beside the baseline's (the member marked baseline, else the first). "" if no groups.
+std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs);
+
+// Human-readable text and JSON (a string) of a comparison.
+std::string RenderComparisonText(const Comparison& comparison, const std::string& name_a,
+                                 const std::string& name_b);
+std::string RenderComparisonJson(const Comparison& comparison, const std::string& name_a,
+                                 const std::string& name_b);
+
+}  // namespace servesweep::report

@@ -1,0 +1,279 @@
+#include "report/report.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+
+#include "report/comparison.h"
+#include "report/report_data.h"
+#include "report/report_html.h"
+
+namespace servesweep::report {
+namespace {
+
+// Cells of one summary row by column name; NULL reads "n/a" (the record is never silently blank).
+class Row {
+ public:
+  Row(const results::Table& table, size_t row) : table_(table), row_(row) {
+    for (size_t i = 0; i < table.columns.size(); ++i) index_[table.columns[i]] = i;
+  }
+  bool Null(const std::string& column) const { return table_.is_null[row_][index_.at(column)]; }
+  std::string Text(const std::string& column) const {
+    return Null(column) ? "n/a" : table_.rows[row_][index_.at(column)];
+  }
+  std::string Number(const std::string& column, int decimals) const {
+    if (Null(column)) return "n/a";
+    return fmt::format(
+        "{:.{}f}", std::strtod(table_.rows[row_][index_.at(column)].c_str(), nullptr), decimals);
+  }
+
+ private:
+  const results::Table& table_;
+  size_t row_;
+  std::map<std::string, size_t> index_;
+};
+
+Status WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) return Status::Internal(fmt::format("{}: cannot write", path));
+  return Status::Ok();
+}
+
+std::string SummaryCsv(const results::Table& table) {
+  std::string csv;
+  for (size_t i = 0; i < table.columns.size(); ++i) {
+    csv += (i ? "," : "") + CsvField(table.columns[i]);
+  }
+  csv += "\n";
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    for (size_t i = 0; i < table.columns.size(); ++i) {
+      csv += (i ? "," : "") + CsvField(table.is_null[r][i] ? "n/a" : table.rows[r][i]);
+    }
+    csv += "\n";
+  }
+  return csv;
+}
+
+// The agents' pre-flight probes: one line per agent, then every figure that was flagged.
+std::string NodeProbesMarkdown(results::ResultsStore& store) {
+  results::Table reports, flagged;
+  if (!store
+           .Query("SELECT agent_id, gpu_model, status, healthy, excluded FROM node_probe_reports "
+                  "ORDER BY agent_id",
+                  &reports)
+           .ok() ||
+      reports.rows.empty()) {
+    return "";
+  }
+  std::string md =
+      "\n## Node probes\n\n| agent | GPU | probes | healthy | in the sweep "
+      "|\n|---|---|---|---|---|\n";
+  for (const auto& row : reports.rows) {
+    md += fmt::format("| {} | {} | {} | {} | {} |\n", row[0], row[1], row[2],
+                      row[3] == "1" ? "yes" : "**no**", row[4] == "1" ? "**left out**" : "yes");
+  }
+  if (store
+          .Query("SELECT agent_id, reason FROM node_probes WHERE verdict NOT IN ('ok', '') "
+                 "ORDER BY agent_id, name, gpu",
+                 &flagged)
+          .ok()) {
+    for (const auto& row : flagged.rows) md += fmt::format("- {}: {}\n", row[0], row[1]);
+  }
+  return md;
+}
+
+std::string Figure(double value, int decimals) {
+  return std::isfinite(value) ? fmt::format("{:.{}f}", value, decimals) : std::string("n/a");
+}
+
+// Knee and best SLO point per configuration (docs/report.md#curves).
+std::string CurvesMarkdown(const ReportData& data) {
+  if (data.curves.empty()) return "";
+  std::string md =
+      "\n## Curves: knee and best SLO point\n\nPer configuration, over its load levels (medians "
+      "of the ok repeats). Knee: the lowest level after which no higher level gains more than "
+      "10% output throughput per doubling. Best SLO point: the highest-throughput level whose "
+      "every repeat had >= 90% of its requests within every SLO limit. Pareto frontier: levels "
+      "not beaten on both output tokens/s per GPU and tokens/s per user (1000 / median TPOT). "
+      "Definitions: docs/report.md.\n\n"
+      "| configuration | levels | peak out tok/s/GPU | knee | best SLO point | Pareto frontier "
+      "|\n|---|---|---|---|---|---|\n";
+  for (const ConfigCurve& c : data.curves) {
+    std::string levels, frontier;
+    double peak = std::nan("");
+    for (const auto& p : c.curve.points) {
+      levels += (levels.empty() ? "" : ", ") + fmt::format("{:g}", p.level);
+      const double v = p.Median("output_throughput_per_gpu");
+      if (std::isfinite(v) && !(v <= peak)) peak = v;
+    }
+    std::vector<size_t> on_frontier = c.frontier;
+    std::sort(on_frontier.begin(), on_frontier.end());  // ascending level
+    for (size_t i : on_frontier) {
+      frontier += (frontier.empty() ? "" : ", ") + fmt::format("{:g}", c.curve.points[i].level);
+    }
+    const std::string knee =
+        c.knee.found ? fmt::format("{:g} ({:.1f} tok/s)", c.knee.level, c.knee.throughput)
+                     : "none: " + c.knee.reason;
+    const std::string slo = c.slo.found
+                                ? fmt::format("{:g} ({:.1f} tok/s)", c.slo.level, c.slo.throughput)
+                                : "none: " + c.slo.reason;
+    md += fmt::format("| {} | {} | {} | {} | {} | {} |\n", c.curve.config, levels, Figure(peak, 1),
+                      knee, slo, frontier.empty() ? "n/a" : frontier);
+  }
+  return md;
+}
+
+// Cost of every priced ok run (docs/report.md#cost).
+std::string CostMarkdown(const ReportData& data) {
+  std::string rows;
+  for (const ReportRun& r : data.runs) {
+    if (!r.cost.priced) continue;
+    rows +=
+        fmt::format("| {} | {} | {} | {} | {} | {} |\n", r.run.label,
+                    r.currency.empty() ? "-" : r.currency, Figure(r.cost.total, 4),
+                    Figure(r.cost.per_mtok_output, 4), Figure(r.cost.per_request, 6), r.cost.basis);
+  }
+  std::string md = "\n## Cost\n\n";
+  if (rows.empty()) {
+    return md +
+           "No run is priced: add `engine_config.price` (a GPU per hour, or a managed API's "
+           "token prices) to the matrix (docs/report.md#cost).\n";
+  }
+  return md +
+         "The measured window's cost: GPUs x duration at the GPU-hour price, or the successful "
+         "requests' tokens at the token prices (docs/report.md#cost).\n\n"
+         "| run | currency | cost | per million output tokens | per successful request | basis "
+         "|\n|---|---|---|---|---|---|\n" +
+         rows;
+}
+
+// Diagnosis findings (docs/report.md#diagnosis).
+std::string DiagnosisMarkdown(const ReportData& data) {
+  std::string md =
+      "\n## Diagnosis\n\nRules applied to the measured signals (thresholds: "
+      "docs/report.md#diagnosis).\n\n";
+  bool concurrency_one = false;
+  for (const ConfigCurve& c : data.curves) {
+    concurrency_one = concurrency_one || (!data.open_loop && c.curve.points.front().level == 1);
+  }
+  if (!concurrency_one) {
+    md += "Decode speed at concurrency 1 not judged: no configuration ran at concurrency 1.\n\n";
+  }
+  if (data.findings.empty()) return md + "No rule fired.\n";
+  for (const Finding& f : data.findings) {
+    md += fmt::format("- **{}** ({}): {}. Look at: {}.\n", f.rule, f.subject, f.evidence, f.causes);
+  }
+  return md;
+}
+
+std::string ReportMarkdown(results::ResultsStore& store, const results::Table& summary,
+                           const ReportData& data) {
+  results::Table meta;
+  std::map<std::string, std::string> info;
+  if (store.Query("SELECT key, value FROM meta WHERE key != 'matrix_text'", &meta).ok()) {
+    for (const auto& row : meta.rows) info[row[0]] = row[1];
+  }
+  size_t done = 0, failed = 0, other = 0;
+  for (size_t r = 0; r < summary.rows.size(); ++r) {
+    const std::string status = Row(summary, r).Text("status");
+    (status == "done" ? done : status == "failed" ? failed : other)++;
+  }
+  std::string md = fmt::format("# servesweep report: {}\n\n", info["sweep_name"]);
+  md += fmt::format("Matrix `{}` (hash {}), servesweep {}.\n\n", info["matrix_path"],
+                    info["matrix_hash"], info["servesweep_version"]);
+  md += fmt::format("{} runs: {} done, {} failed, {} not finished.\n\n", summary.rows.size(), done,
+                    failed, other);
+  for (size_t r = 0; r < summary.rows.size(); ++r) {
+    const std::string simulation = Row(summary, r).Text("simulation");
+    if (simulation != "none" && simulation != "n/a") {
+      md += fmt::format(
+          "**SIMULATED**: these figures come from the performance model ({}; docs/perfmodel.md), "
+          "not from an engine.\n\n",
+          simulation);
+      break;
+    }
+  }
+  md +=
+      "Figures over the measured requests (warm-up excluded), computed as `vllm bench serve` "
+      "does; definitions in docs/metrics.md. Throughput in tokens/s, latencies in ms; rate \"-\" "
+      "is closed loop; accuracy \"-\" means no quality task set (docs/quality.md).\n\n";
+  md +=
+      "| run | status | engine | GPUs | tp/pp/dp | conc. | rate | ok/failed | req/s | out tok/s "
+      "| out tok/s/GPU | accuracy | TTFT p50 | TTFT p99 | TPOT p50 | ITL p50 | E2E p50 | E2E p95 | "
+      "cold "
+      "start |\n";
+  md += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (size_t r = 0; r < summary.rows.size(); ++r) {
+    const Row row(summary, r);
+    md += fmt::format(
+        "| {} | {} | {} | {} | {}/{}/{} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} "
+        "| {} | {} | {} |\n",
+        row.Text("label"), row.Text("status"), row.Text("engine"), row.Text("gpu_count"),
+        row.Text("tp"), row.Text("pp"), row.Text("dp"), row.Text("concurrency"),
+        row.Text("arrival") == "closed-loop" ? std::string("-")
+                                             : row.Number("request_rate_per_s", 1),
+        row.Text("completed"), row.Text("failed"), row.Number("request_throughput", 2),
+        row.Number("output_throughput", 1), row.Number("output_throughput_per_gpu", 1),
+        row.Null("quality_accuracy")
+            ? std::string("-")
+            : fmt::format("{} ({}/{})", row.Number("quality_accuracy", 2),
+                          row.Text("quality_correct"), row.Text("quality_tasks")),
+        row.Number("ttft_median_ms", 1), row.Number("ttft_p99_ms", 1),
+        row.Number("tpot_median_ms", 2), row.Number("itl_median_ms", 2),
+        row.Number("e2el_median_ms", 1), row.Number("e2el_p95_ms", 1),
+        row.Number("cold_start_ms", 0));
+  }
+  std::string failures;
+  for (size_t r = 0; r < summary.rows.size(); ++r) {
+    const Row row(summary, r);
+    if (row.Text("status") == "done") continue;
+    failures += fmt::format("- `{}` [{}]: {} after {} attempt(s): {}\n", row.Text("run_id"),
+                            row.Text("label"), row.Text("status"), row.Text("attempts"),
+                            row.Text("last_error"));
+  }
+  if (!failures.empty()) md += "\n## Runs not done\n\n" + failures;
+  md += CurvesMarkdown(data);
+  md += CostMarkdown(data);
+  md += DiagnosisMarkdown(data);
+  md += RenderGroupComparisons(data.compared);
+  md += NodeProbesMarkdown(store);
+  md += "\nEvery column of every run: summary.csv (docs/results.md). Raw data: results.db.\n";
+  return md;
+}
+
+}  // namespace
+
+std::string CsvField(const std::string& value) {
+  if (value.find_first_of(",\"\n\r") == std::string::npos) return value;
+  std::string out = "\"";
+  for (char c : value) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+Status WriteReports(results::ResultsStore& store, const std::string& out_dir, ReportPaths* paths) {
+  results::Table summary;
+  if (Status s = store.QuerySummary(&summary); !s.ok()) return s;
+  paths->summary_csv = out_dir + "/summary.csv";
+  paths->report_md = out_dir + "/report.md";
+  paths->report_html = out_dir + "/report.html";
+  if (Status s = WriteFile(paths->summary_csv, SummaryCsv(summary)); !s.ok()) return s;
+  ReportData data;
+  if (Status s = LoadReportData(store, &data); !s.ok()) return s;
+  const std::string md = ReportMarkdown(store, summary, data);
+  if (Status s = WriteFile(paths->report_md, md); !s.ok()) return s;
+  // The page's title is the report's first line; the rest is shared with report.md.
+  const size_t title_end = md.find('\n');
+  const std::string title = md.substr(2, title_end - 2);
+  return WriteFile(paths->report_html, ReportHtml(data, title, md.substr(title_end + 1)));
+}
+
+}  // namespace servesweep::report

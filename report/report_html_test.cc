@@ -1,0 +1,58 @@
+// report.html's pieces (report/report_html.h, report_data.h): Markdown to escaped HTML,
+// configuration names, and the roofline estimate the slow-decode rule compares against.
+#include "report/report_html.h"
+
+#include <capnp/message.h>
+#include <gtest/gtest.h>
+
+#include "report/report_data.h"
+
+namespace servesweep::report {
+namespace {
+
+TEST(ReportHtml, MarkdownBecomesEscapedHtml) {
+  const std::string html = MarkdownToHtml(
+      "## Runs <b>\n\nA **bold** `code` line\nwrapped.\n\n| run | error |\n|---|---|\n"
+      "| r<1> | \"x\" & <script>alert(1)</script> |\n\n- one `a<b`\n- two\n");
+  EXPECT_NE(html.find("<h2>Runs &lt;b&gt;</h2>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<p>A <strong>bold</strong> <code>code</code> line wrapped.</p>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<tr><th>run</th><th>error</th></tr>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<tr><td>r&lt;1&gt;</td><td>&quot;x&quot; &amp; "
+                      "&lt;script&gt;alert(1)&lt;/script&gt;</td></tr>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("<ul>\n<li>one <code>a&lt;b</code></li>\n<li>two</li>\n</ul>"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("|---|"), std::string::npos);
+}
+
+TEST(ReportHtml, ConfigNameDropsLoadLevelAndRepeat) {
+  EXPECT_EQ(ConfigName("tp=2 concurrency=16 repeat=1"), "tp=2");
+  EXPECT_EQ(ConfigName("engine=vllm request_rate=4"), "engine=vllm");
+  EXPECT_EQ(ConfigName("concurrency=1"), "");
+}
+
+TEST(ReportHtml, RooflineTpotNeedsKnownModelAndGpu) {
+  capnp::MallocMessageBuilder message;
+  auto spec = message.initRoot<schema::RunSpec>();
+  spec.setModel("meta-llama/Llama-3.1-8B-Instruct");
+  spec.getLayout().setTp(1);
+  spec.getLayout().setPp(1);
+  spec.getWorkload().setInputLenTok(1024);
+  spec.getWorkload().setOutputLenTok(128);
+  // 8B bf16 weights (16 GB) read once per token at H200's ~4.8 TB/s: several ms, not 100.
+  const auto h200 = RooflineTpotMs(spec.asReader(), "NVIDIA H200");
+  ASSERT_TRUE(h200.has_value());
+  EXPECT_GT(*h200, 2.0);
+  EXPECT_LT(*h200, 20.0);
+  EXPECT_FALSE(RooflineTpotMs(spec.asReader(), "emulated").has_value());
+  spec.setModel("some-unknown-model");
+  EXPECT_FALSE(RooflineTpotMs(spec.asReader(), "NVIDIA H200").has_value());
+}
+
+}  // namespace
+}  // namespace servesweep::report

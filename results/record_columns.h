@@ -1,0 +1,34 @@
+// The benchmark record as columns: one table, used to create the results table, to fill it from a
+// RunResult, and to export summary.csv, so the three can never drift apart. docs/results.md
+// lists the same columns with their definitions.
+//
+// Thread-safety: the table is built once, immutable afterwards.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "schema/result.capnp.h"
+
+namespace servesweep::results {
+
+// NaN doubles are stored as NULL and exported as "n/a".
+using ColumnValue = std::variant<std::string, int64_t, double>;
+
+struct RecordColumn {
+  std::string name;      // results-table column and summary.csv header
+  std::string sql_type;  // TEXT, INTEGER or REAL
+  std::function<ColumnValue(schema::RunResult::Reader)> value;
+  // A measured figure or engine signal: stored as NULL for a result that is not ok, whose
+  // figures would otherwise read as zeros.
+  bool figure = false;
+  // Read from the benchmark record: NULL when the result carries none (failed before starting).
+  bool from_record = false;
+};
+
+const std::vector<RecordColumn>& RecordColumns();
+
+}  // namespace servesweep::results

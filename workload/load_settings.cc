@@ -1,0 +1,209 @@
+#include "workload/load_settings.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+namespace servesweep::workload {
+namespace {
+
+// The first broken rule: its matrix key and what was expected and found.
+struct Broken {
+  std::string key;
+  std::string message;
+};
+
+std::optional<Broken> FirstBrokenRule(const LoadSettings& s) {
+  const bool by_duration = s.duration_s > 0;
+  const bool sessions = s.sessions > 0;
+  const bool ramp = s.ramp != RampKind::kNone;
+  const bool replay = !s.plan.empty() && s.replay_arrivals;
+  if (s.base_url.empty()) return Broken{"base_url", "expected the server's URL, found none"};
+  if (s.input_len_tok == 0) {
+    return Broken{"input_len", "expected 'input_len' (tokens per prompt) >= 1, found none"};
+  }
+  if (s.output_len_tok == 0) {
+    return Broken{"output_len", "expected 'output_len' (tokens per response) >= 1, found none"};
+  }
+  if (s.num_requests == 0 && !by_duration && !sessions) {
+    return Broken{"num_requests",
+                  "expected 'num_requests' (or 'duration_s', or 'sessions'), found none"};
+  }
+  if (std::isnan(s.request_rate_per_s) || s.request_rate_per_s < 0) {
+    return Broken{"request_rate", fmt::format("expected 'request_rate' >= 0 (0 = closed loop), "
+                                              "found {}",
+                                              s.request_rate_per_s)};
+  }
+  if (ramp && !(s.ramp_start_rate_per_s > 0 && s.ramp_end_rate_per_s > 0 &&
+                std::isfinite(s.ramp_start_rate_per_s) && std::isfinite(s.ramp_end_rate_per_s))) {
+    return Broken{"ramp", fmt::format("expected 'ramp' start_rate and end_rate finite and > 0, "
+                                      "found {} and {}",
+                                      s.ramp_start_rate_per_s, s.ramp_end_rate_per_s)};
+  }
+  if (s.request_rate_per_s == 0 && s.concurrency == 0 && !replay && !ramp && !sessions) {
+    return Broken{"concurrency",
+                  "expected 'concurrency' (closed loop) or 'request_rate' (open loop), found "
+                  "neither"};
+  }
+  if (!(s.request_timeout_s > 0)) {
+    return Broken{"timeout_s",
+                  fmt::format("expected 'timeout_s' > 0 seconds, found {}", s.request_timeout_s)};
+  }
+  if (s.threads == 0 || s.threads > 64) {
+    return Broken{"client_threads",
+                  fmt::format("expected 'client_threads' from 1 to 64, found {}", s.threads)};
+  }
+  if (!(s.burstiness > 0)) {
+    return Broken{"burstiness",
+                  fmt::format("expected 'burstiness' > 0 (1 = Poisson), found {}", s.burstiness)};
+  }
+  if (std::isnan(s.warmup_s) || s.warmup_s < 0 || !std::isfinite(s.warmup_s)) {
+    return Broken{"warmup_s",
+                  fmt::format("expected 'warmup_s' finite and >= 0, found {}", s.warmup_s)};
+  }
+  if (std::isnan(s.duration_s) || s.duration_s < 0 || !std::isfinite(s.duration_s)) {
+    return Broken{"duration_s",
+                  fmt::format("expected 'duration_s' finite and >= 0, found {}", s.duration_s)};
+  }
+  if (s.warmup_s > 0 && !by_duration) {
+    return Broken{"warmup_s",
+                  "expected 'duration_s' with 'warmup_s' (a timed warm-up precedes a timed "
+                  "window), found none"};
+  }
+  if (by_duration && std::isinf(s.request_rate_per_s)) {
+    return Broken{"duration_s",
+                  "expected a finite 'request_rate' with 'duration_s' (inf would send without "
+                  "end), found inf"};
+  }
+  if (std::isnan(s.drain_timeout_s) || s.drain_timeout_s < 0) {
+    return Broken{"drain_timeout_s",
+                  fmt::format("expected 'drain_timeout_s' >= 0 (0 = wait for every request), "
+                              "found {}",
+                              s.drain_timeout_s)};
+  }
+  if (by_duration && (!s.plan.empty() || sessions || s.warmup_requests > 0)) {
+    return Broken{"duration_s",
+                  "expected 'duration_s' without trace, length distributions, shared_prefix, "
+                  "sessions or warmup_requests (use warmup_s), found one of them"};
+  }
+  if (sessions) {
+    if (s.turns == 0) return Broken{"sessions", "expected 'sessions.turns' >= 1, found 0"};
+    if (!s.plan.empty() || !s.custom_prompts.empty() || s.token_id_prompts ||
+        s.request_rate_per_s > 0 || ramp) {
+      return Broken{"sessions",
+                    fmt::format("expected 'sessions' closed loop on synthetic text prompts (no "
+                                "trace, length distributions, shared_prefix, prompts, 'prompt: "
+                                "token_ids', request_rate or ramp), found {}",
+                                !s.plan.empty()             ? "a planned workload"
+                                : !s.custom_prompts.empty() ? "'prompts'"
+                                : s.token_id_prompts        ? "'prompt: token_ids'"
+                                : ramp                      ? "'ramp'"
+                                                            : "'request_rate'")};
+    }
+    if (std::isnan(s.think_time_s) || s.think_time_s < 0) {
+      return Broken{"sessions",
+                    fmt::format("expected 'sessions.think_time_s' >= 0, found {}", s.think_time_s)};
+    }
+  }
+  if (s.token_id_prompts && s.api == Api::kChatCompletions) {
+    return Broken{"prompt",
+                  "expected 'prompt: token_ids' with 'api: completions' (chat messages are "
+                  "text), found 'api: chat'"};
+  }
+  if (!s.custom_prompts.empty() && (!s.plan.empty() || s.token_id_prompts)) {
+    return Broken{"prompts",
+                  "expected 'prompts' alone: it takes no trace, length distributions, shared "
+                  "prefix, sessions or 'prompt: token_ids'"};
+  }
+  if (!s.plan.empty()) {
+    if (s.plan.size() != s.num_requests) {
+      return Broken{"num_requests",
+                    fmt::format("expected a plan of num_requests ({}) requests, found {}",
+                                s.num_requests, s.plan.size())};
+    }
+    for (size_t i = 0; i < s.plan.size(); ++i) {
+      const auto& p = s.plan[i];
+      if (p.input_len_tok == 0 || p.output_len_tok == 0 || p.offset_ns < 0) {
+        return Broken{"trace",
+                      fmt::format("expected planned request {} to have lengths >= 1 and an "
+                                  "offset >= 0, found {}, {} and {} ns",
+                                  i, p.input_len_tok, p.output_len_tok, p.offset_ns)};
+      }
+    }
+  }
+  for (size_t i = 0; i < s.custom_prompts.size(); ++i) {
+    const auto& prompt = s.custom_prompts[i];
+    if (prompt.messages_json.empty()) continue;
+    const auto messages = nlohmann::json::parse(prompt.messages_json, nullptr, false);
+    if (!messages.is_array() || messages.empty()) {
+      return Broken{"prompts", fmt::format("expected custom prompt {}'s messages to be a "
+                                           "non-empty JSON array, found {}",
+                                           i, prompt.messages_json.substr(0, 80))};
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Status ValidateLoadSettings(const LoadSettings& settings, std::string* key) {
+  const auto broken = FirstBrokenRule(settings);
+  if (!broken) return Status::Ok();
+  if (key != nullptr) *key = broken->key;
+  return Status::InvalidArgument(broken->message);
+}
+
+LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::string& base_url) {
+  const auto w = spec.getWorkload();
+  LoadSettings settings;
+  settings.base_url = base_url;
+  settings.api =
+      w.getApi() == schema::ApiKind::CHAT_COMPLETIONS ? Api::kChatCompletions : Api::kCompletions;
+  settings.model = spec.getModel();
+  settings.num_requests = w.getNumRequests();
+  settings.warmup_requests = w.getWarmupRequests();
+  settings.input_len_tok = w.getInputLenTok();
+  settings.output_len_tok = w.getOutputLenTok();
+  settings.concurrency = w.getConcurrency();
+  settings.threads = std::max<uint32_t>(1, w.getClientThreads());
+  settings.request_rate_per_s = w.getRequestRatePerS();
+  settings.seed = w.getSeed();
+  settings.ignore_eos = w.getIgnoreEos();
+  settings.temperature = w.getTemperature();
+  settings.request_timeout_s = spec.getTimeoutS();
+  settings.replay_arrivals = w.getReplayArrivals();
+  settings.burstiness = w.getBurstiness();
+  settings.token_id_prompts = w.getTokenIdPrompts();
+  settings.arrival = w.getArrival() == "constant" ? ArrivalKind::kConstant : ArrivalKind::kPoisson;
+  settings.ramp = w.getRamp() == "linear"        ? RampKind::kLinear
+                  : w.getRamp() == "exponential" ? RampKind::kExponential
+                                                 : RampKind::kNone;
+  settings.ramp_start_rate_per_s = w.getRampStartRatePerS();
+  settings.ramp_end_rate_per_s = w.getRampEndRatePerS();
+  settings.warmup_s = w.getWarmupS();
+  settings.duration_s = w.getDurationS();
+  settings.drain_timeout_s = w.getDrainTimeoutS();
+  settings.sessions = w.getSessions();
+  settings.turns = w.getTurns();
+  settings.think_time_s = w.getThinkTimeS();
+  settings.think_time_exponential = w.getThinkTimeExponential();
+  for (auto prompt : w.getCustomPrompts()) {
+    settings.custom_prompts.push_back(
+        {prompt.getPrompt(), prompt.getMessagesJson(), prompt.getMaxTokens()});
+  }
+  for (auto planned : w.getPlan()) {
+    PlannedRequest request;
+    request.offset_ns = planned.getOffsetNs();
+    request.input_len_tok = planned.getInputLenTok();
+    request.output_len_tok = planned.getOutputLenTok();
+    request.prefix_len_tok = planned.getPrefixLenTok();
+    for (uint64_t block : planned.getPrefixBlocks()) request.prefix_blocks.push_back(block);
+    settings.plan.push_back(std::move(request));
+  }
+  return settings;
+}
+
+}  // namespace servesweep::workload

@@ -1,0 +1,131 @@
+// What the load generator is asked to do: the requests of a run (lengths, prompts, a plan) and
+// how they are sent (closed or open loop, ramps, a timed window, sessions), plus how the server
+// is reached. A plain struct with unit-suffixed names, its validation and its mapping from a run
+// spec, in a library with no network code: the matrix loader (`plan`), `bench` and the load
+// generator all call ValidateLoadSettings, so what `plan` accepts is exactly what a run can do.
+//
+// Thread-safety: values and pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+#include "schema/run_spec.capnp.h"
+
+namespace servesweep::workload {
+
+// Open-loop gap shape: kPoisson (exponential gaps), kGamma (gamma gaps of shape `burstiness`, the
+// mean gap unchanged) or kConstant (every gap one mean gap). agent/loadgen/arrival_schedule.h.
+enum class ArrivalKind { kPoisson, kGamma, kConstant };
+enum class RampKind { kNone, kLinear, kExponential };
+
+enum class Api { kCompletions, kChatCompletions };
+
+// One request of a planned workload (trace replay): when it arrives, relative to the start of
+// the measured phase, and its lengths.
+struct PlannedRequest {
+  int64_t offset_ns = 0;
+  uint32_t input_len_tok = 0;
+  uint32_t output_len_tok = 0;
+  // Shared prefix: the first prefix_len_tok prompt tokens come from these block ids (512
+  // tokens each), so requests with equal leading ids share those tokens.
+  std::vector<uint64_t> prefix_blocks;
+  uint32_t prefix_len_tok = 0;
+};
+
+// A prompt given by the user (`prompts: jsonl:<file>`, workload/custom_prompts.h): either a
+// completions prompt text or a chat messages array (JSON text), and optionally its own
+// max_tokens (0 = the run's output length).
+struct CustomPrompt {
+  std::string prompt;
+  std::string messages_json;  // non-empty: a JSON array of {"role", "content"} messages
+  uint32_t max_tokens = 0;
+};
+
+struct LoadSettings {
+  std::string base_url;  // e.g. "http://127.0.0.1:8000" (no trailing /v1)
+  Api api = Api::kCompletions;
+  std::string model;
+  std::string api_key;           // sent as a bearer token; never logged
+  uint32_t num_requests = 100;   // measured requests
+  uint32_t warmup_requests = 0;  // sent first, at the same concurrency, and not measured
+  uint32_t input_len_tok = 128;
+  uint32_t output_len_tok = 128;
+  // Closed loop when request_rate_per_s == 0 (concurrency > 0 required). Open loop (Poisson
+  // arrivals on an absolute schedule) when > 0, capped at concurrency when concurrency > 0.
+  uint32_t concurrency = 1;
+  // Load threads, each with its own libcurl multi handle and a share of the concurrency (at
+  // most one thread per in-flight request), all taking requests from one source: for more
+  // requests/s than one core parses (about 20,000 streams of 128 events per second here).
+  uint32_t threads = 1;
+  double request_rate_per_s = 0;
+  double burstiness = 1;  // open loop: gamma gaps (1 = Poisson), as vLLM's --burstiness
+  // Open loop: kConstant sends at exactly 1 / rate gaps (burstiness ignored); kPoisson means
+  // Poisson, or gamma when burstiness != 1.
+  ArrivalKind arrival = ArrivalKind::kPoisson;
+  // Open loop: a ramp of the rate from ramp_start to ramp_end (both > 0; request_rate_per_s is
+  // then ignored) over the measured requests (count mode: T = RampSecondsForCount) or over the
+  // measurement window (duration mode: from warmup_s for duration_s). arrival_schedule.h.
+  RampKind ramp = RampKind::kNone;
+  double ramp_start_rate_per_s = 0;
+  double ramp_end_rate_per_s = 0;
+  // Duration mode (duration_s > 0): one continuous load; requests scheduled in [0, warmup_s)
+  // are warm-up (recorded with warmup = true, in no per-request figure), those scheduled in
+  // [warmup_s, warmup_s + duration_s) are measured; nothing is scheduled after. num_requests
+  // and warmup_requests are then unused.
+  double warmup_s = 0;
+  double duration_s = 0;
+  // Drain: once nothing more will be sent (count mode: after the last send; duration mode:
+  // after the window closes), requests still in flight after drain_timeout_s are cancelled and
+  // recorded as such (cancelled = true). 0 = wait for each (bounded by request_timeout_s).
+  double drain_timeout_s = 0;
+  // Multi-turn sessions (sessions > 0): `sessions` conversations of `turns` turns each; turn k
+  // sends the whole history (the previous user messages and the answers as received) plus a
+  // new user message of input_len_tok words; after a turn ends, the next is sent think_time_s
+  // later (fixed, or exponential with that mean when think_time_exponential, seeded). At most
+  // `concurrency` sessions are open at once. Measured requests = sessions x turns.
+  uint32_t sessions = 0;
+  uint32_t turns = 0;
+  double think_time_s = 0;
+  bool think_time_exponential = false;
+  // Custom prompts: measured request i sends custom_prompts[i % size] (warm-up keeps the
+  // synthetic prompts).
+  std::vector<CustomPrompt> custom_prompts;
+  // Also record what `vllm bench serve` would have measured (RequestRecord::vllm_*), for the
+  // --compat vllm summary (vllm_compat.h).
+  bool vllm_view = false;
+  // /v1/completions only: send prompts as token-id arrays (exact input lengths on any engine)
+  // instead of text.
+  bool token_id_prompts = false;
+  uint64_t seed = 0;
+  bool ignore_eos = true;
+  double temperature = 0;
+  double request_timeout_s = 600;
+  // Planned requests (trace replay): when non-empty, measured request i takes plan[i]'s lengths
+  // (num_requests must equal plan.size()) and, in open loop without a rate
+  // (request_rate_per_s == 0 and replay_arrivals), arrives at plan[i].offset_ns on an absolute
+  // schedule, at most `concurrency` in flight when > 0. Warm-up keeps input/output_len_tok.
+  std::vector<PlannedRequest> plan;
+  bool replay_arrivals = true;
+  // false: a new connection per request, for servers that close a connection after a streamed
+  // response while announcing keep-alive (a reused one then dies as the next request is sent).
+  bool reuse_connections = true;
+  // HTTPS: the server's certificate is verified (chain and host name) against the system's CA
+  // store, or against the CA certificate(s) in this PEM file when set.
+  std::string ca_file;
+  // Skips certificate verification (a self-signed test server); off by default.
+  bool insecure_tls = false;
+};
+
+// Whether `settings` describe a load that can run; InvalidArgument naming the rule otherwise,
+// in the matrix's words (a bench flag has the same name with dashes). When `key` is given it
+// receives the matrix key the rule is about (e.g. "sessions", "duration_s"), so the matrix
+// loader can point at its line.
+Status ValidateLoadSettings(const LoadSettings& settings, std::string* key = nullptr);
+
+// The load generator's settings for a run spec (the URL from the engine adapter).
+LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::string& base_url);
+
+}  // namespace servesweep::workload
