@@ -287,6 +287,19 @@ void ReadWorkload(YamlReader& r, const YAML::Node& node, const std::string& matr
   m.Finish();
 }
 
+// A profile's name as the spec keeps it: a shipped name, or a path read against the matrix's
+// folder. The profile is loaded here, so a typo fails before any run starts.
+template <typename Profile>
+std::string ProfileName(YamlReader& r, const YAML::Node& value, const std::string& key,
+                        const std::string& matrix_path,
+                        Status (*load)(const std::string&, Profile*)) {
+  std::string name = r.Text(value, key);
+  if (perfmodel::IsProfilePath(name)) name = ResolveMatrixPath(matrix_path, name);
+  Profile profile;
+  if (Status s = load(name, &profile); r.ok() && !s.ok()) r.Fail(value, s.message());
+  return name;
+}
+
 void ReadSim(YamlReader& r, const YAML::Node& node, const std::string& matrix_path,
              schema::SimSettings::Builder sim) {
   YamlMap m(r, node, "sim");
@@ -302,25 +315,13 @@ void ReadSim(YamlReader& r, const YAML::Node& node, const std::string& matrix_pa
     }
     sim.setAnswerAccuracy(accuracy);
   }
-  // Profiles are loaded here, so a typo fails before any run starts; a profile given as a path
-  // is read against the matrix's folder.
   if (auto v = m.Get("hardware")) {
-    std::string name = r.Text(v, "hardware");
-    if (perfmodel::IsProfilePath(name)) name = ResolveMatrixPath(matrix_path, name);
-    perfmodel::HardwareProfile hardware;
-    if (Status s = perfmodel::LoadHardwareProfile(name, &hardware); r.ok() && !s.ok()) {
-      r.Fail(v, s.message());
-    }
-    sim.setHardware(name);
+    sim.setHardware(ProfileName<perfmodel::HardwareProfile>(r, v, "hardware", matrix_path,
+                                                            &perfmodel::LoadHardwareProfile));
   }
   if (auto v = m.Get("model_profile")) {
-    std::string name = r.Text(v, "model_profile");
-    if (perfmodel::IsProfilePath(name)) name = ResolveMatrixPath(matrix_path, name);
-    perfmodel::ModelProfile model;
-    if (Status s = perfmodel::LoadModelProfile(name, &model); r.ok() && !s.ok()) {
-      r.Fail(v, s.message());
-    }
-    sim.setModelProfile(name);
+    sim.setModelProfile(ProfileName<perfmodel::ModelProfile>(r, v, "model_profile", matrix_path,
+                                                             &perfmodel::LoadModelProfile));
   }
   m.Finish();
 }
