@@ -153,7 +153,11 @@ Status Emulator::Start() {
                       .count();
   ctx.ready_at = std::chrono::steady_clock::now() + FromMs(s.startup_ms);
   if (!s.request_log_path.empty()) {
-    ctx.request_log = std::make_unique<RequestLog>(s.request_log_path);
+    try {
+      ctx.request_log = std::make_unique<RequestLog>(s.request_log_path);
+    } catch (const std::exception& e) {
+      return Status::NotFound(fmt::format("sim: {}", e.what()));
+    }
     impl_->FlushLogPeriodically();
   }
 

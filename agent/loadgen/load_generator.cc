@@ -669,9 +669,10 @@ void Rebase(int64_t& t_ns, int64_t t0_ns) {
 
 }  // namespace
 
-Status RunLoad(const LoadSettings& settings, LoadResult* out,
-               const std::function<void(const Progress&)>& on_progress) {
-  if (Status s = workload::ValidateLoadSettings(settings); !s.ok()) return s;
+namespace {
+
+Status RunValidLoad(const LoadSettings& settings, LoadResult* out,
+                    const std::function<void(const Progress&)>& on_progress) {
   LoadThreads threads(settings, on_progress);
   const bool ramp = settings.ramp != RampKind::kNone;
   const bool replay = !settings.plan.empty() && settings.replay_arrivals &&
@@ -768,6 +769,19 @@ Status RunLoad(const LoadSettings& settings, LoadResult* out,
   }
   *out = std::move(result);
   return Status::Ok();
+}
+
+}  // namespace
+
+Status RunLoad(const LoadSettings& settings, LoadResult* out,
+               const std::function<void(const Progress&)>& on_progress) {
+  if (Status s = workload::ValidateLoadSettings(settings); !s.ok()) return s;
+  try {
+    return RunValidLoad(settings, out, on_progress);
+  } catch (const std::exception& e) {
+    // libcurl or epoll could not be set up (out of descriptors or memory): nothing measured.
+    return Status::Internal(fmt::format("loadgen: {}", e.what()));
+  }
 }
 
 }  // namespace servesweep::loadgen

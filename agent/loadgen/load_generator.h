@@ -84,8 +84,8 @@ struct LoadResult {
 };
 
 // Runs the load into *out. InvalidArgument (nothing sent) when the settings break a rule of
-// workload::ValidateLoadSettings; otherwise Ok, with failed requests recorded in *out, never
-// returned as an error. on_progress (optional) is called from a load thread, one call at a time,
+// workload::ValidateLoadSettings; Internal when libcurl or epoll cannot be set up; otherwise Ok,
+// with failed requests recorded in *out, never returned as an error. on_progress (optional) is called from a load thread, one call at a time,
 // at most ~10 times/s per thread.
 Status RunLoad(const LoadSettings& settings, LoadResult* out,
                const std::function<void(const Progress&)>& on_progress = {});
