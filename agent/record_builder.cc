@@ -196,6 +196,16 @@ void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summ
   record.setWindowS(summary.window_s);
   record.setWindowOutputThroughput(summary.window_output_throughput);
   record.setWindowTotalTokenThroughput(summary.window_total_token_throughput);
+  record.setReconnects(summary.reconnects);
+  record.setFailureReasons(loadgen::DescribeFailureReasons(summary.failure_reasons));
+  record.setLoadThreadBusyMax(summary.load_thread_busy_max);
+  record.setReadLagP99Ms(summary.read_lag_p99_ms);
+  record.setSendLatenessP99Ms(summary.send_lateness_p99_ms);
+  const std::string client_bound = loadgen::ClientBoundReasons(
+      summary.load_thread_busy_max, summary.read_lag_p99_ms, summary.send_lateness_p99_ms,
+      std::max<uint32_t>(1, spec.getWorkload().getClientThreads()));
+  record.setClientBound(!client_bound.empty());
+  record.setClientBoundReasons(client_bound);
 
   std::map<std::string, std::vector<double>> series;
   for (const auto& sample : samples) series[sample.signal].push_back(sample.value);
@@ -210,6 +220,20 @@ void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summ
   record.setPrefixCacheHits(reduced("prefix_cache_hits"));
   record.setPrefixCacheQueries(reduced("prefix_cache_queries"));
   record.setSpecDecodeAcceptance(reduced("spec_decode_acceptance"));
+}
+
+void FillValidity(const Validity& validity, schema::BenchmarkRecord::Builder record) {
+  record.setValidity(validity.verdict);
+  record.setValidityReasons(validity.Reasons());
+  record.setEngineRestarts(validity.engine_restarts);
+  std::string reconciliation;
+  for (const auto& c : validity.counters) {
+    reconciliation += reconciliation.empty() ? "" : "; ";
+    reconciliation += c.checked() ? fmt::format("{}: client {}, engine {} (tolerance {})", c.name,
+                                                c.client, c.engine, c.tolerance)
+                                  : c.why_unchecked;
+  }
+  record.setReconciliation(reconciliation);
 }
 
 void CopyRequestRecord(const loadgen::RequestRecord& in, schema::RequestRecord::Builder out) {
@@ -235,6 +259,7 @@ void CopyRequestRecord(const loadgen::RequestRecord& in, schema::RequestRecord::
   out.setOutputTokensFromUsage(in.output_tokens_from_usage);
   out.setHttpStatus(in.http_status);
   out.setSentNs(in.sent_ns);
+  out.setReconnected(in.reconnected);
 }
 
 }  // namespace servesweep::agent

@@ -10,6 +10,7 @@
 
 #include "agent/loadgen/answer_client.h"
 #include "agent/loadgen/bench_metrics.h"
+#include "agent/run_validity.h"
 #include "agent/scraper/metrics_scraper.h"
 #include "schema/result.capnp.h"
 #include "schema/run_spec.capnp.h"
@@ -56,6 +57,9 @@ QualityScore ScoreQuality(schema::RunSpec::Reader spec,
 void FillQuality(const QualityScore& score, schema::BenchmarkRecord::Builder record);
 
 void FillStats(const loadgen::Stats& stats, schema::LatencyStats::Builder out);
+
+// The validity gate's verdict, reasons and reconciliation (run_validity.h) into the record.
+void FillValidity(const Validity& validity, schema::BenchmarkRecord::Builder record);
 
 // One request as the load generator recorded it, into the result's per-request records.
 void CopyRequestRecord(const loadgen::RequestRecord& in, schema::RequestRecord::Builder out);

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -240,6 +241,10 @@ class HeadRun {
   int64_t spawn_ns_ = 0;
   double cold_start_ms_ = std::numeric_limits<double>::quiet_NaN();
   loadgen::LoadSettings settings_;
+  std::string metrics_url_;  // "" when the engine has none (an external endpoint)
+  // The engine's counters before warm-up and after the measured phase: the validity gate's.
+  std::map<std::string, double> counters_before_, counters_after_;
+  loadgen::LoadResult warm_;
   loadgen::LoadResult load_;
   MetricsScraper scraper_;
   GpuTelemetrySampler gpu_sampler_;
@@ -351,6 +356,15 @@ Status HeadRun::AwaitReady() {
     return EngineFailure(fmt::format("engine listed its model, but {}", s.message()));
   }
   if (!launch_.processes.empty()) cold_start_ms_ = elapsed_s() * 1e3;
+  // The validity gate's first counters: after the readiness probe, before warm-up.
+  metrics_url_ = !launch_.metrics_url.empty()   ? launch_.metrics_url
+                 : launch_.metrics_path.empty() ? std::string()
+                                                : launch_.base_url + launch_.metrics_path;
+  if (launch_.metrics_persona.empty()) metrics_url_.clear();
+  if (!metrics_url_.empty() &&
+      !ScrapeSignals(metrics_url_, launch_.metrics_persona, &counters_before_).ok()) {
+    counters_before_.clear();  // not reconciled: said in the record
+  }
   return Status::Ok();
 }
 
@@ -369,14 +383,13 @@ Status HeadRun::WarmUp() {
     warmup.drain_timeout_s = 0;
     if (warmup.concurrency == 0) warmup.concurrency = warmup.num_requests;
     warmup.seed = settings_.seed ^ 0x5eed5eed5eed5eedULL;  // prompts unlike the measured ones
-    loadgen::LoadResult warm;
     if (Status s = loadgen::RunLoad(
-            warmup, &warm,
+            warmup, &warm_,
             [this](const loadgen::Progress& p) { x_.completed_.store(p.completed); });
         !s.ok()) {
       return s.Prefixed("warm-up");
     }
-    if (loadgen::Summarize(warm).completed == 0) {
+    if (loadgen::Summarize(warm_).completed == 0) {
       return EngineFailure(fmt::format("all {} warm-up requests failed", warmup.num_requests));
     }
     settings_.warmup_requests = 0;
@@ -391,13 +404,9 @@ Status HeadRun::Measure() {
   x_.completed_.store(0);
   x_.total_.store(settings_.num_requests);
   x_.SetPhase("measuring");
-  const std::string metrics_url = !launch_.metrics_url.empty() ? launch_.metrics_url
-                                  : launch_.metrics_path.empty()
-                                      ? std::string()
-                                      : launch_.base_url + launch_.metrics_path;
   const int64_t measured_origin_ns = SteadyNowNs();
-  if (!metrics_url.empty() && !launch_.metrics_persona.empty()) {
-    scraper_.Start(metrics_url, launch_.metrics_persona, 1000, measured_origin_ns);
+  if (!metrics_url_.empty()) {
+    scraper_.Start(metrics_url_, launch_.metrics_persona, measured_origin_ns);
   }
   if (local_engine_) {
     gpu_sampler_.Start(log_prefix_ + ".gpu.csv", kGpuTelemetryIntervalMs, measured_origin_ns);
@@ -405,6 +414,10 @@ Status HeadRun::Measure() {
   const Status status = loadgen::RunLoad(
       settings_, &load_, [this](const loadgen::Progress& p) { x_.completed_.store(p.completed); });
   scraper_.Stop();
+  if (!metrics_url_.empty() &&
+      !ScrapeSignals(metrics_url_, launch_.metrics_persona, &counters_after_).ok()) {
+    counters_after_.clear();
+  }
   gpu_sampled_ = gpu_sampler_.available();
   gpu_sampler_.Stop();
   gpu_samples_ = gpu_sampler_.Samples();
@@ -475,21 +488,27 @@ Status HeadRun::Record() {
     engine_samples[i].setName(samples[i].signal);
     engine_samples[i].setValue(samples[i].value);
   }
-  if (summary.completed == 0) {
-    std::string first_error = "none recorded";
-    for (const auto& r : load_.requests) {
-      if (!r.error.empty()) {
-        first_error = r.error;
-        break;
-      }
-    }
-    return EngineFailure(fmt::format("no request succeeded ({} failed; first error: {})",
-                                     summary.failed, first_error));
-  }
+  auto record = result_.getRecord();
+  record.setScrapeIntervalMs(metrics_url_.empty() ? 0 : MetricsScraper::kFirstIntervalMs);
+  record.setMeasuredScrapes(static_cast<uint32_t>(scraper_.scrapes()));
   if (engine_died_ && !x_.cancelled()) {
     return EngineFailure(
         fmt::format("engine died during the run after {} completed request(s)", summary.completed));
   }
+  // The validity gate: a run that measured is recorded, valid or not; an invalid one (nothing
+  // generated, too many failures, counts that disagree, a restart) is not retried.
+  ValidityInputs gate;
+  for (const auto* phase : {&warm_.requests, &load_.requests}) {
+    for (const auto& r : *phase) gate.requests.push_back(&r);
+  }
+  gate.measured = summary.completed + summary.failed;
+  gate.completed = summary.completed;
+  gate.measured_output_tok = summary.total_output_tokens;
+  gate.min_success_rate = spec_.getMinSuccessRate();
+  gate.before = counters_before_;
+  gate.after = counters_after_;
+  gate.during = scraper_.Samples();
+  FillValidity(JudgeValidity(gate), record);
   return Status::Ok();
 }
 

@@ -215,6 +215,15 @@ void ExecuteVirtualRun(schema::RunSpec::Reader spec, const std::string& default_
   const loadgen::BenchSummary summary = loadgen::Summarize(sim.load, slo);
   const std::vector<ScrapedSample> samples = SamplesOf(sim.result);
   FillFigures(spec, summary, samples, sim.cold_start_ms, record);
+  // The same gate as a measured run's; with no engine counters to check against, a simulated
+  // run is at best "not reconciled".
+  ValidityInputs gate;
+  for (const auto& r : sim.load.requests) gate.requests.push_back(&r);
+  gate.measured = summary.completed + summary.failed;
+  gate.completed = summary.completed;
+  gate.measured_output_tok = summary.total_output_tokens;
+  gate.min_success_rate = spec.getMinSuccessRate();
+  FillValidity(JudgeValidity(gate), record);
   auto requests = result.initRequests(static_cast<unsigned>(sim.load.requests.size()));
   for (size_t i = 0; i < sim.load.requests.size(); ++i) {
     CopyRequestRecord(sim.load.requests[i], requests[i]);

@@ -19,6 +19,8 @@
 namespace servesweep::cli {
 namespace {
 
+constexpr size_t kShownFailureReasons = 5;  // on the console; the JSON has every reason
+
 struct BenchOptions {
   loadgen::LoadSettings load;
   std::string api = "completions";
@@ -37,6 +39,19 @@ void PrintStats(const char* name, const loadgen::Stats& s) {
   fmt::print("{:<34}{:>12.2f}\n", fmt::format("Mean {} (ms):", name), s.mean);
   fmt::print("{:<34}{:>12.2f}\n", fmt::format("Median {} (ms):", name), s.median);
   fmt::print("{:<34}{:>12.2f}\n", fmt::format("P99 {} (ms):", name), s.p99);
+}
+
+// Why requests failed, most frequent first: what a user needs to fix first.
+void PrintFailureReasons(const loadgen::BenchSummary& s) {
+  if (s.failure_reasons.empty()) return;
+  fmt::print("Failure reasons ({} failed):\n", s.failed);
+  for (size_t i = 0; i < s.failure_reasons.size() && i < kShownFailureReasons; ++i) {
+    fmt::print("  {} x {}\n", s.failure_reasons[i].second, s.failure_reasons[i].first);
+  }
+  if (s.failure_reasons.size() > kShownFailureReasons) {
+    fmt::print("  ... and {} other reason(s) (--result-json has them all)\n",
+               s.failure_reasons.size() - kShownFailureReasons);
+  }
 }
 
 void PrintSummary(const loadgen::BenchSummary& s, const char* title, bool ours) {
@@ -63,8 +78,15 @@ void PrintSummary(const loadgen::BenchSummary& s, const char* title, bool ours) 
     fmt::print("{:<34}{:>12.2f}\n", "Window (s):", s.window_s);
     fmt::print("{:<34}{:>12.2f}\n", "Window output tok/s:", s.window_output_throughput);
     fmt::print("{:<34}{:>12.2f}\n", "Window total tok/s:", s.window_total_token_throughput);
+    if (s.reconnects > 0) {
+      fmt::print("{:<34}{:>12}\n", "Resent on a new connection:", s.reconnects);
+    }
+    fmt::print("{:<34}{:>11.0f}%\n", "Busiest load thread (CPU):", 100 * s.load_thread_busy_max);
+    fmt::print("{:<34}{:>12.3f}\n", "P99 read lag (ms):", s.read_lag_p99_ms);
+    fmt::print("{:<34}{:>12.3f}\n", "P99 send lateness (ms):", s.send_lateness_p99_ms);
   }
   fmt::print("{:=^46}\n", "");
+  PrintFailureReasons(s);
 }
 
 // Our own figures beyond vLLM's keys (docs/metrics.md).
@@ -72,7 +94,17 @@ void AddServesweepKeys(const loadgen::BenchSummary& s, const loadgen::LoadResult
                        nlohmann::json& j) {
   auto num = [](double x) { return std::isnan(x) ? nlohmann::json(nullptr) : nlohmann::json(x); };
   j["cancelled"] = s.cancelled;
+  j["reconnects"] = s.reconnects;
   j["arrival"] = r.arrival;
+  // vLLM's `errors` (with --save-detailed): one entry per measured request, "" for a success.
+  nlohmann::json errors = nlohmann::json::array();
+  for (const auto& request : r.requests) {
+    if (!request.warmup) errors.push_back(request.success ? "" : request.error);
+  }
+  j["errors"] = std::move(errors);
+  nlohmann::json reasons = nlohmann::json::object();
+  for (const auto& [reason, count] : s.failure_reasons) reasons[reason] = count;
+  j["failure_reasons"] = std::move(reasons);
   j["window_s"] = num(s.window_s);
   j["window_output_throughput"] = num(s.window_output_throughput);
   j["window_total_token_throughput"] = num(s.window_total_token_throughput);

@@ -133,6 +133,14 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
                   "Fraction of streams whose chunked body stops mid-chunk (connection closed)")
       ->check(CLI::Range(0.0, 1.0))
       ->group(group);
+  cmd->add_option("--fault-empty-rate", faults.empty_stream_rate,
+                  "Fraction of streams that end at once without a token (usage says 0)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->group(group);
+  cmd->add_option("--fault-usage-undercount-tok", faults.usage_undercount_tok,
+                  "Tokens the usage event leaves out of what was generated and counted")
+      ->check(CLI::NonNegativeNumber)
+      ->group(group);
   const char* model_group = "Performance model (instead of the fixed schedule; docs/perfmodel.md)";
   auto* hardware = cmd->add_option("--hardware", model->hardware,
                                    "Hardware profile: a shipped name (h200, ...) or a YAML path")

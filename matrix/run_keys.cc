@@ -498,6 +498,15 @@ void ReadRunKeys(YamlMap& m, const std::string& matrix_path, schema::RunSpec::Bu
     spec.setTimeoutS(timeout_s);
   }
   if (auto v = m.Get("max_attempts")) spec.setMaxAttempts(r.Uint(v, "max_attempts", 1));
+  if (auto v = m.Get("min_success_rate")) {
+    const double rate = r.Number(v, "min_success_rate");
+    if (rate > 1) {
+      r.Fail(v, fmt::format("expected 'min_success_rate' to be a share of requests in [0, 1], "
+                            "found {}",
+                            rate));
+    }
+    spec.setMinSuccessRate(rate);
+  }
   if (auto v = m.Get("engine_flags")) {
     const auto flags = r.TextList(v, "engine_flags");
     auto list = spec.initEngineFlags(static_cast<unsigned>(flags.size()));

@@ -160,6 +160,21 @@ std::vector<RecordColumn> Build() {
        [](Record r) { return r.getWindowTotalTokenThroughput(); });
   Text(c, "output_tokens_source", [](Record r) { return std::string(r.getOutputTokensSource()); });
 
+  // The run's certificate (docs/metrics.md#certified-runs): the validity gate, the client-bound
+  // verdict and what they were judged on.
+  Text(c, "validity", [](Record r) { return std::string(r.getValidity()); });
+  Text(c, "validity_reasons", [](Record r) { return std::string(r.getValidityReasons()); });
+  Text(c, "reconciliation", [](Record r) { return std::string(r.getReconciliation()); });
+  Int(c, "engine_restarts", [](Record r) { return int64_t{r.getEngineRestarts()}; });
+  Int(c, "client_bound", [](Record r) { return int64_t{r.getClientBound() ? 1 : 0}; });
+  Text(c, "client_bound_reasons", [](Record r) { return std::string(r.getClientBoundReasons()); });
+  Real(c, "load_thread_busy_max", [](Record r) { return r.getLoadThreadBusyMax(); });
+  Real(c, "read_lag_p99_ms", [](Record r) { return r.getReadLagP99Ms(); });
+  Real(c, "send_lateness_p99_ms", [](Record r) { return r.getSendLatenessP99Ms(); });
+  Int(c, "reconnects", [](Record r) { return int64_t{r.getReconnects()}; });
+  Text(c, "failure_reasons", [](Record r) { return std::string(r.getFailureReasons()); });
+  Int(c, "measured_scrapes", [](Record r) { return int64_t{r.getMeasuredScrapes()}; });
+
   // Engine signals scraped from /metrics during the measured phase.
   Real(c, "kv_cache_usage_max", [](Record r) { return r.getKvCacheUsageMax(); });
   Real(c, "running_max", [](Record r) { return r.getRunningMax(); });

@@ -39,6 +39,9 @@ struct RequestRecord {
   outputTokensFromUsage @17 :Bool;  # outputTokens is the server's usage (else chunk token counts)
   httpStatus @18 :Int32;            # the response's HTTP status; 0 when none arrived
   sentNs @19 :Int64;       # libcurl began writing the request on its connection; -1 if never
+  # Resent once on a new connection: the reused one had been closed by the server before the
+  # request reached it (times are the second send's).
+  reconnected @20 :Bool;
 }
 
 struct EngineSample {
@@ -163,6 +166,25 @@ struct BenchmarkRecord {
   # Client send delay (sent - start): connection setup and the wait inside libcurl before the
   # request went out, kept out of TTFT and E2EL.
   clientSendMs @72 :LatencyStats;
+
+  # The run's certificate (docs/metrics.md#certified-runs): the validity gate and the
+  # client-bound verdict. Invalid and client-bound runs stay recorded; reports, knees, frontiers
+  # and comparisons leave them out unless asked (--include-invalid).
+  validity @73 :Text;              # "valid", "invalid" or "not reconciled"
+  validityReasons @74 :Text;       # every failed check (invalid), or why nothing was checked
+  reconciliation @75 :Text;        # per counter: the client's count and the engine's, or why not
+  engineRestarts @76 :UInt32;
+  clientBound @77 :Bool;
+  clientBoundReasons @78 :Text;
+  loadThreadBusyMax @79 :Float64;  # CPU time / wall time of the busiest load thread
+  readLagP99Ms @80 :Float64;       # kernel receive stamp -> read by the load thread, p99
+  sendLatenessP99Ms @81 :Float64;  # due (scheduled and a free slot) -> handed to libcurl, p99
+  # Requests resent once on a new connection: the server had closed the reused keep-alive one
+  # before the request reached it (not counted as failed).
+  reconnects @82 :UInt32;
+  failureReasons @83 :Text;        # the top reasons, "8 x HTTP 404: ...; 1 x ..."
+  scrapeIntervalMs @84 :UInt32;    # /metrics: the first interval (it doubles every 20 scrapes)
+  measuredScrapes @85 :UInt32;     # scrapes inside the measured phase
 }
 
 enum RunStatus {

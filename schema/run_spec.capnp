@@ -198,6 +198,8 @@ struct RunSpec {
   compareGroup @23 :Text;
   engineConfig @24 :EngineConfig;
   quality @25 :QualitySettings;
+  # The validity gate: a run with a lower share of successful measured requests is invalid.
+  minSuccessRate @26 :Float64 = 0.95;
 }
 
 struct QualityTask {

@@ -27,6 +27,12 @@ struct FaultSettings {
   int64_t crash_after_requests = 0;  // > 0: the process dies (SIGKILL) when request N+1 arrives
   double broken_event_rate = 0;      // fraction of streams with one event whose JSON is cut short
   double truncate_rate = 0;          // fraction of streams cut mid-chunk (connection closed)
+  // Fraction of streams that end at once without a token: 200, the usage event (0 completion
+  // tokens) and [DONE]; the request is counted finished on /metrics, as an engine would.
+  double empty_stream_rate = 0;
+  // The usage event reports this many completion tokens fewer than were generated (and counted
+  // on /metrics): the client's and the engine's counts disagree (floored at 0).
+  int64_t usage_undercount_tok = 0;
 };
 
 struct EmulatorSettings {

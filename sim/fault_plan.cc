@@ -11,7 +11,7 @@ uint64_t SplitMix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-enum Stream : uint64_t { kError = 1, kStall = 2, kBrokenEvent = 3, kTruncate = 4 };
+enum Stream : uint64_t { kError = 1, kStall = 2, kBrokenEvent = 3, kTruncate = 4, kEmpty = 5 };
 
 }  // namespace
 
@@ -30,6 +30,9 @@ RequestFaults PlanFaults(const FaultSettings& f, uint64_t seq) {
     out.broken_event = FaultDraw(f.seed, kBrokenEvent, seq) < f.broken_event_rate;
   }
   if (f.truncate_rate > 0) out.truncate = FaultDraw(f.seed, kTruncate, seq) < f.truncate_rate;
+  if (f.empty_stream_rate > 0) {
+    out.empty_stream = FaultDraw(f.seed, kEmpty, seq) < f.empty_stream_rate;
+  }
   return out;
 }
 

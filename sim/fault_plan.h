@@ -16,6 +16,7 @@ struct RequestFaults {
   bool stall = false;         // pause the stream stall_ms after stall_after_tok tokens
   bool broken_event = false;  // one event (the one holding the middle token) has cut-off JSON
   bool truncate = false;      // the chunked body stops mid-chunk (at the middle token), closed
+  bool empty_stream = false;  // a 200 stream that ends at once, no token (usage says 0)
 };
 
 RequestFaults PlanFaults(const FaultSettings& faults, uint64_t seq);

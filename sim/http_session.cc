@@ -170,8 +170,9 @@ void HttpSession::Route(const http::request<http::string_body>& request) {
     return ctx_.driver->Snapshot(
         socket_.get_executor(), [self = shared_from_this()](const EngineSnapshot& engine) {
           self->SendReply(200, "text/plain; version=0.0.4; charset=utf-8",
-                          self->ctx_.metrics.RenderPrometheus(
-                              self->ctx_.persona, self->ctx_.settings.model_name, engine));
+                          self->ctx_.metrics.RenderPrometheus(self->ctx_.persona,
+                                                              self->ctx_.settings.model_name,
+                                                              engine, self->ctx_.created_s));
         });
   }
   const bool known = target == "/health" || target == "/v1/models" || target == "/metrics" ||
@@ -215,6 +216,27 @@ void HttpSession::RouteCompletion(Api api, std::string_view path, std::string_vi
     const ErrorReply error =
         MakeError(500, "InternalServerError", "Injected fault: the engine failed this request.");
     return SendReply(error.status, kJson, error.body);
+  }
+  if (planned.empty_stream && request.stream) {
+    // The engine accepted and finished the request without generating anything.
+    ctx_.metrics.OnRequestStart(request.prompt_tok);
+    ctx_.metrics.OnRequestEnd(/*ok=*/true, 0);
+    const ResponseRenderer renderer(api, seq, ctx_.created_s, ctx_.model_json);
+    if (ctx_.request_log) {
+      const std::vector<int64_t> none;
+      ctx_.request_log->Append({.id = renderer.id(),
+                                .path = path,
+                                .arrival_ns = SinceEpochNs(arrival_),
+                                .token_ns = &none,
+                                .prompt_tok = request.prompt_tok,
+                                .completion_tok = 0,
+                                .status = "ok",
+                                .fault = "empty_stream"});
+    }
+    std::string events;
+    if (request.include_usage) renderer.AppendUsageEvent(events, request.prompt_tok, 0);
+    ResponseRenderer::AppendDoneEvent(events);
+    return SendReply(200, "text/event-stream", std::move(events));
   }
   StartGeneration(request, path, seq, planned,
                   PromptBlockHashes(api, body, ctx_.settings.prefix_block_tok));
@@ -367,7 +389,10 @@ void HttpSession::Consume(const TokenEvent& event) {
   if (event.finished) {
     gen.last_received = true;
     if (gen.request.include_usage) {
-      gen.renderer.AppendUsageEvent(pending_, gen.request.prompt_tok, gen.emitted_tok);
+      // An injected undercount reports fewer tokens than were generated and counted.
+      const int64_t reported =
+          std::max<int64_t>(0, gen.emitted_tok - ctx_.settings.faults.usage_undercount_tok);
+      gen.renderer.AppendUsageEvent(pending_, gen.request.prompt_tok, reported);
     }
     ResponseRenderer::AppendDoneEvent(pending_);
     pending_last_ = true;

@@ -113,12 +113,15 @@ void Metrics::OnRequestEnd(bool ok, int64_t e2e_ns) {
 }
 
 std::string Metrics::RenderPrometheus(Persona persona, const std::string& model_name,
-                                      const EngineSnapshot& engine) const {
+                                      const EngineSnapshot& engine, int64_t process_start_s) const {
   std::string out;
   if (persona == Persona::kSglang) {
-    RenderSglang(out, model_name, engine);
+    RenderSglang(out, model_name, engine);  // SGLang serves no process collector (multiprocess)
   } else {
     RenderVllm(out, model_name, engine);
+    AppendFamily(out, "process_start_time_seconds", "gauge",
+                 "Start time of the process since unix epoch in seconds.");
+    fmt::format_to(std::back_inserter(out), "process_start_time_seconds {}\n", process_start_s);
   }
   return out;
 }

@@ -36,8 +36,10 @@ class Metrics {
   // ok = finished by length, else aborted.
   void OnRequestEnd(bool ok, int64_t e2e_ns);
 
+  // process_start_s: when the engine process started (Unix seconds), as vLLM's
+  // process_start_time_seconds (prometheus_client's process collector) says it.
   std::string RenderPrometheus(Persona persona, const std::string& model_name,
-                               const EngineSnapshot& engine) const;
+                               const EngineSnapshot& engine, int64_t process_start_s) const;
 
  private:
   // Per-bucket (not cumulative) counts; the last slot is +Inf.

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace servesweep::loadgen {
 namespace {
@@ -85,6 +86,28 @@ uint32_t CountGood(const SloLimits& slo, const std::vector<double>& ttft_s,
   return good;
 }
 
+std::vector<std::pair<std::string, uint32_t>> FailureReasons(
+    const std::vector<RequestRecord>& requests) {
+  std::map<std::string, uint32_t> counts;
+  for (const RequestRecord& r : requests) {
+    if (!r.warmup && !r.success) ++counts[r.error.empty() ? "no error recorded" : r.error];
+  }
+  std::vector<std::pair<std::string, uint32_t>> out(counts.begin(), counts.end());
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
+std::string DescribeFailureReasons(const std::vector<std::pair<std::string, uint32_t>>& reasons,
+                                   size_t top) {
+  std::string out;
+  for (size_t i = 0; i < reasons.size() && i < top; ++i) {
+    out += fmt::format("{}{} x {}", i ? "; " : "", reasons[i].second, reasons[i].first);
+  }
+  if (reasons.size() > top) out += fmt::format("; and {} other reason(s)", reasons.size() - top);
+  return out;
+}
+
 BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
   BenchSummary out;
   out.duration_s = result.duration_s;
@@ -113,6 +136,7 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
     // sent_ns) from its start.
     const int64_t sent_ns = r.sent_ns >= 0 ? r.sent_ns : r.start_ns;
     if (r.cancelled) ++out.cancelled;
+    if (r.reconnected) ++out.reconnects;
     if (!r.success) {
       ++out.failed;
       continue;
@@ -173,6 +197,10 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
   out.window_total_token_throughput =
       out.window_s > 0 ? static_cast<double>(window_output_tok + window_prompt_tok) / out.window_s
                        : kNaN;
+  out.failure_reasons = FailureReasons(result.requests);
+  out.load_thread_busy_max = result.client.busiest_thread_cpu_fraction;
+  out.read_lag_p99_ms = result.client.read_lag.PercentileMs(99);
+  out.send_lateness_p99_ms = result.client.send_lateness.PercentileMs(99);
   return out;
 }
 

@@ -66,9 +66,29 @@ struct BenchSummary {
   double window_s = 0;
   double window_output_throughput = 0;
   double window_total_token_throughput = 0;
+  // Why the measured requests failed: each distinct error text with its count, most frequent
+  // first (FailureReasons below).
+  std::vector<std::pair<std::string, uint32_t>> failure_reasons;
+  // Measured requests whose reused connection the server had closed before the request reached
+  // it: sent again once on a new connection (RequestRecord::reconnected), never counted failed.
+  uint32_t reconnects = 0;
+  // The client's own saturation over the measured phase (client_load.h): NaN when unmeasured.
+  double load_thread_busy_max = 0;  // CPU time / wall time of the busiest load thread
+  double read_lag_p99_ms = 0;       // kernel receive stamp -> the read by the load thread
+  double send_lateness_p99_ms = 0;  // due (scheduled, slot free) -> handed to libcurl
 };
 
 BenchSummary Summarize(const LoadResult& result, const SloLimits& slo = {});
+
+// The measured failures by error text, most frequent first (ties by text), as
+// BenchSummary::failure_reasons.
+std::vector<std::pair<std::string, uint32_t>> FailureReasons(
+    const std::vector<RequestRecord>& requests);
+
+// The first `top` reasons as one line: "8 x HTTP 404: The model 'sim' does not exist; 1 x ...",
+// and how many other reasons there were; "" when nothing failed.
+std::string DescribeFailureReasons(const std::vector<std::pair<std::string, uint32_t>>& reasons,
+                                   size_t top = 3);
 
 // BenchSummary::output_tokens_source from how many of the completed requests had usage.
 std::string DescribeOutputTokensSource(uint32_t from_usage, uint32_t completed);

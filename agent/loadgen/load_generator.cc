@@ -18,6 +18,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <ctime>
 #include <deque>
 #include <exception>
 #include <memory>
@@ -52,6 +53,13 @@ constexpr int kMaxEventsPerWait = 256;
 // libcurl may read a socket while handling another's event or a timeout.
 using ReceiveTimes = std::vector<int64_t>;
 
+// CPU time of the calling thread, ns.
+int64_t ThreadCpuNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
 // One reusable easy handle and the per-stream parsing state. Used only by the load thread.
 // Events reach OnEvent straight from the parser, as views into libcurl's buffer (no copy).
 struct Transfer final : SseSink {
@@ -63,6 +71,7 @@ struct Transfer final : SseSink {
   OpenAiStreamDecoder decoder;
   int64_t read_ns = 0;                          // when the bytes being parsed arrived
   const ReceiveTimes* receive_times = nullptr;  // the load loop's
+  DelayHistogram* read_lag = nullptr;           // the load loop's: receive stamp -> this read
   int fd = -1;  // this request's connection (libcurl names it when it starts watching it)
   long http_status = 0;
   std::string error_body;  // first bytes of a non-200 body
@@ -157,11 +166,13 @@ int SockoptCallback(void* /*userdata*/, curl_socket_t fd, curlsocktype purpose) 
 }
 
 // When the bytes libcurl hands over arrived: the kernel's time for the socket being read, else
-// now. Never before the request went out.
+// now. Never before the request went out. How long the loop took to get to them is the read lag.
 int64_t ReadTimeNs(const Transfer& t) {
   const ReceiveTimes& times = *t.receive_times;
   const bool known = t.fd >= 0 && static_cast<size_t>(t.fd) < times.size() && times[t.fd] >= 0;
-  return std::max(known ? times[t.fd] : SteadyNowNs(), t.rec->sent_ns);
+  const int64_t now_ns = SteadyNowNs();
+  if (known) t.read_lag->Add(now_ns - times[t.fd]);
+  return std::max(known ? times[t.fd] : now_ns, t.rec->sent_ns);
 }
 
 size_t WriteCallback(char* ptr, size_t size, size_t nmemb, void* userdata) {
@@ -179,6 +190,27 @@ size_t WriteCallback(char* ptr, size_t size, size_t nmemb, void* userdata) {
   t->read_ns = now_ns;
   t->parser.Feed(std::string_view(ptr, n), t);
   return n;
+}
+
+// What an error response says, for the failure's reason: the message of an OpenAI-style error
+// body ({"error": {"message": ...}}, vLLM and SGLang), of {"message": ...} or FastAPI's
+// {"detail": ...}; else the body's first bytes on one line.
+std::string ErrorBodyMessage(const std::string& body) {
+  const auto json = nlohmann::json::parse(body, nullptr, false);
+  if (json.is_object()) {
+    for (const char* key : {"error", "message", "detail"}) {
+      if (!json.contains(key)) continue;
+      const auto& value = json[key];
+      if (value.is_string()) return value.get<std::string>();
+      if (value.is_object() && value.contains("message") && value["message"].is_string()) {
+        return value["message"].get<std::string>();
+      }
+      if (!value.is_null()) return value.dump();
+    }
+  }
+  std::string line = body;
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  return line.empty() ? "(empty body)" : line;
 }
 
 // The handshake or certificate check failed: said apart from other transport errors, since the
@@ -292,6 +324,11 @@ class LoadLoop {
     const int64_t drain_timeout_ns = std::llround(drain_timeout_s * 1e9);
     if (cap > 0) curl_multi_setopt(multi_, CURLMOPT_MAXCONNECTS, static_cast<long>(cap));
     const bool capture_text = source.WantsAnswerText();
+    load_ = ClientLoad();
+    const int64_t cpu_start_ns = ThreadCpuNs(), wall_start_ns = SteadyNowNs();
+    // When each free slot became free (capped loops): a request is due at its scheduled time
+    // and a free slot, whichever is later; sending later than that is the client's lateness.
+    std::deque<int64_t> slot_free_ns(cap, t0_ns);
     while (true) {
       int64_t now_ns = SteadyNowNs();
       while (cap == 0 || in_flight < cap) {
@@ -301,7 +338,13 @@ class LoadLoop {
         if (!source.TakeIfDue(now_ns - t0_ns, &due_rel_ns, taken, &content)) break;
         RequestRecord& r = records.emplace_back(std::move(taken));
         r.scheduled_ns = t0_ns + due_rel_ns;
+        int64_t due_ns = r.scheduled_ns;
+        if (cap > 0 && !slot_free_ns.empty()) {
+          due_ns = std::max(due_ns, slot_free_ns.front());
+          slot_free_ns.pop_front();
+        }
         Start(r, content, capture_text);
+        if (!warmup) load_.send_lateness.Add(r.start_ns - due_ns);
         ++in_flight;
         now_ns = SteadyNowNs();
       }
@@ -316,8 +359,10 @@ class LoadLoop {
       int queued = 0;
       while (CURLMsg* msg = curl_multi_info_read(multi_, &queued)) {
         if (msg->msg != CURLMSG_DONE) continue;
+        if (ResendOnNewConnection(msg->easy_handle, msg->data.result)) continue;
         Transfer* t = Finish(msg->easy_handle, msg->data.result);
         last_done_ns = std::max(last_done_ns, t->rec->done_ns);
+        if (cap > 0) slot_free_ns.push_back(t->rec->done_ns);
         source.Finished(*t->rec, t->answer, t->rec->done_ns - t0_ns);
         Release(t);
         ++done;
@@ -369,8 +414,14 @@ class LoadLoop {
       }
       if (wait_ns > 0) WaitForSockets(now_ns + wait_ns, send_due);
     }
+    const int64_t wall_ns = SteadyNowNs() - wall_start_ns;
+    load_.busiest_thread_cpu_fraction =
+        wall_ns > 0 ? static_cast<double>(ThreadCpuNs() - cpu_start_ns) / wall_ns : 0;
     return last_done_ns;
   }
+
+  // This loop's saturation over its last phase.
+  const ClientLoad& load() const { return load_; }
 
  private:
   // Sleeps until a socket is ready or deadline_ns (steady clock), then hands each ready socket
@@ -471,6 +522,7 @@ class LoadLoop {
     curl_easy_setopt(e, CURLOPT_PREREQDATA, t.get());
     curl_easy_setopt(e, CURLOPT_SOCKOPTFUNCTION, &SockoptCallback);
     t->receive_times = &receive_times_;
+    t->read_lag = &load_.read_lag;
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, t->errbuf);
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for DNS timeouts: we are threaded
     curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
@@ -497,11 +549,43 @@ class LoadLoop {
     t->body = BuildBody(s_, content);
     curl_easy_setopt(t->easy, CURLOPT_POSTFIELDS, t->body.data());
     curl_easy_setopt(t->easy, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->body.size()));
+    curl_easy_setopt(t->easy, CURLOPT_FRESH_CONNECT, 0L);
     r.start_ns = SteadyNowNs();  // as vLLM: just before the request goes to the client library
-    CURLMcode mc = curl_multi_add_handle(multi_, t->easy);
+    Add(*t);
+  }
+
+  void Add(Transfer& t) {
+    CURLMcode mc = curl_multi_add_handle(multi_, t.easy);
     if (mc != CURLM_OK) {
       throw std::runtime_error(fmt::format("curl_multi_add_handle: {}", curl_multi_strerror(mc)));
     }
+  }
+
+  // A request sent on a reused keep-alive connection that the server had already closed (it
+  // closes after a streamed response while announcing keep-alive, e.g. llama.cpp's server)
+  // never reached the engine: libcurl reports the connection's end before any response byte.
+  // Such a request is sent once more, on a new connection, and marked reconnected; it is not
+  // the engine's failure. Returns whether it was resent.
+  bool ResendOnNewConnection(CURL* easy, CURLcode result) {
+    if (result != CURLE_GOT_NOTHING && result != CURLE_SEND_ERROR && result != CURLE_RECV_ERROR) {
+      return false;
+    }
+    Transfer* t = nullptr;
+    curl_easy_getinfo(easy, CURLINFO_PRIVATE, reinterpret_cast<char**>(&t));
+    long new_connections = 0;
+    curl_easy_getinfo(easy, CURLINFO_NUM_CONNECTS, &new_connections);
+    RequestRecord& r = *t->rec;
+    if (r.reconnected || new_connections != 0 || r.first_byte_ns >= 0 || t->http_status != 0) {
+      return false;
+    }
+    curl_multi_remove_handle(multi_, easy);
+    const uint32_t expected_chunks = static_cast<uint32_t>(r.chunk_times_ns.capacity());
+    t->ResetForRequest(&r, expected_chunks);
+    r.reconnected = true;
+    r.sent_ns = -1;
+    curl_easy_setopt(easy, CURLOPT_FRESH_CONNECT, 1L);
+    Add(*t);
+    return true;
   }
 
   // Cuts off a request still in flight at the drain timeout; what it received stays recorded.
@@ -562,7 +646,7 @@ class LoadLoop {
         r.error = fmt::format("curl: {}", t->errbuf[0] ? t->errbuf : curl_easy_strerror(result));
       }
     } else if (t->http_status != 200) {
-      r.error = fmt::format("HTTP {}: {}", t->http_status, t->error_body);
+      r.error = fmt::format("HTTP {}: {}", t->http_status, ErrorBodyMessage(t->error_body));
     } else if (t->stream_error) {
       r.error = t->stream_error_text;
     } else if (output_chunks == 0) {
@@ -587,6 +671,7 @@ class LoadLoop {
   int epoll_fd_ = -1;
   int64_t curl_due_ns_ = -1;  // libcurl's timeout (steady clock); -1: none
   ReceiveTimes receive_times_;
+  ClientLoad load_;  // this phase's
   curl_slist* headers_ = nullptr;
   std::string url_;
   std::vector<std::unique_ptr<Transfer>> transfers_;
@@ -615,7 +700,12 @@ class LoadThreads {
                    int64_t t0_ns, bool warmup, double drain_timeout_s) {
     std::fill(done_by_loop_.begin(), done_by_loop_.end(), 0);
     const size_t n = cap > 0 ? std::min<size_t>(loops_.size(), cap) : loops_.size();
-    if (n == 1) return loops_[0]->RunPhase(source, records, cap, t0_ns, warmup, drain_timeout_s);
+    if (n == 1) {
+      const int64_t last =
+          loops_[0]->RunPhase(source, records, cap, t0_ns, warmup, drain_timeout_s);
+      load_ = loops_[0]->load();
+      return last;
+    }
     SharedSource shared(source);
     std::vector<std::deque<RequestRecord>> taken(n);
     std::vector<int64_t> last_done_ns(n, t0_ns);
@@ -644,8 +734,19 @@ class LoadThreads {
       return a.index < b.index;
     });
     for (auto& r : all) records.push_back(std::move(r));
+    load_ = ClientLoad();
+    for (size_t k = 0; k < n; ++k) {
+      const ClientLoad& loop = loops_[k]->load();
+      load_.busiest_thread_cpu_fraction =
+          std::max(load_.busiest_thread_cpu_fraction, loop.busiest_thread_cpu_fraction);
+      load_.read_lag.Merge(loop.read_lag);
+      load_.send_lateness.Merge(loop.send_lateness);
+    }
     return *std::max_element(last_done_ns.begin(), last_done_ns.end());
   }
+
+  // The loops' saturation over the last phase, merged (the busiest thread's CPU fraction).
+  const ClientLoad& load() const { return load_; }
 
  private:
   // One loop's progress, reported as the sum over the loops (one caller at a time).
@@ -661,6 +762,7 @@ class LoadThreads {
   std::vector<std::unique_ptr<LoadLoop>> loops_;
   std::mutex progress_mu_;
   std::vector<uint32_t> done_by_loop_;
+  ClientLoad load_;
 };
 
 void Rebase(int64_t& t_ns, int64_t t0_ns) {
@@ -732,6 +834,7 @@ Status RunValidLoad(const LoadSettings& settings, LoadResult* out,
   const int64_t t0_ns = SteadyNowNs();
   threads.RunPhase(*source, records, cap, t0_ns, /*warmup=*/false, settings.drain_timeout_s);
   result.t0_steady_ns = t0_ns;
+  result.client = threads.load();
 
   result.requests.assign(std::make_move_iterator(records.begin()),
                          std::make_move_iterator(records.end()));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agent/loadgen/arrival_schedule.h"
+#include "agent/loadgen/client_load.h"
 #include "common/status.h"
 #include "workload/load_settings.h"
 
@@ -46,6 +47,10 @@ struct RequestRecord {
   std::vector<uint32_t> chunk_tokens;
   int64_t first_byte_ns = -1;  // first byte of the response body, whatever it held
   bool cancelled = false;      // cut off by the drain timeout (success false, error says so)
+  // The reused keep-alive connection it was first sent on had been closed by the server, so the
+  // request never reached the engine; it was sent once more on a new connection, and its times
+  // are that second send's. Counted apart (BenchSummary::reconnects), never as a failure.
+  bool reconnected = false;
   // output_tokens came from the server's usage.completion_tokens (else: the output chunks'
   // token counts, see openai_stream.h). Recorded so a figure's source is never guessed.
   bool output_tokens_from_usage = false;
@@ -81,12 +86,14 @@ struct LoadResult {
   std::string arrival;
   int64_t t0_steady_ns = 0;  // t0 on the steady clock (CLOCK_MONOTONIC): aligns the records
                              // with another process's timestamps (the emulator's request log)
+  // The load threads' own saturation over the measured phase (client_load.h).
+  ClientLoad client;
 };
 
 // Runs the load into *out. InvalidArgument (nothing sent) when the settings break a rule of
 // workload::ValidateLoadSettings; Internal when libcurl or epoll cannot be set up; otherwise Ok,
-// with failed requests recorded in *out, never returned as an error. on_progress (optional) is called from a load thread, one call at a time,
-// at most ~10 times/s per thread.
+// with failed requests recorded in *out, never returned as an error. on_progress (optional) is
+// called from a load thread, one call at a time, at most ~10 times/s per thread.
 Status RunLoad(const LoadSettings& settings, LoadResult* out,
                const std::function<void(const Progress&)>& on_progress = {});
 

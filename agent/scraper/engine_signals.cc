@@ -20,6 +20,11 @@ const std::vector<SignalName>& SignalNames() {
        1.0},
       {"vllm", "vllm:generation_tokens_total", "generation_tokens", SignalKind::kCounter, 1.0},
       {"vllm", "vllm:prompt_tokens_total", "prompt_tokens", SignalKind::kCounter, 1.0},
+      // Every finished request, under its finished_reason (stop, length, abort, error): the
+      // validity gate's request count (vllm/v1/metrics/loggers.py).
+      {"vllm", "vllm:request_success_total", "requests_finished", SignalKind::kCounter, 1.0},
+      // prometheus_client's process collector, exposed with one API server: a restart moves it.
+      {"vllm", "process_start_time_seconds", "process_start_time", SignalKind::kGauge, 1.0},
       // SGLang 0.5 (sglang/srt/observability/metrics_collector.py); token_usage is a fraction.
       {"sglang", "sglang:token_usage", "kv_cache_usage", SignalKind::kGauge, 1.0},
       {"sglang", "sglang:num_running_reqs", "running", SignalKind::kGauge, 1.0},
@@ -28,6 +33,8 @@ const std::vector<SignalName>& SignalNames() {
       {"sglang", "sglang:prompt_tokens_total", "prefix_cache_queries", SignalKind::kCounter, 1.0},
       {"sglang", "sglang:prompt_tokens_total", "prompt_tokens", SignalKind::kCounter, 1.0},
       {"sglang", "sglang:generation_tokens_total", "generation_tokens", SignalKind::kCounter, 1.0},
+      // Incremented once per finished request, aborted ones included (tokenizer manager).
+      {"sglang", "sglang:num_requests_total", "requests_finished", SignalKind::kCounter, 1.0},
       {"sglang", "sglang:spec_accept_rate", "spec_decode_acceptance", SignalKind::kGauge, 1.0},
       // llama.cpp's llama-server --metrics (tools/server/server-task.cpp). Its
       // prompt_tokens_total excludes the tokens reused from the cache (prompt_tokens_cached_total),

@@ -1,5 +1,9 @@
 #include "agent/scraper/metrics_scraper.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+
 #include "agent/scraper/engine_signals.h"
 #include "agent/scraper/http_get.h"
 #include "agent/scraper/prometheus_text.h"
@@ -7,10 +11,24 @@
 
 namespace servesweep::agent {
 
+Status ScrapeSignals(const std::string& metrics_url, const std::string& engine,
+                     std::map<std::string, double>* out) {
+  out->clear();
+  HttpResponse response;
+  if (Status s = HttpGet(metrics_url, 2000, &response); !s.ok()) return s;
+  if (response.status_code != 200) {
+    return Status::Unavailable(
+        fmt::format("GET {}: expected HTTP 200, found {}", metrics_url, response.status_code));
+  }
+  for (const auto& value : ExtractSignals(engine, ParsePrometheusText(response.body))) {
+    (*out)[value.signal] = value.value;
+  }
+  return Status::Ok();
+}
+
 MetricsScraper::~MetricsScraper() { Stop(); }
 
-void MetricsScraper::Start(std::string metrics_url, std::string engine, int interval_ms,
-                           int64_t origin_ns) {
+void MetricsScraper::Start(std::string metrics_url, std::string engine, int64_t origin_ns) {
   url_ = std::move(metrics_url);
   engine_ = std::move(engine);
   origin_ns_ = origin_ns;
@@ -18,7 +36,7 @@ void MetricsScraper::Start(std::string metrics_url, std::string engine, int inte
   // The first scrape before Start returns, so before the load: counters are reduced as
   // last - first, and a request admitted before an asynchronous first scrape would be lost.
   ScrapeOnce();
-  thread_ = std::thread([this, interval_ms] { Loop(interval_ms); });
+  thread_ = std::thread([this] { Loop(); });
 }
 
 void MetricsScraper::Stop() {
@@ -32,10 +50,18 @@ void MetricsScraper::Stop() {
   ScrapeOnce();  // counters are reduced as last - first, so take the last one at the very end
 }
 
-void MetricsScraper::Loop(int interval_ms) {
+void MetricsScraper::Loop() {
   std::unique_lock<std::mutex> lock(mutex_);
-  while (
-      !wake_.wait_for(lock, std::chrono::milliseconds(interval_ms), [this] { return stopping_; })) {
+  int interval_ms = kFirstIntervalMs;
+  for (int at_this_interval = 0;; ++at_this_interval) {
+    if (at_this_interval == kScrapesPerInterval) {
+      interval_ms = std::min(2 * interval_ms, kMaxIntervalMs);
+      at_this_interval = 0;
+    }
+    if (wake_.wait_for(lock, std::chrono::milliseconds(interval_ms),
+                       [this] { return stopping_; })) {
+      return;
+    }
     lock.unlock();
     ScrapeOnce();
     lock.lock();
@@ -43,22 +69,26 @@ void MetricsScraper::Loop(int interval_ms) {
 }
 
 void MetricsScraper::ScrapeOnce() {
-  HttpResponse response;
   const int64_t at_ns = SteadyNowNs() - origin_ns_;
-  Status status = HttpGet(url_, 2000, &response);
+  std::map<std::string, double> signals;
+  const Status status = ScrapeSignals(url_, engine_, &signals);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!status.ok() || response.status_code != 200) {
+  if (!status.ok()) {
     ++failed_scrapes_;
     return;
   }
-  for (const auto& value : ExtractSignals(engine_, ParsePrometheusText(response.body))) {
-    samples_.push_back({at_ns, value.signal, value.value});
-  }
+  ++scrapes_;
+  for (const auto& [signal, value] : signals) samples_.push_back({at_ns, signal, value});
 }
 
 std::vector<ScrapedSample> MetricsScraper::Samples() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return samples_;
+}
+
+size_t MetricsScraper::scrapes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return scrapes_;
 }
 
 size_t MetricsScraper::failed_scrapes() const {
