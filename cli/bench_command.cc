@@ -54,7 +54,8 @@ void PrintFailureReasons(const loadgen::BenchSummary& s) {
   }
 }
 
-void PrintSummary(const loadgen::BenchSummary& s, const char* title, bool ours) {
+void PrintSummary(const loadgen::BenchSummary& s, const char* title, bool ours,
+                  uint32_t threads = 1) {
   fmt::print("{:=^46}\n", title);
   fmt::print("{:<34}{:>12}\n", "Successful requests:", s.completed);
   fmt::print("{:<34}{:>12}\n", "Failed requests:", s.failed);
@@ -87,6 +88,11 @@ void PrintSummary(const loadgen::BenchSummary& s, const char* title, bool ours) 
   }
   fmt::print("{:=^46}\n", "");
   PrintFailureReasons(s);
+  if (ours) {
+    const std::string client_bound = loadgen::ClientBoundReasons(
+        s.load_thread_busy_max, s.duration_s, s.read_lag_p99_ms, s.send_lateness_p99_ms, threads);
+    if (!client_bound.empty()) fmt::print("CLIENT-BOUND: {}\n", client_bound);
+  }
 }
 
 // Our own figures beyond vLLM's keys (docs/metrics.md).
@@ -267,7 +273,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       return;
     }
     const loadgen::BenchSummary summary = loadgen::Summarize(result, o->slo);
-    PrintSummary(summary, " Serving Benchmark Result ", true);
+    PrintSummary(summary, " Serving Benchmark Result ", true, o->load.threads);
     std::optional<loadgen::BenchSummary> vllm;
     if (o->load.vllm_view) {
       vllm = loadgen::SummarizeVllm(result, o->slo);

@@ -19,6 +19,7 @@ namespace {
 struct CompareOptions {
   std::string dir_a, dir_b;
   bool allow_mismatch = false;
+  bool include_invalid = false;  // invalid and client-bound runs are compared too
   bool json = false;
   std::string baseline;  // a frozen baseline's name: compare dir_a against it
   std::string store;
@@ -47,9 +48,24 @@ int CompareDirs(const CompareOptions& o) {
   report::Comparison comparison;
   Status s = report::LoadComparedRuns(o.dir_a, &a);
   if (s.ok()) s = report::LoadComparedRuns(o.dir_b, &b);
-  if (s.ok()) s = report::CompareRuns(a, b, &comparison);
+  report::RunSelection selection;
+  selection.include_uncertified = o.include_invalid;
+  if (s.ok()) s = report::CompareRuns(a, b, &comparison, selection);
   if (!s.ok()) {
     spdlog::error("{}", s.message());
+    return kExitError;
+  }
+  if (comparison.any_refused()) {
+    // A figure of a rejected or client-bound run is no evidence: refused, with the reason.
+    std::string refused;
+    for (const auto& pair : comparison.pairs) {
+      if (!pair.refused.empty())
+        refused += fmt::format("\n  {}: {}", pair.load_point, pair.refused);
+    }
+    spdlog::error(
+        "refusing to compare runs that are not certified (invalid, or client-bound: their "
+        "figures may be the client's):{}\npass --include-invalid to compare them anyway",
+        refused);
     return kExitError;
   }
   if (!comparison.matched() && !o.allow_mismatch) {
@@ -162,6 +178,9 @@ void AddCompareCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag(
       "--allow-mismatch", options->allow_mismatch,
       "Compare even when conditions differ (the output says the comparison is unmatched)");
+  cmd->add_flag("--include-invalid", options->include_invalid,
+                "Compare invalid and client-bound runs too (left out by default: their figures "
+                "may not be the engine's)");
   cmd->add_flag("--json", options->json, "Print the comparison as JSON");
   cmd->add_option("--baseline", options->baseline,
                   "Compare the sweep against this frozen baseline (servesweep baseline freeze)");

@@ -13,10 +13,14 @@ namespace servesweep::cli {
 
 void AddReportCommand(CLI::App& app, int* exit_code) {
   auto dir = std::make_shared<std::string>();
+  auto selection = std::make_shared<report::RunSelection>();
   auto* cmd = app.add_subcommand(
       "report", "Write summary.csv, report.md and report.html from a results folder");
   cmd->add_option("dir", *dir, "Output folder of a sweep (holds results.db)")->required();
-  cmd->callback([dir, exit_code] {
+  cmd->add_flag("--include-invalid", selection->include_uncertified,
+                "Use invalid and client-bound runs in curves, knees, frontiers and comparison "
+                "groups too (they are listed either way)");
+  cmd->callback([dir, selection, exit_code] {
     const std::string db = *dir + "/results.db";
     if (!std::filesystem::exists(db)) {
       spdlog::error("{}: expected a results database, found none", db);
@@ -26,7 +30,7 @@ void AddReportCommand(CLI::App& app, int* exit_code) {
     std::unique_ptr<results::ResultsStore> store;
     report::ReportPaths paths;
     Status s = results::ResultsStore::Open(db, &store);
-    if (s.ok()) s = report::WriteReports(*store, *dir, &paths);
+    if (s.ok()) s = report::WriteReports(*store, *dir, &paths, *selection);
     if (!s.ok()) {
       spdlog::error("{}", s.message());
       *exit_code = kExitError;

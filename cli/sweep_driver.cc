@@ -13,6 +13,32 @@
 #include "report/report.h"
 
 namespace servesweep::cli {
+namespace {
+
+// The runs a user must look at first, one line each, at the end of the sweep's output: every
+// request failed, invalid, client-bound (their reasons are in report.md too).
+void PrintUncertifiedRuns(results::ResultsStore& store) {
+  results::Table rows;
+  if (!store
+           .Query("SELECT r.label, s.completed, s.failed, s.validity, s.validity_reasons, "
+                  "s.client_bound, s.client_bound_reasons, s.failure_reasons FROM results s JOIN "
+                  "runs r USING(run_id) WHERE s.result_status = 'ok' AND (s.validity = 'invalid' "
+                  "OR s.client_bound = 1) ORDER BY r.idx",
+                  &rows)
+           .ok()) {
+    return;
+  }
+  for (const auto& row : rows.rows) {
+    if (row[1] == "0") {
+      fmt::print("  every request of [{}] failed ({}): {}\n", row[0], row[2], row[7]);
+    } else if (row[3] == "invalid") {
+      fmt::print("  invalid [{}]: {}\n", row[0], row[4]);
+    }
+    if (row[5] == "1") fmt::print("  client-bound [{}]: {}\n", row[0], row[6]);
+  }
+}
+
+}  // namespace
 
 void AddCoordinatorOptions(CLI::App& cmd, coordinator::CoordinatorSettings& settings,
                            DriverOptions& options) {
@@ -85,6 +111,7 @@ int DriveSweep(coordinator::CoordinatorSettings settings, const DriverOptions& o
   }
   fmt::print("servesweep: {} runs: {} done, {} failed, {} not finished\n", totals.runs, totals.done,
              totals.failed, totals.pending + totals.running);
+  PrintUncertifiedRuns(coord.store());
   fmt::print("  results database: {}/results.db\n", settings.out_dir);
   fmt::print("  summary:          {}\n", paths.summary_csv);
   fmt::print("  report:           {}\n", paths.report_md);

@@ -37,6 +37,8 @@ constexpr FigureColumn kFigures[] = {
     {"e2el_median_ms", false},
     {"e2el_p99_ms", false},
     {"quality_accuracy", true},
+    {"cost_per_completed_request", false},
+    {"cost_per_mtok_output", false},
 };
 
 constexpr const char* kNotAWin = "not a win: quality gate FAILED";
@@ -51,8 +53,9 @@ std::string Get(const std::map<std::string, std::string>& record, const std::str
 // One configuration of a sweep: its runs differ only in their repeat number.
 struct Configuration {
   std::string label;
-  const ComparedRun* first = nullptr;  // the first ok run, else the first run
-  std::vector<const ComparedRun*> ok_runs;
+  const ComparedRun* first = nullptr;        // the first ok run, else the first run
+  std::vector<const ComparedRun*> ok_runs;   // the ok runs the selection uses
+  std::vector<const ComparedRun*> left_out;  // ok runs it does not (invalid, client-bound)
 };
 
 std::string WithoutRepeat(const std::string& label) {
@@ -61,19 +64,29 @@ std::string WithoutRepeat(const std::string& label) {
   return out.empty() ? "default" : out;
 }
 
-std::vector<Configuration> Configurations(const std::vector<ComparedRun>& runs) {
+std::vector<Configuration> Configurations(const std::vector<ComparedRun>& runs,
+                                          const RunSelection& selection) {
   std::vector<Configuration> out;
   for (const auto& run : runs) {
     const std::string label = WithoutRepeat(run.label);
     auto it = std::find_if(out.begin(), out.end(),
                            [&](const Configuration& c) { return c.label == label; });
-    if (it == out.end()) it = out.insert(out.end(), Configuration{label, &run, {}});
-    if (run.ok) {
+    if (it == out.end()) it = out.insert(out.end(), Configuration{label, &run, {}, {}});
+    if (selection.Uses(run)) {
       if (it->ok_runs.empty()) it->first = &run;
       it->ok_runs.push_back(&run);
+    } else if (run.ok) {
+      it->left_out.push_back(&run);
     }
   }
   return out;
+}
+
+// Why a configuration's ok runs are not compared: the first left-out run's reason.
+std::string LeftOutReason(const Configuration& c, const char* side) {
+  return fmt::format("{} '{}' ({}): {} of its ok run(s) left out, e.g. {}", side, c.label,
+                     c.first->load_point, c.left_out.size(),
+                     c.left_out.front()->UncertifiedReason());
 }
 
 Spread SpreadOf(const std::vector<const ComparedRun*>& runs, const std::string& column) {
@@ -194,6 +207,24 @@ ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
   pair.label_b = b.label;
   pair.condition_changes = Changes(a.first->conditions, b.first->conditions);
   pair.varied = Differences(a.first->system, b.first->system);
+  // A managed endpoint's hardware is not known: GPU model and count cannot match, and the
+  // comparable figure is the cost per request (or per token), said in a note.
+  if (a.first->managed_endpoint || b.first->managed_endpoint) {
+    for (const auto& change : pair.condition_changes) {
+      if (change.name == "gpus.model" || change.name == "gpus.count") {
+        pair.notes.push_back(fmt::format(
+            "{} differs ('{}' vs '{}'): {} a managed endpoint, whose hardware is not known; "
+            "compare cost per completed request and per million output tokens",
+            change.name, change.a, change.b,
+            a.first->managed_endpoint && b.first->managed_endpoint ? "both sides are"
+            : a.first->managed_endpoint                            ? "A is"
+                                                                   : "B is"));
+      }
+    }
+    std::erase_if(pair.condition_changes, [](const FieldChange& c) {
+      return c.name == "gpus.model" || c.name == "gpus.count";
+    });
+  }
   // A compared layout brings its own GPU count: that difference is the point, not a mismatch.
   const bool layout_varies =
       std::any_of(pair.varied.begin(), pair.varied.end(),
@@ -245,9 +276,21 @@ std::string SpreadText(const Spread& s) {
 
 }  // namespace
 
+std::string ComparedRun::UncertifiedReason() const {
+  if (!ok) return "";
+  if (validity == "invalid") return "invalid: " + validity_reasons;
+  if (client_bound) return "client-bound: " + client_bound_reasons;
+  return "";
+}
+
 bool Comparison::matched() const {
   return std::all_of(pairs.begin(), pairs.end(),
                      [](const ComparedPair& p) { return p.mismatches.empty(); });
+}
+
+bool Comparison::any_refused() const {
+  return std::any_of(pairs.begin(), pairs.end(),
+                     [](const ComparedPair& p) { return !p.refused.empty(); });
 }
 
 void DescribeRun(schema::RunSpec::Reader spec, const std::map<std::string, std::string>& record,
@@ -313,6 +356,11 @@ void DescribeRun(schema::RunSpec::Reader spec, const std::map<std::string, std::
   }
   out->baseline = spec.getBaseline();
   out->compare_group = spec.getCompareGroup();
+  out->validity = Get(record, "validity");
+  out->validity_reasons = Get(record, "validity_reasons");
+  out->client_bound = Get(record, "client_bound") == "1";
+  out->client_bound_reasons = Get(record, "client_bound_reasons");
+  out->managed_endpoint = spec.getEngine() == "external";
   out->load_point =
       w.getRequestRatePerS() > 0
           ? fmt::format("rate {}/s{}", w.getRequestRatePerS(),
@@ -374,13 +422,14 @@ Status LoadComparedRuns(results::ResultsStore& store, std::vector<ComparedRun>* 
 }
 
 Status CompareRuns(const std::vector<ComparedRun>& a, const std::vector<ComparedRun>& b,
-                   Comparison* out) {
-  const auto configs_a = Configurations(a), configs_b = Configurations(b);
+                   Comparison* out, const RunSelection& selection) {
+  // Every ok run pairs (the check below); only the selected ones give figures.
+  const auto configs_a = Configurations(a, selection), configs_b = Configurations(b, selection);
   // One configuration per load point and side, else the pairing would be a guess.
   auto check = [](const std::vector<Configuration>& configs, const char* side) -> Status {
     bool any_ok = false;
     for (size_t i = 0; i < configs.size(); ++i) {
-      any_ok = any_ok || !configs[i].ok_runs.empty();
+      any_ok = any_ok || !configs[i].ok_runs.empty() || !configs[i].left_out.empty();
       for (size_t j = i + 1; j < configs.size(); ++j) {
         if (configs[i].first->load_point == configs[j].first->load_point) {
           return Status::InvalidArgument(fmt::format(
@@ -409,6 +458,16 @@ Status CompareRuns(const std::vector<ComparedRun>& a, const std::vector<Compared
       continue;
     }
     paired_b.insert(cb->label);
+    if (ca.ok_runs.empty() || cb->ok_runs.empty()) {
+      // No figure of a rejected or client-bound run enters a comparison unless asked.
+      ComparedPair refused;
+      refused.load_point = ca.first->load_point;
+      refused.label_a = ca.label;
+      refused.label_b = cb->label;
+      refused.refused = ca.ok_runs.empty() ? LeftOutReason(ca, "A") : LeftOutReason(*cb, "B");
+      out->pairs.push_back(std::move(refused));
+      continue;
+    }
     out->pairs.push_back(ComparePair(ca, *cb));
   }
   for (const auto& cb : configs_b) {
@@ -424,7 +483,8 @@ Status CompareRuns(const std::vector<ComparedRun>& a, const std::vector<Compared
   return Status::Ok();
 }
 
-std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs) {
+std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs,
+                                   const RunSelection& selection) {
   // Groups in first-seen order; each group's configurations in first-seen order.
   std::vector<std::pair<std::string, std::vector<ComparedRun>>> groups;
   for (const auto& run : runs) {
@@ -446,7 +506,7 @@ std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs) {
     std::vector<const char*> shown = {"request_throughput", "output_throughput", "ttft_median_ms",
                                       "tpot_median_ms"};
     if (quality) shown.push_back("quality_accuracy");
-    const auto configs = Configurations(members);
+    const auto configs = Configurations(members, selection);
     size_t base = 0;
     for (size_t i = 0; i < configs.size(); ++i) {
       if (configs[i].first->baseline) {
@@ -550,7 +610,13 @@ std::string RenderComparisonText(const Comparison& comparison, const std::string
   for (const auto& u : comparison.unpaired) out += fmt::format("unpaired: {}\n", u);
   for (const auto& pair : comparison.pairs) {
     out += fmt::format("\n== {}: A '{}' vs B '{}'\n", pair.load_point, pair.label_a, pair.label_b);
+    if (!pair.refused.empty()) {
+      out += fmt::format("  NOT COMPARED: {} (--include-invalid compares them anyway)\n",
+                         pair.refused);
+      continue;
+    }
     for (const auto& m : pair.mismatches) out += fmt::format("  condition differs: {}\n", m);
+    for (const auto& n : pair.notes) out += fmt::format("  note: {}\n", n);
     for (const auto& v : pair.varied) out += fmt::format("  varied: {}\n", v);
     if (!pair.quality.text.empty()) {
       out += fmt::format("  {}{}\n", pair.quality.text,
@@ -581,7 +647,8 @@ std::string RenderComparisonJson(const Comparison& comparison, const std::string
   for (const auto& pair : comparison.pairs) {
     nlohmann::json p{{"load_point", pair.load_point}, {"label_a", pair.label_a},
                      {"label_b", pair.label_b},       {"mismatches", pair.mismatches},
-                     {"varied", pair.varied},         {"figures", nlohmann::json::array()}};
+                     {"varied", pair.varied},         {"figures", nlohmann::json::array()},
+                     {"refused", pair.refused},       {"notes", pair.notes}};
     p["quality_gate"] = {
         {"applied", pair.quality.applied},       {"failed", pair.quality.failed},
         {"accuracy_a", pair.quality.accuracy_a}, {"accuracy_b", pair.quality.accuracy_b},

@@ -47,6 +47,26 @@ struct ComparedRun {
   // that fails a configuration.
   std::string quality_task_set;
   double quality_margin = 0;
+  // The run's certificate (docs/metrics.md#certified-runs): the validity gate's verdict and the
+  // client-bound verdict, with their reasons; "" for a run without a result.
+  std::string validity;
+  std::string validity_reasons;
+  bool client_bound = false;
+  std::string client_bound_reasons;
+  bool managed_endpoint = false;  // engine: external (its hardware is not known)
+  // An ok result the gate did not reject and whose client was not the bottleneck: its figures
+  // enter knees, frontiers and comparisons.
+  bool certified() const { return ok && validity != "invalid" && !client_bound; }
+  // Why not certified ("" when it is, or has no result): "invalid: ...", "client-bound: ...".
+  std::string UncertifiedReason() const;
+};
+
+// Which runs a report or a comparison uses: certified ones only, unless asked.
+struct RunSelection {
+  bool include_uncertified = false;  // --include-invalid: invalid and client-bound runs too
+  bool Uses(const ComparedRun& run) const {
+    return run.ok && (include_uncertified || run.certified());
+  }
 };
 
 // The conditions and system fields of a run spec; `record` gives measured conditions (GPU model,
@@ -85,6 +105,12 @@ struct FieldChange {
 struct ComparedPair {
   std::string load_point;
   std::string label_a, label_b;
+  // Why this pair was not compared (a side's runs at this load point are all invalid or
+  // client-bound), "" when it was; then it has no figures.
+  std::string refused;
+  // What differs between the sides but is not a mismatch, e.g. the GPU count against a managed
+  // endpoint, whose hardware is not known.
+  std::vector<std::string> notes;
   std::vector<std::string> mismatches;         // "workload.input_len: 'fixed 128' vs 'fixed 256'"
   std::vector<FieldChange> condition_changes;  // the mismatches, field by field
   std::vector<std::string> varied;             // "engine: 'sim' vs 'vllm'"
@@ -96,21 +122,25 @@ struct Comparison {
   std::vector<ComparedPair> pairs;
   std::vector<std::string> unpaired;  // configurations of either side with no partner
   bool matched() const;               // every pair matches in every condition
+  bool any_refused() const;           // a pair was not compared: a side uncertified
 };
 
 // Every run of a sweep, in index order: from DIR/results.db, or from an open store.
 Status LoadComparedRuns(const std::string& dir, std::vector<ComparedRun>* out);
 Status LoadComparedRuns(results::ResultsStore& store, std::vector<ComparedRun>* out);
 
-// Pairs configurations of `a` and `b` by load point and compares their figures. Fails when a
-// side has no ok run, or two configurations at one load point (the pairing would be a guess).
+// Pairs configurations of `a` and `b` by load point and compares their figures, over the runs
+// `selection` uses (certified ones by default): a pair whose side has none is refused with the
+// reason. Fails when a side has no ok run, or two configurations at one load point (the pairing
+// would be a guess).
 Status CompareRuns(const std::vector<ComparedRun>& a, const std::vector<ComparedRun>& b,
-                   Comparison* out);
+                   Comparison* out, const RunSelection& selection = {});
 
 // The comparison groups of one sweep (`compare:` in its matrix) as a report.md section: per
 // group, whether its members match in every condition, what they vary, and each member's
 // figures beside the baseline's (the member marked baseline, else the first). "" if no groups.
-std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs);
+std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs,
+                                   const RunSelection& selection = {});
 
 // Human-readable text and JSON (a string) of a comparison.
 std::string RenderComparisonText(const Comparison& comparison, const std::string& name_a,

@@ -88,6 +88,46 @@ std::string NodeProbesMarkdown(results::ResultsStore& store) {
   return md;
 }
 
+// A run's certificate in the runs table ("-" without a result).
+std::string CertificateText(const Row& row) {
+  if (row.Null("validity") || row.Text("validity").empty()) return "-";
+  std::string out = row.Text("validity");
+  if (out == "invalid") out = "**invalid**";
+  if (row.Text("client_bound") == "1") out += ", **client-bound**";
+  return out;
+}
+
+// Why each run is not plainly valid, and why its requests failed (docs/metrics.md).
+std::string CertificatesMarkdown(const results::Table& summary) {
+  std::string lines, reasons;
+  for (size_t r = 0; r < summary.rows.size(); ++r) {
+    const Row row(summary, r);
+    if (row.Null("validity")) continue;
+    const std::string label = row.Text("label");
+    const std::string validity = row.Text("validity");
+    if (validity != "valid") {
+      lines += fmt::format("- {}: {}: {}\n", label, validity, row.Text("validity_reasons"));
+    }
+    if (row.Text("client_bound") == "1") {
+      lines += fmt::format("- {}: client-bound: {}\n", label, row.Text("client_bound_reasons"));
+    }
+    if (!row.Null("failure_reasons") && !row.Text("failure_reasons").empty()) {
+      reasons += fmt::format("- {}: {}\n", label, row.Text("failure_reasons"));
+    }
+  }
+  std::string md;
+  if (!lines.empty()) {
+    md +=
+        "\n## Certificates\n\nRuns that are not plainly valid. Invalid and client-bound runs "
+        "stay listed here and in summary.csv but are left out of curves, knees, best SLO "
+        "points, Pareto frontiers, the diagnosis and comparison groups (`servesweep report "
+        "--include-invalid` uses them).\n\n" +
+        lines;
+  }
+  if (!reasons.empty()) md += "\n## Failure reasons\n\nMost frequent first.\n\n" + reasons;
+  return md;
+}
+
 std::string Figure(double value, int decimals) {
   return std::isfinite(value) ? fmt::format("{:.{}f}", value, decimals) : std::string("n/a");
 }
@@ -204,18 +244,23 @@ std::string ReportMarkdown(results::ResultsStore& store, const results::Table& s
       "does; definitions in docs/metrics.md. Throughput in tokens/s, latencies in ms; rate \"-\" "
       "is closed loop; accuracy \"-\" means no quality task set (docs/quality.md).\n\n";
   md +=
-      "| run | status | engine | GPUs | tp/pp/dp | conc. | rate | ok/failed | req/s | out tok/s "
-      "| out tok/s/GPU | accuracy | TTFT p50 | TTFT p99 | TPOT p50 | ITL p50 | E2E p50 | E2E p95 | "
-      "cold "
-      "start |\n";
-  md += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+      "Certificate: `valid` (the engine's counters agree with the client's), `not reconciled` "
+      "(the engine exposes no counter to check), **invalid** or **client-bound** (see below: "
+      "left out of curves, knees, frontiers and comparisons unless `--include-invalid`); "
+      "docs/metrics.md#certified-runs.\n\n";
+  md +=
+      "| run | status | certificate | engine | GPUs | tp/pp/dp | conc. | rate | ok/failed | req/s "
+      "| out tok/s | out tok/s/GPU | accuracy | TTFT p50 | TTFT p99 | TPOT p50 | ITL p50 | E2E p50 "
+      "| E2E p95 | cold start |\n";
+  md += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (size_t r = 0; r < summary.rows.size(); ++r) {
     const Row row(summary, r);
     md += fmt::format(
-        "| {} | {} | {} | {} | {}/{}/{} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} | {} "
-        "| {} | {} | {} |\n",
-        row.Text("label"), row.Text("status"), row.Text("engine"), row.Text("gpu_count"),
-        row.Text("tp"), row.Text("pp"), row.Text("dp"), row.Text("concurrency"),
+        "| {} | {} | {} | {} | {} | {}/{}/{} | {} | {} | {}/{} | {} | {} | {} | {} | {} | {} | {} "
+        "| {} | {} | {} | {} |\n",
+        row.Text("label"), row.Text("status"), CertificateText(row), row.Text("engine"),
+        row.Text("gpu_count"), row.Text("tp"), row.Text("pp"), row.Text("dp"),
+        row.Text("concurrency"),
         row.Text("arrival") == "closed-loop" ? std::string("-")
                                              : row.Number("request_rate_per_s", 1),
         row.Text("completed"), row.Text("failed"), row.Number("request_throughput", 2),
@@ -238,10 +283,11 @@ std::string ReportMarkdown(results::ResultsStore& store, const results::Table& s
                             row.Text("last_error"));
   }
   if (!failures.empty()) md += "\n## Runs not done\n\n" + failures;
+  md += CertificatesMarkdown(summary);
   md += CurvesMarkdown(data);
   md += CostMarkdown(data);
   md += DiagnosisMarkdown(data);
-  md += RenderGroupComparisons(data.compared);
+  md += RenderGroupComparisons(data.compared, data.selection);
   md += NodeProbesMarkdown(store);
   md += "\nEvery column of every run: summary.csv (docs/results.md). Raw data: results.db.\n";
   return md;
@@ -259,7 +305,8 @@ std::string CsvField(const std::string& value) {
   return out + "\"";
 }
 
-Status WriteReports(results::ResultsStore& store, const std::string& out_dir, ReportPaths* paths) {
+Status WriteReports(results::ResultsStore& store, const std::string& out_dir, ReportPaths* paths,
+                    const RunSelection& selection) {
   results::Table summary;
   if (Status s = store.QuerySummary(&summary); !s.ok()) return s;
   paths->summary_csv = out_dir + "/summary.csv";
@@ -267,7 +314,7 @@ Status WriteReports(results::ResultsStore& store, const std::string& out_dir, Re
   paths->report_html = out_dir + "/report.html";
   if (Status s = WriteFile(paths->summary_csv, SummaryCsv(summary)); !s.ok()) return s;
   ReportData data;
-  if (Status s = LoadReportData(store, &data); !s.ok()) return s;
+  if (Status s = LoadReportData(store, &data, selection); !s.ok()) return s;
   const std::string md = ReportMarkdown(store, summary, data);
   if (Status s = WriteFile(paths->report_md, md); !s.ok()) return s;
   // The page's title is the report's first line; the rest is shared with report.md.

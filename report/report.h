@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "report/comparison.h"
 #include "results/results_store.h"
 
 namespace servesweep::report {
@@ -20,8 +21,10 @@ struct ReportPaths {
   std::string report_html;
 };
 
-// Writes the three files into `out_dir`.
-Status WriteReports(results::ResultsStore& store, const std::string& out_dir, ReportPaths* paths);
+// Writes the three files into `out_dir`. Curves, knees, frontiers, diagnosis and comparison
+// groups use the runs `selection` uses (certified ones by default); every run is listed.
+Status WriteReports(results::ResultsStore& store, const std::string& out_dir, ReportPaths* paths,
+                    const RunSelection& selection = {});
 
 // CSV field quoting per RFC 4180.
 std::string CsvField(const std::string& value);

@@ -160,6 +160,7 @@ Status ReadRuns(results::ResultsStore& store, ReportData* out, ReportInputs* in)
       name_of_key[key] = name;
     }
     r.config = name_of_key[key];
+    r.used = out->selection.Uses(r.run);
     auto& f = r.run.figures;
     if (r.run.ok) {
       f["per_user_tok_per_s"] = PerUserTokPerS(Figure(f, "tpot_median_ms"));
@@ -175,7 +176,7 @@ Status ReadRuns(results::ResultsStore& store, ReportData* out, ReportInputs* in)
 void BuildConfigCurves(ReportData* out) {
   std::vector<CurveRun> curve_runs;
   for (const auto& r : out->runs) {
-    if (r.run.ok) curve_runs.push_back({r.config, r.level, r.run.figures, r.slo_attainment});
+    if (r.used) curve_runs.push_back({r.config, r.level, r.run.figures, r.slo_attainment});
   }
   for (Curve& curve : BuildCurves(curve_runs)) {
     ConfigCurve c;
@@ -228,7 +229,13 @@ Status ReadSignalsAndRequests(results::ResultsStore& store, ReportData* out, Rep
     in->starts[row[0]].push_back({std::strtoll(row[3].c_str(), nullptr, 10), prompt});
   }
   for (const auto& r : out->runs) {
-    if (!r.run.ok || !series.count(r.run.run_id)) continue;
+    if (!r.run.ok) continue;
+    const auto scrapes = r.run.figures.find("measured_scrapes");
+    if (scrapes != r.run.figures.end() && scrapes->second < kMinPlottedScrapes) {
+      out->unsampled.push_back({r.run.label, static_cast<uint32_t>(scrapes->second)});
+      continue;
+    }
+    if (!series.count(r.run.run_id)) continue;
     if (out->signals.size() >= kMaxSignalRuns) {
       ++out->signal_runs_left_out;
       continue;
@@ -265,7 +272,7 @@ void DiagnoseRuns(ReportInputs& in, ReportData* out) {
                    [&](size_t a, size_t b) { return out->runs[a].level < out->runs[b].level; });
   for (size_t i : by_level) {
     const ReportRun& r = out->runs[i];
-    if (!r.run.ok) continue;
+    if (!r.used) continue;
     const auto& f = r.run.figures;
     const double hits = Figure(f, "prefix_cache_hits"), queries = Figure(f, "prefix_cache_queries");
     PrefillSignals signals{queries > 0 ? hits / queries : kNaN, Figure(f, "waiting_max"),
@@ -295,7 +302,7 @@ void DiagnoseCurves(ReportInputs& in, ReportData* out) {
       std::optional<double> roofline;
       for (size_t i = 0; i < out->runs.size(); ++i) {
         const ReportRun& r = out->runs[i];
-        if (r.config != config || r.level != 1 || !r.run.ok) continue;
+        if (r.config != config || r.level != 1 || !r.used) continue;
         capnp::FlatArrayMessageReader reader(in.specs[i]);
         roofline = RooflineTpotMs(reader.getRoot<schema::RunSpec>(), in.gpu_model_of[r.run.run_id]);
         break;
@@ -311,8 +318,10 @@ void DiagnoseCurves(ReportInputs& in, ReportData* out) {
 
 }  // namespace
 
-Status LoadReportData(results::ResultsStore& store, ReportData* out) {
+Status LoadReportData(results::ResultsStore& store, ReportData* out,
+                      const RunSelection& selection) {
   *out = ReportData();
+  out->selection = selection;
   ReportInputs in;
   if (Status s = ReadRuns(store, out, &in); !s.ok()) return s;
   BuildConfigCurves(out);

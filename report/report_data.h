@@ -21,6 +21,7 @@ namespace servesweep::report {
 
 struct ReportRun {
   ComparedRun run;     // label, ok, conditions, system and figures (ok runs)
+  bool used = false;   // an ok run the selection uses: in curves, knees, frontiers, findings
   std::string config;  // configuration name: the label without its load level and repeat
   double level = 0;    // concurrency, or the request rate of an open-loop run
   results::Cost cost;
@@ -50,10 +51,16 @@ struct ReportData {
   size_t signal_runs_left_out = 0;
   std::vector<Finding> findings;
   std::vector<ComparedRun> compared;  // for the comparison-group section
+  RunSelection selection;             // which ok runs the curves and findings use
+  // Ok runs whose engine signals were scraped fewer than kMinPlottedScrapes times in the
+  // measured phase (too short to sample), with that count.
+  std::vector<std::pair<std::string, uint32_t>> unsampled;
 };
+constexpr uint32_t kMinPlottedScrapes = 3;
 constexpr size_t kMaxSignalRuns = 24;
 
-Status LoadReportData(results::ResultsStore& store, ReportData* out);
+Status LoadReportData(results::ResultsStore& store, ReportData* out,
+                      const RunSelection& selection = {});
 
 // The performance model's time per output token of one request alone (one decode step at
 // context input + output / 2), when the model and GPU have profiles (perfmodel/): the hardware

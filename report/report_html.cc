@@ -242,10 +242,11 @@ std::string ReportHtml(const ReportData& data, const std::string& title,
     html += RenderSvg(plots[i]);
   }
   html += "</div>\n";
-  if (i < plots.size()) {
+  if (i < plots.size() || !data.unsampled.empty()) {
     html +=
-        "<h2>Engine signals over time</h2>\n<p>Scraped from the engine's /metrics every second "
-        "during the measured phase; preemptions counted from the first sample.</p>\n"
+        "<h2>Engine signals over time</h2>\n<p>Scraped from the engine's /metrics during the "
+        "measured phase, every 50 ms at first and less often as a run goes on (the interval "
+        "doubles every 20 scrapes, up to 1 s); preemptions counted from the first sample.</p>\n"
         "<div class=\"plots\">\n";
     for (; i < plots.size(); ++i) html += RenderSvg(plots[i]);
     html += "</div>\n";
@@ -254,6 +255,11 @@ std::string ReportHtml(const ReportData& data, const std::string& title,
           "<p>{} more run(s) not plotted; their samples are in results.db "
           "(engine_samples).</p>\n",
           data.signal_runs_left_out);
+    }
+    for (const auto& [label, scrapes] : data.unsampled) {
+      html += fmt::format(
+          "<p>{}: too short to sample ({} scrape(s) in its measured phase), not plotted.</p>\n",
+          EscapeXml(label), scrapes);
     }
   }
   html += MarkdownToHtml(markdown_body);

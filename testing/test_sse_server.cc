@@ -204,7 +204,7 @@ bool TestSseServer::Respond(int fd, const std::string& head, const std::string& 
     ok = SendAll(fd, event({{"choices", {{{"index", 0}, {"delta", {{"role", "assistant"}}}}}}}));
   }
   int completion = 0;
-  if (model == "ok" || model == "crlf" || model == "nousage") {
+  if (model == "ok" || model == "crlf" || model == "nousage" || model == "closes") {
     for (int i = 0; i < max_tokens && ok; ++i) {
       pause();
       if (model == "crlf") ok = SendAll(fd, Chunk(": ping\r\n"));
@@ -248,7 +248,15 @@ bool TestSseServer::Respond(int fd, const std::string& head, const std::string& 
     ok = SendAll(fd, event(usage)) && SendAll(fd, Chunk("data: [DONE]" + sep));
   }
   leave();
-  return ok && SendAll(fd, "0\r\n\r\n");
+  ok = ok && SendAll(fd, "0\r\n\r\n");
+  if (ok && model == "closes") {
+    // As llama.cpp's server: the connection is closed a moment after a streamed response that
+    // announced keep-alive, so a client that reuses it at once loses the request it sent.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ::shutdown(fd, SHUT_RDWR);
+    return false;
+  }
+  return ok;
 }
 
 }  // namespace servesweep::testing

@@ -1,6 +1,8 @@
 // A minimal HTTP/1.1 keep-alive server on 127.0.0.1 for the load generator's end-to-end
 // tests: a thread per connection, OpenAI-style SSE answers chosen by the request's "model":
 //   ok           max_tokens text chunks (chat: after a role-only chunk), usage, [DONE]
+//   closes       as ok, then the connection is closed 50 ms later although it was not said
+//                (llama.cpp's server does so): a request sent on it meanwhile is lost
 //   crlf         as ok, with CRLF line ends and ':' ping comments
 //   spec         chunks of two tokens each (speculative decoding), usage = max_tokens
 //   nousage      as ok without the usage chunk, and no [DONE]: the body just ends

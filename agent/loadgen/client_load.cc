@@ -37,12 +37,12 @@ double DelayHistogram::PercentileMs(double p) const {
   return std::numeric_limits<double>::infinity();
 }
 
-std::string ClientBoundReasons(double busy_fraction, double read_lag_p99_ms,
+std::string ClientBoundReasons(double busy_fraction, double phase_s, double read_lag_p99_ms,
                                double send_lateness_p99_ms, uint32_t threads,
                                const ClientBoundThresholds& limits) {
   std::string out;
   auto add = [&](const std::string& reason) { out += (out.empty() ? "" : "; ") + reason; };
-  if (busy_fraction >= limits.busy_fraction) {
+  if (busy_fraction >= limits.busy_fraction && phase_s >= limits.min_busy_phase_s) {
     add(fmt::format("the busiest load thread was {:.0f}% busy (limit {:.0f}%)", 100 * busy_fraction,
                     100 * limits.busy_fraction));
   }

@@ -43,12 +43,15 @@ struct ClientLoad {
 // threads were saturated may be the client's, not the engine's. Each threshold crossed is a
 // reason: the busiest load thread's CPU fraction, the p99 lag from a read's kernel stamp to its
 // parsing, the p99 lateness of sends. "" when none is crossed.
+// A CPU fraction is judged only over a phase of at least min_busy_phase_s: over a few
+// milliseconds it says nothing.
 struct ClientBoundThresholds {
   double busy_fraction = 0.8;
+  double min_busy_phase_s = 0.5;
   double read_lag_p99_ms = 10;
   double send_lateness_p99_ms = 10;
 };
-std::string ClientBoundReasons(double busy_fraction, double read_lag_p99_ms,
+std::string ClientBoundReasons(double busy_fraction, double phase_s, double read_lag_p99_ms,
                                double send_lateness_p99_ms, uint32_t threads,
                                const ClientBoundThresholds& limits = {});
 

@@ -563,9 +563,12 @@ class LoadLoop {
 
   // A request sent on a reused keep-alive connection that the server had already closed (it
   // closes after a streamed response while announcing keep-alive, e.g. llama.cpp's server)
-  // never reached the engine: libcurl reports the connection's end before any response byte.
-  // Such a request is sent once more, on a new connection, and marked reconnected; it is not
-  // the engine's failure. Returns whether it was resent.
+  // never reached the engine. libcurl resends such a request itself, but counts those resends
+  // per easy handle and across requests (Curl_retry_request's retrycount, 5 at most), and our
+  // handles live for the whole run: every sixth such loss comes back as "Connection died, tried
+  // 5 times before giving up", no response byte received. That request is sent once more, on a
+  // new connection, and marked reconnected; it is not the engine's failure. Returns whether it
+  // was resent.
   bool ResendOnNewConnection(CURL* easy, CURLcode result) {
     if (result != CURLE_GOT_NOTHING && result != CURLE_SEND_ERROR && result != CURLE_RECV_ERROR) {
       return false;

@@ -90,6 +90,31 @@ TEST(RunLoad, ClosedLoopKeepsConcurrencyAndReusesConnections) {
   EXPECT_FALSE(body.contains("max_completion_tokens"));
 }
 
+// A server that closes a kept-alive connection after a streamed response (as llama.cpp's does):
+// the request sent on it meanwhile never reached the server. libcurl resends five such requests
+// per easy handle on its own and fails the sixth ("Connection died, tried 5 times"); that one is
+// sent once more on a new connection and counted apart, never as the engine's failure. Without
+// the resend, 3 of these 19 requests fail (one in six after the first).
+TEST(RunLoad, ARequestLostOnAConnectionTheServerClosedIsResentOnANewOne) {
+  TestSseServer server;
+  LoadSettings s = Settings(server, "closes");
+  s.concurrency = 1;
+  s.num_requests = 19;
+  LoadResult res;
+  ASSERT_TRUE(RunLoad(s, &res).ok());
+  ASSERT_EQ(res.requests.size(), 19u);
+  uint32_t resent = 0;
+  for (const auto& r : res.requests) {
+    ExpectWellFormed(r, 5);
+    if (r.reconnected) ++resent;
+  }
+  const BenchSummary summary = Summarize(res);
+  EXPECT_EQ(summary.failed, 0u);
+  EXPECT_EQ(summary.reconnects, resent);
+  EXPECT_GE(resent, 1u);
+  EXPECT_EQ(server.requests(), 19);  // a lost request never reached the server
+}
+
 TEST(RunLoad, ChatRoleOnlyChunkIsNotTheFirstToken) {
   TestSseServer server;
   LoadSettings s = Settings(server, "ok");
