@@ -73,6 +73,7 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
   record.setInputLenDist(describe(w.getInputLenDistribution(), w.getInputLenTok()));
   record.setOutputLenDist(describe(w.getOutputLenDistribution(), w.getOutputLenTok()));
   record.setConcurrency(w.getConcurrency());
+  record.setMaxInFlight(w.getMaxInFlight());
   record.setRequestRatePerS(w.getRequestRatePerS());
   const bool replayed =
       traced && w.getPlan().size() > 0 && w.getReplayArrivals() && w.getRequestRatePerS() == 0;

@@ -56,13 +56,14 @@ TEST(RecordBuilder, LoadSettingsCarryTheWorkload) {
   ASSERT_TRUE(matrix::ExpandMatrix("m.yaml",
                                    "name: t\nengine: sim\nmodel: m\nworkload: "
                                    "{input_len: 8, output_len: 4, num_requests: 2, "
-                                   "request_rate: 5, burstiness: 0.25, concurrency: 3}\n",
+                                   "request_rate: 5, burstiness: 0.25, max_in_flight: 3}\n",
                                    &m)
                   .ok());
   const auto settings = workload::LoadSettingsFor(m.matrix().getRuns()[0], "http://x");
   EXPECT_EQ(settings.burstiness, 0.25);
   EXPECT_EQ(settings.request_rate_per_s, 5);
-  EXPECT_EQ(settings.concurrency, 3u);
+  EXPECT_EQ(settings.max_in_flight, 3u);
+  EXPECT_EQ(settings.concurrency, 0u);
   EXPECT_TRUE(settings.plan.empty());
   EXPECT_FALSE(settings.token_id_prompts);
   matrix::LoadedMatrix ids;

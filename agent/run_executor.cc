@@ -373,16 +373,7 @@ Status HeadRun::WarmUp() {
     x_.completed_.store(0);
     x_.total_.store(settings_.warmup_requests);
     x_.SetPhase("warmup");
-    loadgen::LoadSettings warmup = settings_;
-    warmup.num_requests = settings_.warmup_requests;
-    warmup.warmup_requests = 0;
-    warmup.plan.clear();  // warm-up uses the mean lengths, closed loop
-    warmup.sessions = 0;  // single synthetic prompts, whatever the measured phase sends
-    warmup.custom_prompts.clear();
-    warmup.ramp = loadgen::RampKind::kNone;
-    warmup.drain_timeout_s = 0;
-    if (warmup.concurrency == 0) warmup.concurrency = warmup.num_requests;
-    warmup.seed = settings_.seed ^ 0x5eed5eed5eed5eedULL;  // prompts unlike the measured ones
+    const loadgen::LoadSettings warmup = workload::WarmupLoadSettings(settings_);
     if (Status s = loadgen::RunLoad(
             warmup, &warm_,
             [this](const loadgen::Progress& p) { x_.completed_.store(p.completed); });

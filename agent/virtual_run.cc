@@ -32,10 +32,10 @@ perfmodel::Workload WorkloadFor(schema::RunSpec::Reader spec) {
     const loadgen::LoadSettings load = workload::LoadSettingsFor(spec, "");
     arrivals = loadgen::ScheduleNs(loadgen::ArrivalKindFor(load), load.burstiness,
                                    loadgen::RateProfileFor(load, n), n, w.getSeed());
-    out.max_in_flight = static_cast<int>(w.getConcurrency());
+    out.max_in_flight = static_cast<int>(w.getMaxInFlight());
   } else if (has_plan && w.getReplayArrivals() && w.getTrace().size() > 0) {
     for (uint32_t i = 0; i < n; ++i) arrivals[i] = plan[i].getOffsetNs();
-    out.max_in_flight = static_cast<int>(w.getConcurrency());
+    out.max_in_flight = static_cast<int>(w.getMaxInFlight());
   } else {
     out.concurrency = static_cast<int>(w.getConcurrency());
   }
@@ -235,6 +235,7 @@ void ExecuteVirtualRun(schema::RunSpec::Reader spec, const std::string& default_
     engine_samples[i].setName(samples[i].signal);
     engine_samples[i].setValue(samples[i].value);
   }
+  record.setMeasuredScrapes(static_cast<uint32_t>(sim.result.samples.size()));  // one per snapshot
   record.setSimulation(
       fmt::format("perfmodel: hardware {}, model {}", sim.hardware.name, sim.model.name));
   if (summary.completed == 0) {

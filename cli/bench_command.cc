@@ -33,6 +33,7 @@ struct BenchOptions {
   std::string think_time = "fixed";
   std::string prompts;
   std::string compat;
+  uint32_t max_concurrency = 0;  // vLLM's --max-concurrency: the slots, or an open loop's cap
 };
 
 void PrintStats(const char* name, const loadgen::Stats& s) {
@@ -137,7 +138,21 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
       ->check(CLI::IsMember({"completions", "chat"}))
       ->capture_default_str();
   auto* concurrency = cmd->add_option("--concurrency", o->load.concurrency,
-                                      "Requests in flight (closed loop), or the cap with --rate");
+                                      "Requests in flight of a closed loop (its slots)");
+  auto* max_in_flight =
+      cmd->add_option("--max-in-flight", o->load.max_in_flight,
+                      "Open loop (--rate, --ramp): at most this many requests in flight; the "
+                      "client queues the rest")
+          ->check(CLI::PositiveNumber);
+  auto* max_concurrency =
+      cmd->add_option("--max-concurrency", o->max_concurrency,
+                      "As vLLM's: --max-in-flight with --rate or --ramp, else --concurrency")
+          ->check(CLI::PositiveNumber)
+          ->excludes(concurrency)
+          ->excludes(max_in_flight);
+  cmd->add_option("--warmup-concurrency", o->load.warmup_concurrency,
+                  "Warm-up slots (default --concurrency, else --max-in-flight, else all at once)")
+      ->check(CLI::PositiveNumber);
   auto* rate = cmd->add_option("--rate", o->load.request_rate_per_s,
                                "Arrivals per second (open loop; --arrival sets the gaps)");
   concurrency->check(CLI::PositiveNumber);
@@ -223,17 +238,22 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--slo-tpot-ms", o->slo.tpot_ms, "Goodput limit on TPOT");
   cmd->add_option("--slo-e2el-ms", o->slo.e2el_ms, "Goodput limit on E2E latency");
   cmd->add_option("--result-json", o->result_json, "Write vLLM-compatible result JSON here");
-  cmd->callback([o, exit_code, rate, concurrency, ramp, sessions] {
+  cmd->callback([o, exit_code, rate, concurrency, max_concurrency, ramp, sessions] {
     const bool open_loop = rate->count() > 0 || ramp->count() > 0;
-    if (!open_loop && concurrency->count() == 0 && sessions->count() == 0) {
+    if (max_concurrency->count() > 0) {
+      (open_loop ? o->load.max_in_flight : o->load.concurrency) = o->max_concurrency;
+    }
+    const bool slots =
+        concurrency->count() > 0 || (!open_loop && max_concurrency->count() > 0);
+    if (!open_loop && !slots && sessions->count() == 0) {
       spdlog::error(
           "bench: expected --concurrency C (closed loop), --rate R or --ramp (open loop), or "
           "--sessions, found none");
       *exit_code = kExitError;
       return;
     }
-    if (open_loop && concurrency->count() == 0) o->load.concurrency = 0;
-    if (sessions->count() > 0 && concurrency->count() == 0) o->load.concurrency = 0;
+    if (open_loop && !slots) o->load.concurrency = 0;
+    if (sessions->count() > 0 && !slots) o->load.concurrency = 0;
     o->load.arrival =
         o->arrival == "constant" ? loadgen::ArrivalKind::kConstant : loadgen::ArrivalKind::kPoisson;
     o->load.ramp = o->ramp == "linear"        ? loadgen::RampKind::kLinear
@@ -289,8 +309,11 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
         AddServesweepKeys(summary, result, json);
       }
       json["model_id"] = o->load.model;
+      // vLLM's max_concurrency: the closed loop's slots, or an open loop's cap.
+      const uint32_t in_flight_limit =
+          o->load.max_in_flight > 0 ? o->load.max_in_flight : o->load.concurrency;
       json["max_concurrency"] =
-          o->load.concurrency > 0 ? nlohmann::json(o->load.concurrency) : nlohmann::json(nullptr);
+          in_flight_limit > 0 ? nlohmann::json(in_flight_limit) : nlohmann::json(nullptr);
       json["burstiness"] = o->load.burstiness;
       json["request_rate"] = o->load.request_rate_per_s > 0
                                  ? nlohmann::json(o->load.request_rate_per_s)

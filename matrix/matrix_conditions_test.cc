@@ -265,7 +265,7 @@ TEST(MatrixSharedPrefix, MooncakeHashIdsBecomePrefixBlocks) {
   const Status s = ExpandMatrix(SERVESWEEP_SOURCE_DIR "/tests/data/m.yaml", R"(name: t
 engine: sim
 model: m
-workload: {trace: mooncake_conversation_sample.jsonl, num_requests: 3, concurrency: 1}
+workload: {trace: mooncake_conversation_sample.jsonl, num_requests: 3, max_in_flight: 1}
 )",
                                 &m);
   ASSERT_TRUE(s.ok()) << s.message();

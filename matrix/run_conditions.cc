@@ -34,6 +34,7 @@ Variables VariablesOf(schema::RunSpec::Reader spec, const LocalCluster& cluster)
                                                    : cluster.gpus_per_agent);
        }},
       {"concurrency", [=] { return double(w.getConcurrency()); }},
+      {"max_in_flight", [=] { return double(w.getMaxInFlight()); }},
       {"request_rate", [=] { return w.getRequestRatePerS(); }},
       {"input_len", [=] { return double(w.getInputLenTok()); }},
       {"output_len", [=] { return double(w.getOutputLenTok()); }},

@@ -199,6 +199,12 @@ const std::vector<WorkloadKey>& WorkloadKeys() {
        [](YamlReader& r, N v, P, W w) { w.setWarmupRequests(r.Uint(v, "warmup_requests", 0)); }},
       {"concurrency",
        [](YamlReader& r, N v, P, W w) { w.setConcurrency(r.Uint(v, "concurrency", 1)); }},
+      {"max_in_flight",
+       [](YamlReader& r, N v, P, W w) { w.setMaxInFlight(r.Uint(v, "max_in_flight", 1)); }},
+      {"warmup_concurrency",
+       [](YamlReader& r, N v, P, W w) {
+         w.setWarmupConcurrency(r.Uint(v, "warmup_concurrency", 1));
+       }},
       {"request_rate",
        [](YamlReader& r, N v, P, W w) { w.setRequestRatePerS(r.Number(v, "request_rate")); }},
       {"seed", [](YamlReader& r, N v, P, W w) { w.setSeed(r.Uint(v, "seed", 0)); }},
@@ -516,7 +522,7 @@ void ReadRunKeys(YamlMap& m, const std::string& matrix_path, schema::RunSpec::Bu
   if (auto v = m.Get("workload")) ReadWorkload(r, v, matrix_path, spec.getWorkload());
   // Workload shorthands, so `concurrency: [1, 8]` can be an axis; they win over `workload:`.
   for (const char* key :
-       {"input_len", "output_len", "num_requests", "concurrency", "request_rate"}) {
+       {"input_len", "output_len", "num_requests", "concurrency", "max_in_flight", "request_rate"}) {
     if (auto v = m.Get(key)) ReadWorkloadKey(r, key, v, matrix_path, spec.getWorkload());
   }
   if (auto v = m.Get("slo")) ReadSlo(r, v, spec.getSlo());

@@ -312,6 +312,7 @@ void DescribeRun(schema::RunSpec::Reader spec, const std::map<std::string, std::
       {"workload.temperature", Number(w.getTemperature())},
       {"workload.ignore_eos", w.getIgnoreEos() ? "true" : "false"},
       {"load.concurrency", std::to_string(w.getConcurrency())},
+      {"load.max_in_flight", std::to_string(w.getMaxInFlight())},
       {"load.request_rate_per_s", Number(w.getRequestRatePerS())},
       {"load.arrival", Get(record, "arrival")},
       {"warmup.requests", std::to_string(w.getWarmupRequests())},
@@ -364,7 +365,7 @@ void DescribeRun(schema::RunSpec::Reader spec, const std::map<std::string, std::
   out->load_point =
       w.getRequestRatePerS() > 0
           ? fmt::format("rate {}/s{}", w.getRequestRatePerS(),
-                        w.getConcurrency() > 0 ? fmt::format(" max {}", w.getConcurrency()) : "")
+                        w.getMaxInFlight() > 0 ? fmt::format(" max {}", w.getMaxInFlight()) : "")
           : fmt::format("concurrency {}", w.getConcurrency());
 }
 

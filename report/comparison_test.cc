@@ -220,7 +220,9 @@ TEST(Comparison, DescribeRunSeparatesConditionsFromTheSystemUnderTest) {
   EXPECT_EQ(value(run.system, "engine"), "vllm");
   EXPECT_EQ(value(run.system, "sim.ttft_ms"), "(absent)");
   EXPECT_EQ(run.load_point, "concurrency 16");
+  w.setConcurrency(0);
   w.setRequestRatePerS(4);
+  w.setMaxInFlight(16);
   DescribeRun(spec.asReader(), {}, &run);
   EXPECT_EQ(run.load_point, "rate 4/s max 16");
 }

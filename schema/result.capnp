@@ -185,6 +185,7 @@ struct BenchmarkRecord {
   failureReasons @83 :Text;        # the top reasons, "8 x HTTP 404: ...; 1 x ..."
   scrapeIntervalMs @84 :UInt32;    # /metrics: the first interval (it doubles every 20 scrapes)
   measuredScrapes @85 :UInt32;     # scrapes inside the measured phase
+  maxInFlight @86 :UInt32;         # an open loop's cap on requests in flight (0 = none)
 }
 
 enum RunStatus {

@@ -97,6 +97,11 @@ struct Workload {
   prompts @33 :Text;               # custom prompts as written ("jsonl:<file>")
   customPrompts @34 :List(CustomPrompt);  # its lines, read by the coordinator
   clientThreads @35 :UInt32 = 1;   # load threads sharing the concurrency (LoadSettings::threads)
+  # An open loop's cap on requests in flight (rate, ramp, trace replay): 0 = none. `concurrency`
+  # is the closed loop's slots only.
+  maxInFlight @36 :UInt32;
+  # The warm-up's slots (a closed loop); 0 = concurrency, else maxInFlight, else all at once.
+  warmupConcurrency @37 :UInt32;
 }
 
 struct CustomPrompt {

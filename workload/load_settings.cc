@@ -20,7 +20,7 @@ std::optional<Broken> FirstBrokenRule(const LoadSettings& s) {
   const bool by_duration = s.duration_s > 0;
   const bool sessions = s.sessions > 0;
   const bool ramp = s.ramp != RampKind::kNone;
-  const bool replay = !s.plan.empty() && s.replay_arrivals;
+  const bool replay = !s.plan.empty() && s.replay_arrivals && s.request_rate_per_s == 0 && !ramp;
   if (s.base_url.empty()) return Broken{"base_url", "expected the server's URL, found none"};
   if (s.input_len_tok == 0) {
     return Broken{"input_len", "expected 'input_len' (tokens per prompt) >= 1, found none"};
@@ -43,10 +43,25 @@ std::optional<Broken> FirstBrokenRule(const LoadSettings& s) {
                                       "found {} and {}",
                                       s.ramp_start_rate_per_s, s.ramp_end_rate_per_s)};
   }
-  if (s.request_rate_per_s == 0 && s.concurrency == 0 && !replay && !ramp && !sessions) {
+  const bool open_loop = IsOpenLoop(s);
+  if (!open_loop && s.concurrency == 0 && !sessions) {
     return Broken{"concurrency",
                   "expected 'concurrency' (closed loop) or 'request_rate' (open loop), found "
                   "neither"};
+  }
+  if (open_loop && s.concurrency > 0) {
+    return Broken{"concurrency",
+                  fmt::format("expected 'max_in_flight' to cap an open loop's requests in flight "
+                              "({}), found 'concurrency: {}', which is a closed loop's slots; the "
+                              "warm-up's slots are 'warmup_concurrency'",
+                              replay ? "trace replay" : ramp ? "a ramp" : "request_rate",
+                              s.concurrency)};
+  }
+  if (!open_loop && s.max_in_flight > 0) {
+    return Broken{"max_in_flight",
+                  fmt::format("expected 'max_in_flight' only with an open loop (request_rate, "
+                              "ramp or trace replay), found it with a closed loop of {}",
+                              sessions ? "sessions" : "'concurrency' slots")};
   }
   if (!(s.request_timeout_s > 0)) {
     return Broken{"timeout_s",
@@ -168,6 +183,8 @@ LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::string& ba
   settings.input_len_tok = w.getInputLenTok();
   settings.output_len_tok = w.getOutputLenTok();
   settings.concurrency = w.getConcurrency();
+  settings.max_in_flight = w.getMaxInFlight();
+  settings.warmup_concurrency = w.getWarmupConcurrency();
   settings.threads = std::max<uint32_t>(1, w.getClientThreads());
   settings.request_rate_per_s = w.getRequestRatePerS();
   settings.seed = w.getSeed();
@@ -204,6 +221,35 @@ LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::string& ba
     settings.plan.push_back(std::move(request));
   }
   return settings;
+}
+
+bool IsOpenLoop(const LoadSettings& s) {
+  const bool ramp = s.ramp != RampKind::kNone;
+  return s.request_rate_per_s > 0 || ramp || (!s.plan.empty() && s.replay_arrivals);
+}
+
+uint32_t WarmupConcurrency(const LoadSettings& s) {
+  if (s.warmup_concurrency > 0) return s.warmup_concurrency;
+  if (s.concurrency > 0) return s.concurrency;
+  if (s.max_in_flight > 0) return s.max_in_flight;
+  return std::max<uint32_t>(1, s.warmup_requests);
+}
+
+LoadSettings WarmupLoadSettings(const LoadSettings& s) {
+  LoadSettings warmup = s;
+  warmup.num_requests = s.warmup_requests;
+  warmup.warmup_requests = 0;
+  warmup.concurrency = WarmupConcurrency(s);
+  warmup.max_in_flight = 0;
+  warmup.request_rate_per_s = 0;
+  warmup.ramp = RampKind::kNone;
+  warmup.plan.clear();  // the mean lengths
+  warmup.sessions = 0;  // single synthetic prompts, whatever the measured phase sends
+  warmup.custom_prompts.clear();
+  warmup.warmup_s = warmup.duration_s = 0;
+  warmup.drain_timeout_s = 0;
+  warmup.seed = s.seed ^ 0x5eed5eed5eed5eedULL;  // prompts unlike the measured ones
+  return warmup;
 }
 
 }  // namespace servesweep::workload

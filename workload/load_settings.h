@@ -53,9 +53,14 @@ struct LoadSettings {
   uint32_t warmup_requests = 0;  // sent first, at the same concurrency, and not measured
   uint32_t input_len_tok = 128;
   uint32_t output_len_tok = 128;
-  // Closed loop when request_rate_per_s == 0 (concurrency > 0 required). Open loop (Poisson
-  // arrivals on an absolute schedule) when > 0, capped at concurrency when concurrency > 0.
+  // Closed loop when request_rate_per_s == 0, a ramp and trace replay are off: `concurrency`
+  // slots (> 0). An open loop (a rate, a ramp, trace replay: arrivals on an absolute schedule)
+  // has no slots; `max_in_flight` > 0 caps its requests in flight (the client queues the rest,
+  // recorded as client queue time). Each is refused where it does not apply.
   uint32_t concurrency = 1;
+  uint32_t max_in_flight = 0;
+  // The warm-up's slots (warm-up is always a closed loop): 0 = WarmupConcurrency's default.
+  uint32_t warmup_concurrency = 0;
   // Load threads, each with its own libcurl multi handle and a share of the concurrency (at
   // most one thread per in-flight request), all taking requests from one source: for more
   // requests/s than one core parses (about 20,000 streams of 128 events per second here).
@@ -127,5 +132,17 @@ Status ValidateLoadSettings(const LoadSettings& settings, std::string* key = nul
 
 // The load generator's settings for a run spec (the URL from the engine adapter).
 LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::string& base_url);
+
+// Whether the settings drive an open loop (a rate, a ramp, or trace replay's own arrivals).
+bool IsOpenLoop(const LoadSettings& settings);
+
+// The warm-up's slots: warmup_concurrency, else concurrency (a closed loop), else max_in_flight
+// (an open loop's cap), else every warm-up request at once.
+uint32_t WarmupConcurrency(const LoadSettings& settings);
+
+// The warm-up as a load of its own (an agent runs it apart, so its engine counters and signals
+// are not the measured phase's): a closed loop at WarmupConcurrency of warmup_requests single
+// prompts of the mean lengths, seeded apart so no measured prompt was sent before.
+LoadSettings WarmupLoadSettings(const LoadSettings& settings);
 
 }  // namespace servesweep::workload

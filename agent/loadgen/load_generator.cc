@@ -782,17 +782,17 @@ Status RunValidLoad(const LoadSettings& settings, LoadResult* out,
   const bool ramp = settings.ramp != RampKind::kNone;
   const bool replay = !settings.plan.empty() && settings.replay_arrivals &&
                       settings.request_rate_per_s == 0 && !ramp;
-  const bool open_loop = settings.request_rate_per_s > 0 || ramp || replay;
+  const bool open_loop = workload::IsOpenLoop(settings);
   const bool by_duration = settings.duration_s > 0;
   const bool sessions = settings.sessions > 0;
 
   if (settings.warmup_requests > 0) {
-    // Warm-up is a closed loop at the same concurrency (all at once when uncapped); prompts
-    // are numbered after the measured ones so that no measured prompt was seen before.
+    // Warm-up is a closed loop (workload::WarmupConcurrency slots); prompts are numbered after
+    // the measured ones so that no measured prompt was seen before.
     std::deque<RequestRecord> warm;
     auto source = MakeCountSource(settings, settings.warmup_requests, settings.num_requests,
                                   /*warmup=*/true, {});
-    const uint32_t cap = settings.concurrency > 0 ? settings.concurrency : settings.warmup_requests;
+    const uint32_t cap = workload::WarmupConcurrency(settings);
     threads.RunPhase(*source, warm, cap, SteadyNowNs(), /*warmup=*/true, 0);
     uint32_t failed = static_cast<uint32_t>(
         std::count_if(warm.begin(), warm.end(), [](const auto& r) { return !r.success; }));
@@ -805,7 +805,7 @@ Status RunValidLoad(const LoadSettings& settings, LoadResult* out,
 
   LoadResult result;
   std::unique_ptr<RequestSource> source;
-  uint32_t cap = settings.concurrency;
+  uint32_t cap = open_loop ? settings.max_in_flight : settings.concurrency;
   if (sessions) {
     source = MakeSessionSource(settings);
     cap = 0;  // the source keeps at most `concurrency` sessions open

@@ -269,7 +269,8 @@ TEST(RunLoad, OpenLoopCappedQueuesOnTheClient) {
   LoadSettings s = Settings(server, "ok");
   s.num_requests = 10;
   s.request_rate_per_s = std::numeric_limits<double>::infinity();  // all due at t0
-  s.concurrency = 2;
+  s.concurrency = 0;
+  s.max_in_flight = 2;
   LoadResult res;
   ASSERT_TRUE(RunLoad(s, &res).ok());
   int queued = 0;

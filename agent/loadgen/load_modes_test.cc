@@ -384,8 +384,9 @@ TEST(Drain, AppliesToTheLastTurnsOfSessions) {
 TEST(ClientQueue, OpenLoopWithACapQueuesAndReportsIt) {
   TestSseServer server(5000);  // 4 tokens x 5 ms: ~20 ms per request
   LoadSettings s = Base(server, "ok");
-  s.concurrency = 1;
-  s.request_rate_per_s = 1000;  // all due within a few ms, one slot
+  s.concurrency = 0;
+  s.max_in_flight = 1;
+  s.request_rate_per_s = 1000;  // all due within a few ms, one in flight
   s.arrival = ArrivalKind::kConstant;
   s.num_requests = 6;
   LoadResult res;

@@ -193,11 +193,12 @@ TEST(LoadModesE2e, ClientQueueTimeAndFirstByteAreReportedApart) {
   json result;
   std::string out;
   // 200/s into one slot of ~35 ms requests: request i waits about i x 30 ms.
-  ASSERT_EQ(sb.Bench("--api chat --rate 200 --arrival constant --concurrency 1 --num-requests 6 "
+  ASSERT_EQ(sb.Bench("--api chat --rate 200 --arrival constant --max-in-flight 1 --num-requests 6 "
                      "--input-len 8 --output-len 4",
                      &result, &out),
             0)
       << out;
+  EXPECT_EQ(result.at("max_concurrency"), 1);
   EXPECT_GT(result.at("p99_client_queue_ms").get<double>(), 100);
   EXPECT_GT(result.at("mean_client_queue_ms").get<double>(), 30);
   // The emulator writes its first body bytes (the role chunk, then the first token) at TTFT:
@@ -280,11 +281,14 @@ TEST(LoadModesE2e, CompatVllmCountsTheRoleChunkAsAToken) {
   ASSERT_TRUE(sb.ready());
   json result;
   std::string out;
-  ASSERT_EQ(sb.Bench("--api chat --compat vllm --concurrency 2 --num-requests 8 --input-len 8 "
-                     "--output-len 6",
+  // vLLM's spelling of the slots: --max-concurrency without a rate is a closed loop.
+  ASSERT_EQ(sb.Bench("--api chat --compat vllm --max-concurrency 2 --num-requests 8 "
+                     "--input-len 8 --output-len 6",
                      &result, &out),
             0)
       << out;
+  EXPECT_EQ(result.at("max_concurrency"), 2);
+  EXPECT_EQ(result.at("request_rate"), "inf");
   EXPECT_NE(out.find("As vllm bench serve computes it"), std::string::npos);
   EXPECT_EQ(result.at("compat"), "vllm");
   const json& ours = result.at("servesweep_view");
@@ -294,7 +298,10 @@ TEST(LoadModesE2e, CompatVllmCountsTheRoleChunkAsAToken) {
   EXPECT_NEAR(result.at("median_ttft_ms").get<double>(), ours.at("median_ttft_ms").get<double>(),
               0.5);
   EXPECT_GE(ours.at("median_ttft_ms").get<double>(), 30);
-  EXPECT_NEAR(result.at("mean_e2el_ms").get<double>(), ours.at("mean_e2el_ms").get<double>(), 0.5);
+  // vLLM's latency ends at its last data chunk, ours at the stream's end: apart by the
+  // emulator's last write, which a busy machine delays by a millisecond or two.
+  EXPECT_NEAR(result.at("mean_e2el_ms").get<double>(), ours.at("mean_e2el_ms").get<double>(),
+              0.05 * ours.at("mean_e2el_ms").get<double>());
   const double ours_itl = ours.at("mean_itl_ms").get<double>();
   EXPECT_GT(ours_itl, 0);
   EXPECT_NEAR(result.at("mean_itl_ms").get<double>(), ours_itl * 40 / 48, 0.05 * ours_itl);
