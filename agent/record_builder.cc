@@ -202,9 +202,8 @@ void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summ
   record.setLoadThreadBusyMax(summary.load_thread_busy_max);
   record.setReadLagP99Ms(summary.read_lag_p99_ms);
   record.setSendLatenessP99Ms(summary.send_lateness_p99_ms);
-  const std::string client_bound = loadgen::ClientBoundReasons(
-      summary.load_thread_busy_max, summary.duration_s, summary.read_lag_p99_ms,
-      summary.send_lateness_p99_ms, std::max<uint32_t>(1, spec.getWorkload().getClientThreads()));
+  const std::string client_bound = loadgen::ClientBoundReasons(loadgen::ClientLoadFiguresOf(
+      summary, std::max<uint32_t>(1, spec.getWorkload().getClientThreads())));
   record.setClientBound(!client_bound.empty());
   record.setClientBoundReasons(client_bound);
 

@@ -90,8 +90,8 @@ void PrintSummary(const loadgen::BenchSummary& s, const char* title, bool ours,
   fmt::print("{:=^46}\n", "");
   PrintFailureReasons(s);
   if (ours) {
-    const std::string client_bound = loadgen::ClientBoundReasons(
-        s.load_thread_busy_max, s.duration_s, s.read_lag_p99_ms, s.send_lateness_p99_ms, threads);
+    const std::string client_bound =
+        loadgen::ClientBoundReasons(loadgen::ClientLoadFiguresOf(s, threads));
     if (!client_bound.empty()) fmt::print("CLIENT-BOUND: {}\n", client_bound);
   }
 }

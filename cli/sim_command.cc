@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
+#include "common/api_key.h"
 #include "common/clock.h"
 #include "perfmodel/profiles.h"
 #include "sim/emulator.h"
@@ -100,6 +101,10 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--answer-seed", settings->answer_seed,
                   "Seed of which questions are answered wrongly")
       ->capture_default_str();
+  auto api_key_file = std::make_shared<std::string>();
+  cmd->add_option("--api-key-file", *api_key_file,
+                  "Answer /v1/* only with this file's first line as the Bearer key (401 else), "
+                  "as a managed API does");
   // Fault injection: deterministic given --fault-seed (request n's faults depend on seed and n).
   sim::FaultSettings& faults = settings->faults;
   const std::string group = "Fault injection";
@@ -181,7 +186,13 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
                   "Speculative decoding: mean accepted tokens per step")
       ->needs(hardware)
       ->group(model_group);
-  cmd->callback([settings, model, cmd, exit_code] {
+  cmd->callback([settings, model, api_key_file, cmd, exit_code] {
+    if (Status s = ReadApiKey("", "", *api_key_file, "--api-key-file", &settings->api_key);
+        !s.ok()) {
+      spdlog::error("sim: {}", s.message());
+      *exit_code = kExitError;
+      return;
+    }
     // One descriptor per stream: lift the soft limit to the hard one so 10k+ streams fit.
     rlimit limit{};
     if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {

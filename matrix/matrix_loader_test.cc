@@ -216,8 +216,12 @@ TEST(MatrixLoader, QuickstartExampleExpands) {
   LoadedMatrix m;
   Status s = LoadMatrixFile(SERVESWEEP_SOURCE_DIR "/examples/quickstart.yaml", &m);
   ASSERT_TRUE(s.ok()) << s.message();
-  EXPECT_EQ(m.matrix().getRuns().size(), 6u);
+  ASSERT_EQ(m.matrix().getRuns().size(), 10u);  // 2 layouts x 5 levels
   EXPECT_EQ(m.local.agents, 2u);
+  // The zip sets each level's requests with it.
+  const auto last = m.matrix().getRuns()[9].getWorkload();
+  EXPECT_EQ(last.getConcurrency(), 256u);
+  EXPECT_EQ(last.getNumRequests(), 256u);
 }
 
 }  // namespace

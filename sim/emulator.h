@@ -58,6 +58,9 @@ struct EmulatorSettings {
   // token 0 of the reply, so the token count and timing are unchanged.
   double answer_accuracy = 1;
   uint64_t answer_seed = 1;
+  // Non-empty: /v1/* answers 401 (OpenAI's invalid_api_key body) unless the request carries
+  // `Authorization: Bearer <api_key>`, as a managed API does; /health and /metrics stay open.
+  std::string api_key;
 };
 
 class Emulator {

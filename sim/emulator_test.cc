@@ -134,6 +134,34 @@ TEST_F(EmulatorTest, ModelsListsTheModel) {
   EXPECT_TRUE(body["data"][0]["created"].is_number_integer());
 }
 
+// A managed API's key check: /v1/* needs the Bearer key; /health and /metrics stay open.
+TEST_F(EmulatorTest, AnApiKeyGuardsTheApiAsAManagedEndpointDoes) {
+  EmulatorSettings s = FastSettings();
+  s.api_key = "sk-test";
+  StartEmulator(s);
+  auto with_header = [](std::string request, const std::string& header) {
+    return request.insert(request.find("\r\n") + 2, header + "\r\n");
+  };
+  const std::string body = R"({"prompt": "x", "max_tokens": 2})";
+  HttpResponse none = Exchange(PostRequest("/v1/completions", body));
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(json::parse(none.body)["error"]["type"], "invalid_request_error");
+  EXPECT_NE(none.body.find("didn't provide an API key"), std::string::npos) << none.body;
+  HttpResponse wrong =
+      Exchange(with_header(PostRequest("/v1/completions", body), "Authorization: Bearer sk-no"));
+  EXPECT_EQ(wrong.status, 401);
+  EXPECT_NE(wrong.body.find("Incorrect API key provided."), std::string::npos) << wrong.body;
+  EXPECT_EQ(Exchange(GetRequest("/v1/models")).status, 401);
+  EXPECT_EQ(
+      Exchange(with_header(PostRequest("/v1/completions", body), "Authorization: Bearer sk-test"))
+          .status,
+      200);
+  EXPECT_EQ(Exchange(with_header(GetRequest("/v1/models"), "Authorization: Bearer sk-test")).status,
+            200);
+  EXPECT_EQ(Exchange(GetRequest("/health")).status, 200);
+  EXPECT_EQ(Exchange(GetRequest("/metrics")).status, 200);
+}
+
 TEST_F(EmulatorTest, StreamedCompletionEventSequence) {
   StartEmulator(FastSettings());
   HttpResponse r = Post("/v1/completions", {{"model", "m/x"},

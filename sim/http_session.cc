@@ -152,6 +152,15 @@ void HttpSession::Route(const http::request<http::string_body>& request) {
   const bool get = request.method() == http::verb::get;
   const bool post = request.method() == http::verb::post;
 
+  if (!ctx_.settings.api_key.empty() && target.rfind("/v1/", 0) == 0 &&
+      request[http::field::authorization] != "Bearer " + ctx_.settings.api_key) {
+    const ErrorReply error = MakeError(
+        401, "invalid_request_error",
+        request[http::field::authorization].empty()
+            ? "You didn't provide an API key (an Authorization: Bearer header)."
+            : "Incorrect API key provided.");
+    return SendReply(error.status, kJson, error.body);
+  }
   if (target == "/v1/completions" && post) {
     return RouteCompletion(Api::kCompletions, "/v1/completions", request.body());
   }

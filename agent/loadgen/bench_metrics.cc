@@ -233,4 +233,15 @@ nlohmann::json ToVllmJson(const BenchSummary& s) {
   return j;
 }
 
+ClientLoadFigures ClientLoadFiguresOf(const BenchSummary& s, uint32_t threads) {
+  ClientLoadFigures f;
+  f.busiest_thread_cpu_fraction = s.load_thread_busy_max;
+  f.phase_s = s.duration_s;
+  f.read_lag_p99_ms = s.read_lag_p99_ms;
+  f.send_lateness_p99_ms = s.send_lateness_p99_ms;
+  f.itl_median_ms = s.itl_ms.median;
+  f.threads = threads;
+  return f;
+}
+
 }  // namespace servesweep::loadgen

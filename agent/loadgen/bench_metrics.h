@@ -90,6 +90,9 @@ std::vector<std::pair<std::string, uint32_t>> FailureReasons(
 std::string DescribeFailureReasons(const std::vector<std::pair<std::string, uint32_t>>& reasons,
                                    size_t top = 3);
 
+// What the client-bound verdict (client_load.h) reads of a summary run by `threads` threads.
+ClientLoadFigures ClientLoadFiguresOf(const BenchSummary& summary, uint32_t threads);
+
 // BenchSummary::output_tokens_source from how many of the completed requests had usage.
 std::string DescribeOutputTokensSource(uint32_t from_usage, uint32_t completed);
 

@@ -37,29 +37,33 @@ double DelayHistogram::PercentileMs(double p) const {
   return std::numeric_limits<double>::infinity();
 }
 
-std::string ClientBoundReasons(double busy_fraction, double phase_s, double read_lag_p99_ms,
-                               double send_lateness_p99_ms, uint32_t threads,
-                               const ClientBoundThresholds& limits) {
+std::string ClientBoundReasons(const ClientLoadFigures& f, const ClientBoundThresholds& limits) {
   std::string out;
   auto add = [&](const std::string& reason) { out += (out.empty() ? "" : "; ") + reason; };
-  if (busy_fraction >= limits.busy_fraction && phase_s >= limits.min_busy_phase_s) {
-    add(fmt::format("the busiest load thread was {:.0f}% busy (limit {:.0f}%)", 100 * busy_fraction,
-                    100 * limits.busy_fraction));
+  if (f.busiest_thread_cpu_fraction >= limits.busy_fraction &&
+      f.phase_s >= limits.min_busy_phase_s) {
+    add(fmt::format("the busiest load thread was {:.0f}% busy (limit {:.0f}%)",
+                    100 * f.busiest_thread_cpu_fraction, 100 * limits.busy_fraction));
   }
-  if (read_lag_p99_ms >= limits.read_lag_p99_ms) {
+  const bool has_itl = f.itl_median_ms > 0;  // false for NaN too
+  const double read_lag_limit_ms = has_itl ? std::max(limits.read_lag_floor_ms, f.itl_median_ms)
+                                           : limits.read_lag_no_itl_ms;
+  if (f.read_lag_p99_ms >= read_lag_limit_ms) {
     add(fmt::format(
-        "reads waited {:.1f} ms at p99 between arriving and being parsed (limit {:g} ms)",
-        read_lag_p99_ms, limits.read_lag_p99_ms));
+        "reads waited {:.1f} ms at p99 between arriving and being parsed (limit {:.1f} ms{})",
+        f.read_lag_p99_ms, read_lag_limit_ms,
+        has_itl && f.itl_median_ms >= limits.read_lag_floor_ms ? ", the median ITL: chunks merged"
+                                                                : ""));
   }
-  if (send_lateness_p99_ms >= limits.send_lateness_p99_ms) {
-    add(fmt::format("sends were {:.1f} ms late at p99 (limit {:g} ms)", send_lateness_p99_ms,
+  if (f.send_lateness_p99_ms >= limits.send_lateness_p99_ms) {
+    add(fmt::format("sends were {:.1f} ms late at p99 (limit {:g} ms)", f.send_lateness_p99_ms,
                     limits.send_lateness_p99_ms));
   }
   if (!out.empty()) {
     out += fmt::format(
         ": the figures may be the client's; run with more load threads "
         "(client_threads, now {}) or on a less busy client machine",
-        threads);
+        f.threads);
   }
   return out;
 }

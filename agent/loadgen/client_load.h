@@ -39,20 +39,34 @@ struct ClientLoad {
   DelayHistogram send_lateness;
 };
 
+// What the verdict reads of one run.
+struct ClientLoadFigures {
+  double busiest_thread_cpu_fraction = 0;  // NaN when unmeasured (a virtual run)
+  double phase_s = 0;                      // the measured phase's length
+  double read_lag_p99_ms = 0;
+  double send_lateness_p99_ms = 0;
+  double itl_median_ms = 0;  // the run's median gap between chunks; NaN or 0 when none
+  uint32_t threads = 1;      // load threads, for the advice
+};
+
 // The client-bound verdict (docs/metrics.md#client-bound): the figures of a run whose load
 // threads were saturated may be the client's, not the engine's. Each threshold crossed is a
 // reason: the busiest load thread's CPU fraction, the p99 lag from a read's kernel stamp to its
 // parsing, the p99 lateness of sends. "" when none is crossed.
 // A CPU fraction is judged only over a phase of at least min_busy_phase_s: over a few
-// milliseconds it says nothing.
+// milliseconds it says nothing. Reads are stamped by the kernel, so a late read costs a figure
+// only when a stream's next chunk arrived before it: the read lag's limit is the run's median
+// ITL (then at least 1% of reads merged two chunks under the later one's time), never below
+// read_lag_floor_ms (the scheduling noise of a busy machine), and read_lag_no_itl_ms for
+// single-chunk outputs.
 struct ClientBoundThresholds {
   double busy_fraction = 0.8;
   double min_busy_phase_s = 0.5;
-  double read_lag_p99_ms = 10;
+  double read_lag_floor_ms = 2;
+  double read_lag_no_itl_ms = 10;
   double send_lateness_p99_ms = 10;
 };
-std::string ClientBoundReasons(double busy_fraction, double phase_s, double read_lag_p99_ms,
-                               double send_lateness_p99_ms, uint32_t threads,
+std::string ClientBoundReasons(const ClientLoadFigures& figures,
                                const ClientBoundThresholds& limits = {});
 
 }  // namespace servesweep::loadgen

@@ -27,17 +27,38 @@ TEST(DelayHistogram, PercentilesAreReadToWithinABucket) {
   EXPECT_EQ(h.count(), 101u);
 }
 
+ClientLoadFigures Figures(double busy, double phase_s, double read_lag_ms, double late_ms,
+                          double itl_ms = 20, uint32_t threads = 1) {
+  return {busy, phase_s, read_lag_ms, late_ms, itl_ms, threads};
+}
+
 TEST(ClientBound, EachThresholdIsAReasonAndAQuietClientHasNone) {
-  EXPECT_EQ(ClientBoundReasons(0.3, 10, 0.2, 0.1, 1), "");
-  const std::string busy = ClientBoundReasons(0.95, 10, 0.2, 0.1, 2);
+  EXPECT_EQ(ClientBoundReasons(Figures(0.3, 10, 0.2, 0.1)), "");
+  const std::string busy = ClientBoundReasons(Figures(0.95, 10, 0.2, 0.1, 20, 2));
   EXPECT_NE(busy.find("the busiest load thread was 95% busy (limit 80%)"), std::string::npos);
   EXPECT_NE(busy.find("client_threads, now 2"), std::string::npos);
-  EXPECT_EQ(ClientBoundReasons(0.95, 0.1, 0.2, 0.1, 1), "");  // too short a phase to judge
-  EXPECT_NE(ClientBoundReasons(0.1, 10, 25, 0.1, 1).find("reads waited 25.0 ms at p99"),
+  EXPECT_EQ(ClientBoundReasons(Figures(0.95, 0.1, 0.2, 0.1)), "");  // too short to judge
+  EXPECT_NE(ClientBoundReasons(Figures(0.1, 10, 25, 0.1)).find("reads waited 25.0 ms at p99"),
             std::string::npos);
-  EXPECT_NE(ClientBoundReasons(0.1, 10, 0.2, 12, 1).find("sends were 12.0 ms late at p99"),
+  EXPECT_NE(ClientBoundReasons(Figures(0.1, 10, 0.2, 12)).find("sends were 12.0 ms late at p99"),
             std::string::npos);
-  EXPECT_EQ(ClientBoundReasons(NAN, 10, NAN, NAN, 1), "");  // nothing measured (a virtual run)
+  EXPECT_EQ(ClientBoundReasons(Figures(NAN, 10, NAN, NAN, NAN)), "");  // a virtual run
+}
+
+// A read lag costs a figure only when it outlasts the gap to a stream's next chunk.
+TEST(ClientBound, TheReadLagLimitIsTheMedianItlAboveAFloor) {
+  // 11 ms late reads of 100 ms gaps merged nothing; of 5 ms gaps they did.
+  EXPECT_EQ(ClientBoundReasons(Figures(0.1, 10, 11, 0.1, 100)), "");
+  EXPECT_NE(ClientBoundReasons(Figures(0.1, 10, 8, 0.1, 5)).find("(limit 5.0 ms, the median ITL"),
+            std::string::npos);
+  // Below the floor, a busy machine's scheduling noise, not the client: not judged by the ITL.
+  EXPECT_EQ(ClientBoundReasons(Figures(0.1, 10, 1.5, 0.1, 0.5)), "");
+  EXPECT_NE(ClientBoundReasons(Figures(0.1, 10, 2.5, 0.1, 0.5)).find("(limit 2.0 ms)"),
+            std::string::npos);
+  // One-chunk outputs (no ITL): the fixed limit.
+  EXPECT_EQ(ClientBoundReasons(Figures(0.1, 10, 9, 0.1, NAN)), "");
+  EXPECT_NE(ClientBoundReasons(Figures(0.1, 10, 11, 0.1, NAN)).find("(limit 10.0 ms)"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -261,31 +261,6 @@ TEST(SweepEndToEnd, MalformedAndOversizedFramesAreDroppedWithoutACrash) {
   ExpectEveryRunOnce(h, out, 2, 10);
 }
 
-TEST(SweepEndToEnd, RunCommandExecutesTheQuickstartWithReports) {
-  Harness h("quickstart");
-  const std::string out = h.Path("out");
-  const size_t run =
-      h.Start("run", {"run", SERVESWEEP_SOURCE_DIR "/examples/quickstart.yaml", "--out", out});
-  ASSERT_EQ(ExitCode(h.process(run), seconds(120)), 0) << h.Log("run");
-  const std::string log = h.Log("run");
-  EXPECT_NE(log.find(out + "/summary.csv"), std::string::npos);
-  EXPECT_NE(log.find(out + "/report.md"), std::string::npos);
-  ExpectEveryRunOnce(h, out, 6, 48);
-  // summary.csv: a header and one row per run; report.md: one table row per run.
-  std::ifstream csv(out + "/summary.csv");
-  std::string line;
-  size_t lines = 0;
-  while (std::getline(csv, line)) ++lines;
-  EXPECT_EQ(lines, 7u);
-  std::ifstream md(out + "/report.md");
-  size_t table_rows = 0;
-  // (the benchmark-record table's rows; the curves table has a row per configuration)
-  while (std::getline(md, line)) {
-    table_rows += line.rfind("| tp=", 0) == 0 && line.find(" | done | ") != std::string::npos;
-  }
-  EXPECT_EQ(table_rows, 6u);
-}
-
 TEST(SweepEndToEnd, EngineThatNeverGetsReadyIsRetriedThenFailedWhileOthersFinish) {
   // Run 0's emulator stays unready past its timeout; run 1 is healthy.
   Sweep s("notready", R"(name: notready
