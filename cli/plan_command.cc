@@ -51,6 +51,8 @@ Estimate EstimateRun(schema::RunSpec::Reader spec, const std::string& hardware,
                                      cluster.gpus_per_agent));
   }
   if (spec.getSim().getHardware().size() == 0 && hardware.empty()) return e;
+  // A managed endpoint's hardware is not ours to model: nothing to estimate, nothing to refuse.
+  if (spec.getEngine() == "external") return e;
   agent::SimulatedRun sim;
   if (Status s = agent::SimulateRun(spec, hardware, &sim); !s.ok()) {
     e.problems.push_back(s.message());

@@ -182,6 +182,29 @@ TEST(MatrixConditions, BadConditionsNameFileLineAndColumn) {
             "'where'/'exclude' (2 combinations)");
 }
 
+// A zip group moves together: comparing one of its keys compares the whole group, so a
+// self-hosted engine and a managed endpoint, each with its own layout and engine_config, are
+// one comparison group per load point.
+TEST(MatrixConditions, ComparingOneKeyOfAZipComparesTheWholeGroup) {
+  LoadedMatrix m;
+  ASSERT_TRUE(Expand(R"(zip:
+  - engine: [sim, external]
+    layout: [{tp: 4}, {tp: 1}]
+    engine_config: [{max_num_seqs: 8}, {base_url: "http://127.0.0.1:1/v1"}]
+axes:
+  concurrency: [1, 8]
+compare: [engine]
+)",
+                     &m)
+                  .ok());
+  auto runs = m.matrix().getRuns();
+  ASSERT_EQ(runs.size(), 4u);
+  for (auto run : runs) {
+    EXPECT_EQ(run.getCompareGroup(),
+              fmt::format("concurrency={}", run.getWorkload().getConcurrency()));
+  }
+}
+
 TEST(MatrixConditions, CompareAxesAndBaseline) {
   LoadedMatrix m;
   ASSERT_TRUE(Expand(R"(axes:

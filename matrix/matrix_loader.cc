@@ -255,15 +255,17 @@ std::string Expansion::ApplyCombination(YamlMap& top, size_t combo, schema::RunS
   std::string label, group;
   for (size_t a = 0; a < axes_.size(); ++a) {
     const auto& values = axes_[a].positions[choice[a]];
+    // A zip group moves its keys together: when one of them is compared, so are the others.
+    const bool compared = std::any_of(
+        axes_[a].keys.begin(), axes_[a].keys.end(), [&](const std::string& key) {
+          return std::find(compare_axes_.begin(), compare_axes_.end(), key) != compare_axes_.end();
+        });
     for (size_t k = 0; k < axes_[a].keys.size(); ++k) {
       YamlMap entry(reader_, axes_[a].key_nodes[k], values[k], "axes");
       ReadRunKeys(entry, path_, spec);
       const std::string part = AxisLabel(axes_[a].keys[k], values[k]);
       label += (label.empty() ? "" : " ") + part;
-      if (std::find(compare_axes_.begin(), compare_axes_.end(), axes_[a].keys[k]) ==
-          compare_axes_.end()) {
-        group += (group.empty() ? "" : " ") + part;
-      }
+      if (!compared) group += (group.empty() ? "" : " ") + part;
     }
   }
   if (!compare_axes_.empty()) spec.setCompareGroup(group.empty() ? "all" : group);

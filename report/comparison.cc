@@ -166,7 +166,10 @@ std::set<std::string> VariedAxes(const std::vector<std::string>& differences) {
   std::set<std::string> axes;
   for (const auto& d : differences) axes.insert(AxisName(d));
   if (axes.count("engine")) {
-    std::erase_if(axes, [](const std::string& a) { return a.rfind("engine.", 0) == 0; });
+    // An engine's version, image and flags, and the emulator's own settings, are the engine's.
+    std::erase_if(axes, [](const std::string& a) {
+      return a.rfind("engine.", 0) == 0 || a.rfind("sim.", 0) == 0;
+    });
   }
   return axes;
 }
@@ -224,6 +227,12 @@ ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
     std::erase_if(pair.condition_changes, [](const FieldChange& c) {
       return c.name == "gpus.model" || c.name == "gpus.count";
     });
+    // Nor is its layout: the one in the matrix only places the run, so it varies with the engine.
+    if (std::erase_if(pair.varied, [](const std::string& v) { return v.rfind("layout.", 0) == 0; })) {
+      pair.notes.push_back(
+          "the layout of a managed endpoint is not known: it varies with the engine, not on its "
+          "own");
+    }
   }
   // A compared layout brings its own GPU count: that difference is the point, not a mismatch.
   const bool layout_varies =
@@ -504,9 +513,23 @@ std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs,
     const bool quality = std::any_of(members.begin(), members.end(), [](const ComparedRun& r) {
       return !r.quality_task_set.empty();
     });
-    std::vector<const char*> shown = {"request_throughput", "output_throughput", "ttft_median_ms",
-                                      "tpot_median_ms"};
+    const bool managed = std::any_of(members.begin(), members.end(),
+                                     [](const ComparedRun& r) { return r.managed_endpoint; });
+    const bool priced = std::any_of(members.begin(), members.end(), [](const ComparedRun& r) {
+      auto it = r.figures.find("cost_per_completed_request");
+      return it != r.figures.end() && !std::isnan(it->second);
+    });
+    // Against a managed endpoint GPU figures mean nothing: latency, reliability and cost do.
+    std::vector<const char*> shown =
+        managed ? std::vector<const char*>{"success_rate", "ttft_median_ms", "ttft_p99_ms",
+                                           "tpot_median_ms", "e2el_median_ms", "e2el_p99_ms"}
+                : std::vector<const char*>{"request_throughput", "output_throughput",
+                                           "ttft_median_ms", "tpot_median_ms"};
     if (quality) shown.push_back("quality_accuracy");
+    if (priced || managed) {
+      shown.push_back("cost_per_completed_request");
+      shown.push_back("cost_per_mtok_output");
+    }
     const auto configs = Configurations(members, selection);
     size_t base = 0;
     for (size_t i = 0; i < configs.size(); ++i) {
@@ -561,6 +584,10 @@ std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs,
       }
       out += "\n";
     }
+    std::set<std::string> notes;
+    for (const auto& pair : pairs) notes.insert(pair.notes.begin(), pair.notes.end());
+    if (!notes.empty()) out += "\n";
+    for (const auto& note : notes) out += fmt::format("Note: {}.\n", note);
     std::string gates;
     for (size_t i = 0; i < configs.size(); ++i) {
       if (i == base || pairs[i].quality.text.empty()) continue;

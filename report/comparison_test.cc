@@ -153,6 +153,37 @@ TEST(Comparison, AComparedLayoutBringsItsOwnGpuCount) {
   EXPECT_EQ(c.pairs[0].varied[0], "layout.tp: '1' vs '2'");
 }
 
+// A managed endpoint's GPUs and layout are not known: neither is a mismatch nor a varied axis
+// of its own, and the comparison says so and points at the costs.
+TEST(Comparison, AManagedEndpointsGpusAndLayoutAreNotKnown) {
+  auto gpus = [](const std::string& model, const std::string& count) {
+    auto c = Conditions();
+    c.push_back({"gpus.model", model});
+    c.push_back({"gpus.count", count});
+    return c;
+  };
+  auto self_hosted = MakeRun("sim", "concurrency 8", "sim", 70, 18, gpus("NVIDIA H200", "4"));
+  self_hosted.system[1].value = "4";
+  auto managed = MakeRun("external", "concurrency 8", "external", 300, 4, gpus("emulated", "1"));
+  managed.managed_endpoint = true;
+  Comparison c;
+  ASSERT_TRUE(CompareRuns({self_hosted}, {managed}, &c).ok());
+  EXPECT_TRUE(c.matched());
+  ASSERT_EQ(c.pairs[0].varied.size(), 1u);
+  EXPECT_EQ(c.pairs[0].varied[0], "engine: 'sim' vs 'external'");
+  const std::string text = RenderComparisonText(c, "a", "b");
+  EXPECT_NE(text.find("note: gpus.count differs ('4' vs '1'): B is a managed endpoint, whose "
+                      "hardware is not known; compare cost per completed request"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("note: the layout of a managed endpoint is not known"), std::string::npos)
+      << text;
+  // The same GPU difference between two self-hosted runs is a mismatch.
+  managed.managed_endpoint = false;
+  ASSERT_TRUE(CompareRuns({self_hosted}, {managed}, &c).ok());
+  EXPECT_FALSE(c.matched());
+}
+
 TEST(Comparison, PairsByLoadPointAndListsTheUnpaired) {
   std::vector<ComparedRun> a = {MakeRun("c=1", "concurrency 1", "vllm", 10, 5),
                                 MakeRun("c=8", "concurrency 8", "vllm", 30, 20)};

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/net.h"
 #include "tests/support/harness.h"
 
 namespace servesweep::testing {
@@ -97,6 +98,89 @@ compare: [sim]
     ASSERT_NE(slow, std::string::npos) << section;
     EXPECT_NE(section.find("worse", slow), std::string::npos) << section;
   }
+}
+
+// examples/self-hosted-vs-managed.yaml as shipped, its managed side pointed at a second emulator
+// that wants an API key (and sheds a few requests): the same requests on both sides, priced per
+// GPU hour and per token, compared on cost, latency percentiles and success rate.
+TEST(CompareEndToEnd, SelfHostedAndManagedServeTheSameRequestsComparedOnCost) {
+  Harness h("self-hosted-vs-managed");
+  const uint16_t port = FreeLoopbackPort();
+  const std::string key_file = h.WriteFile("managed.key", "sk-e2e-managed\n");
+  h.Start("managed", {"sim", "--port", std::to_string(port), "--model",
+                      "deepseek-ai/deepseek-v4.1-flash", "--ttft-ms", "300", "--itl-ms", "12",
+                      "--api-key-file", key_file, "--fault-error-rate", "0.05"});
+  const std::string url = fmt::format("http://127.0.0.1:{}", port);
+  ASSERT_TRUE(Harness::WaitForHealthy(url));
+
+  std::ifstream in(SERVESWEEP_SOURCE_DIR "/examples/self-hosted-vs-managed.yaml");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto replace = [&](const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  replace("base_url: http://127.0.0.1:8100/v1", "base_url: " + url + "/v1");
+  replace("api_key_file: ../managed.key", "api_key_file: managed.key");
+  const std::string matrix = h.WriteFile("self-hosted-vs-managed.yaml", text);
+  const std::string out = h.Path("out");
+  std::string output;
+  ASSERT_EQ(RunServesweep(fmt::format("run {} --out {}", matrix, out), &output), 0) << output;
+
+  // The same prompts in the same order: every request both sides answered had the same length.
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(*) FROM requests a JOIN runs ra ON a.run_id = ra.run_id "
+                       "JOIN requests b ON a.idx = b.idx JOIN runs rb ON b.run_id = rb.run_id "
+                       "WHERE ra.idx = 0 AND rb.idx = 1 AND a.success AND b.success "
+                       "AND a.prompt_tokens != b.prompt_tokens"),
+            0);
+  EXPECT_GT(h.QueryInt(out, "SELECT COUNT(*) FROM requests a JOIN requests b ON a.idx = b.idx "
+                            "AND a.run_id < b.run_id WHERE a.success AND b.success"),
+            30);
+  const auto rows = h.Query(out,
+                            "SELECT engine, gpu_count, duration_s, completed, failed, success_rate, "
+                            "total_input_tokens, total_output_tokens, cost_per_completed_request, "
+                            "cost_per_mtok_output, ttft_p99_ms, e2el_p99_ms FROM results "
+                            "ORDER BY engine DESC");
+  ASSERT_EQ(rows.rows.size(), 2u) << output;
+  auto number = [&](size_t row, size_t column) { return std::stod(rows.rows[row][column]); };
+  ASSERT_EQ(rows.rows[0][0], "sim");
+  ASSERT_EQ(rows.rows[1][0], "external");
+  // Self-hosted: 4 GPUs x the measured phase x 3.5 per GPU hour, over the completed requests.
+  const double self_hosted_cost = 3.5 * number(0, 1) * number(0, 2) / 3600;
+  EXPECT_NEAR(number(0, 8), self_hosted_cost / number(0, 3), 1e-12);
+  EXPECT_NEAR(number(0, 9), self_hosted_cost / number(0, 7) * 1e6, 1e-9);
+  // Managed: the completed requests' tokens at 0.30 / 1.20 per million (no cached tokens known).
+  const double managed_cost = (number(1, 6) * 0.30 + number(1, 7) * 1.20) / 1e6;
+  EXPECT_NEAR(number(1, 8), managed_cost / number(1, 3), 1e-12);
+  EXPECT_NEAR(number(1, 9), managed_cost / number(1, 7) * 1e6, 1e-9);
+  EXPECT_EQ(number(0, 4), 0);  // the self-hosted side sheds nothing
+  EXPECT_GT(number(1, 4), 0);  // the managed side shed some, and says how many
+  EXPECT_NEAR(number(1, 5), number(1, 3) / (number(1, 3) + number(1, 4)), 1e-12);
+  EXPECT_GT(number(1, 10), 300);  // its first token comes 300 ms after the request
+
+  // One comparison group (the zip moves engine, layout and price together), with the costs, the
+  // percentiles and the success rate, and the note that the managed side's GPUs are not known.
+  // A busy test machine can make the self-hosted run client-bound: include it either way.
+  ASSERT_EQ(RunServesweep(fmt::format("report {} --include-invalid", out), &output), 0) << output;
+  std::ifstream report_in(out + "/report.md");
+  const std::string report((std::istreambuf_iterator<char>(report_in)),
+                           std::istreambuf_iterator<char>());
+  const size_t groups = report.find("## Comparison groups");
+  ASSERT_NE(groups, std::string::npos) << report;
+  const std::string section = report.substr(groups);
+  EXPECT_EQ(section.find("### "), section.rfind("### ")) << section;  // one group
+  EXPECT_NE(section.find("| configuration | success_rate | ttft_median_ms | ttft_p99_ms | "
+                         "tpot_median_ms | e2el_median_ms | e2el_p99_ms | "
+                         "cost_per_completed_request | cost_per_mtok_output |"),
+            std::string::npos)
+      << section;
+  EXPECT_NE(section.find("engine=sim"), std::string::npos) << section;
+  EXPECT_NE(section.find("engine=external"), std::string::npos) << section;
+  EXPECT_NE(section.find("Varied: engine."), std::string::npos) << section;
+  EXPECT_NE(section.find("Note: gpus.count differs ('4' vs '1'): B is a managed endpoint"),
+            std::string::npos)
+      << section;
 }
 
 }  // namespace
