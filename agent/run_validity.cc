@@ -101,12 +101,17 @@ Validity JudgeValidity(const ValidityInputs& in) {
                              token_tolerance(generation_tok), in, no_usage));
   v.engine_restarts = CountEngineRestarts(in.before, in.during, in.after);
 
-  if (in.measured_output_tok == 0) {
-    v.reasons.push_back("no output tokens: the measured requests generated nothing");
-  }
   const double success_rate =
       in.measured > 0 ? static_cast<double>(in.completed) / in.measured : 0.0;
-  if (success_rate < in.min_success_rate) {
+  if (in.measured == 0) {
+    // Nothing to rate: say why rather than "0.0% (0 of 0)".
+    v.reasons.push_back(
+        "no request was measured: the measured phase (duration_s or num_requests) ended before "
+        "a request did; lengthen it");
+  } else if (in.measured_output_tok == 0) {
+    v.reasons.push_back("no output tokens: the measured requests generated nothing");
+  }
+  if (in.measured > 0 && success_rate < in.min_success_rate) {
     v.reasons.push_back(fmt::format("success rate {:.1f}% ({} of {}) below min_success_rate {:g}%",
                                     100 * success_rate, in.completed, in.measured,
                                     100 * in.min_success_rate));

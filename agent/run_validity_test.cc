@@ -80,6 +80,17 @@ TEST(Validity, NoOutputLowSuccessAndARestartAreEachAReason) {
             0u);
 }
 
+// A measured phase shorter than any request measures nothing: one reason that says so, not a
+// success rate of 0 of 0 or "no output tokens".
+TEST(Validity, NoMeasuredRequestIsOneReasonThatSaysWhy) {
+  std::vector<loadgen::RequestRecord> none;
+  ValidityInputs in = Inputs(none, 0, 0, 0);
+  const Validity v = JudgeValidity(in);
+  EXPECT_EQ(v.verdict, "invalid");
+  EXPECT_EQ(v.reasons.size(), 1u) << v.Reasons();
+  EXPECT_EQ(v.Reasons().rfind("no request was measured", 0), 0u) << v.Reasons();
+}
+
 TEST(Validity, WithoutCountersTheRunIsNotReconciledAndWithoutUsageTokensAreUnchecked) {
   const auto requests = Requests(10);
   ValidityInputs in = Inputs(requests, 10, 100, 200);

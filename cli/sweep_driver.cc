@@ -29,7 +29,7 @@ void PrintUncertifiedRuns(results::ResultsStore& store) {
     return;
   }
   for (const auto& row : rows.rows) {
-    if (row[1] == "0") {
+    if (row[1] == "0" && row[2] != "0") {
       fmt::print("  every request of [{}] failed ({}): {}\n", row[0], row[2], row[7]);
     } else if (row[3] == "invalid") {
       fmt::print("  invalid [{}]: {}\n", row[0], row[4]);
