@@ -260,7 +260,10 @@ std::string ReportMarkdown(results::ResultsStore& store, const results::Table& s
         "| {} | {} | {} | {} |\n",
         row.Text("label"), row.Text("status"), CertificateText(row), row.Text("engine"),
         row.Text("gpu_count"), row.Text("tp"), row.Text("pp"), row.Text("dp"),
-        row.Text("concurrency"),
+        // An open loop has no slots: at most its cap on requests in flight.
+        row.Text("max_in_flight") != "0" ? "max " + row.Text("max_in_flight")
+        : row.Text("concurrency") != "0"   ? row.Text("concurrency")
+                                           : std::string("-"),
         row.Text("arrival") == "closed-loop" ? std::string("-")
                                              : row.Number("request_rate_per_s", 1),
         row.Text("completed"), row.Text("failed"), row.Number("request_throughput", 2),

@@ -107,6 +107,7 @@ std::vector<RecordColumn> Build() {
   Text(c, "output_len_dist", [](Record r) { return std::string(r.getOutputLenDist()); });
   Int(c, "concurrency", [](Record r) { return int64_t{r.getConcurrency()}; });
   Real(c, "request_rate_per_s", [](Record r) { return r.getRequestRatePerS(); });
+  Int(c, "max_in_flight", [](Record r) { return int64_t{r.getMaxInFlight()}; });
   Text(c, "arrival", [](Record r) { return std::string(r.getArrival()); });
   Int(c, "warm", [](Record r) { return int64_t{r.getWarm() ? 1 : 0}; });
   Int(c, "warmup_requests", [](Record r) { return int64_t{r.getWarmupRequests()}; });
