@@ -163,6 +163,15 @@ struct BenchmarkRecord {
   # Client send delay (sent - start): connection setup and the wait inside libcurl before the
   # request went out, kept out of TTFT and E2EL.
   clientSendMs @72 :LatencyStats;
+
+  # Simulated runs (`plan --simulate`): the engine profile whose coefficients costed the steps
+  # and its calibration, e.g. "sglang-0.3 (fitted 2026-12-01 on 8 points: ...)" or "default
+  # (uncalibrated)"; the error to expect of its figures, in % (the fit's median absolute error,
+  # or an uncalibrated profile's typical error); and the run's standing: "calibrated",
+  # "extrapolated: <what lies outside the fit>" or "uncalibrated: <why>". "" / NaN when measured.
+  calibration @73 :Text;
+  calibrationErrorPct @74 :Float64;
+  calibrationStanding @75 :Text;
 }
 
 enum RunStatus {
