@@ -213,7 +213,7 @@ Status Simulate(schema::RunSpec::Reader spec, const VirtualRunOptions& options, 
   if (Status s = ChooseEngineProfile(spec, options, &out->engine, &out->engine_why); !s.ok()) {
     return s;
   }
-  out->deployment = perfmodel::DeploymentFor(spec, out->engine);
+  out->deployment = perfmodel::DeploymentFor(spec, out->engine, &out->hardware);
   perfmodel::CostModel cost;
   if (Status s = perfmodel::CostModel::Create(out->hardware, out->model, out->deployment, &cost);
       !s.ok()) {
@@ -231,23 +231,19 @@ Status Simulate(schema::RunSpec::Reader spec, const VirtualRunOptions& options, 
   return Status::Ok();
 }
 
-// The run's shape as calibrations describe what they were fitted on.
+std::string LayoutOf(const perfmodel::DeploymentConfig& d) {
+  return perfmodel::LayoutName(d.tp, d.pp, d.dp * d.dp_attention, d.ep, d.dp_attention > 1,
+                               d.prefill_instances, d.decode_instances);
+}
+
 perfmodel::RunShape ShapeOf(const Simulation& sim, const loadgen::BenchSummary& summary) {
-  perfmodel::RunShape shape;
-  const perfmodel::DeploymentConfig& d = sim.deployment;
-  shape.model = sim.model.name;
-  shape.hardware = sim.hardware.name;
-  shape.layout = perfmodel::LayoutName(d.tp, d.pp, d.dp * d.dp_attention, d.ep, d.dp_attention > 1,
-                                       d.prefill_instances, d.decode_instances);
-  shape.input_tok = summary.completed > 0
-                        ? static_cast<double>(summary.total_input_tokens) / summary.completed
-                        : 0;
-  shape.output_tok = summary.completed > 0
-                         ? static_cast<double>(summary.total_output_tokens) / summary.completed
-                         : 0;
-  // Requests in flight on average (Little's law), for closed and open loops alike.
-  shape.load = summary.request_throughput * summary.e2el_ms.mean / 1e3;
-  return shape;
+  const double n = summary.completed > 0 ? summary.completed : 1;
+  return {sim.model.name,
+          sim.hardware.name,
+          LayoutOf(sim.deployment),
+          static_cast<double>(summary.total_input_tokens) / n,
+          static_cast<double>(summary.total_output_tokens) / n,
+          summary.request_throughput * summary.e2el_ms.mean / 1e3};
 }
 
 CalibrationLabel LabelOf(const Simulation& sim, const perfmodel::RunShape& shape) {
@@ -275,6 +271,26 @@ CalibrationLabel LabelOf(const Simulation& sim, const perfmodel::RunShape& shape
 }
 
 }  // namespace
+
+Status RunShapeOf(schema::RunSpec::Reader spec, const VirtualRunOptions& options,
+                  double mean_input_tok, double mean_output_tok, double mean_in_flight,
+                  perfmodel::RunShape* out) {
+  out->hardware = spec.getSim().getHardware().size() > 0 ? std::string(spec.getSim().getHardware())
+                                                         : options.default_hardware;
+  perfmodel::HardwareProfile hardware;
+  if (Status s = perfmodel::LoadHardwareProfile(out->hardware, &hardware); !s.ok()) return s;
+  out->hardware = hardware.name;
+  std::string model_name;
+  if (Status s = perfmodel::ResolveModelProfileName(spec, &model_name); !s.ok()) return s;
+  perfmodel::ModelProfile model;
+  if (Status s = perfmodel::LoadModelProfile(model_name, &model); !s.ok()) return s;
+  out->model = model.name;
+  out->layout = LayoutOf(perfmodel::DeploymentFor(spec));
+  out->input_tok = mean_input_tok;
+  out->output_tok = mean_output_tok;
+  out->load = mean_in_flight;
+  return Status::Ok();
+}
 
 Status SimulateRun(schema::RunSpec::Reader spec, const VirtualRunOptions& options,
                    SimulatedRun* out) {

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "perfmodel/calibration.h"
 #include "perfmodel/engine_profile.h"
 #include "schema/result.capnp.h"
 #include "schema/run_spec.capnp.h"
@@ -59,6 +60,13 @@ Status SimulateRun(schema::RunSpec::Reader spec, const VirtualRunOptions& option
                    SimulatedRun* out);
 Status SimulateRun(schema::RunSpec::Reader spec, const std::string& default_hardware,
                    SimulatedRun* out);
+
+// A run's shape as calibrations describe what they were fitted on: the hardware and model
+// profiles it resolves to, its layout, and from its record the mean lengths and the mean
+// requests in flight (request throughput x mean E2E, Little's law).
+Status RunShapeOf(schema::RunSpec::Reader spec, const VirtualRunOptions& options,
+                  double mean_input_tok, double mean_output_tok, double mean_in_flight,
+                  perfmodel::RunShape* out);
 
 // Simulates `spec` and fills `result` (status ok, or failed with the reason).
 void ExecuteVirtualRun(schema::RunSpec::Reader spec, const VirtualRunOptions& options,

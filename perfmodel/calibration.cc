@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 namespace servesweep::perfmodel {
 namespace {
@@ -25,30 +26,30 @@ std::vector<double> ToValues(const std::vector<FitParameter>& params,
 
 }  // namespace
 
-FitResult FitCoefficients(const std::vector<FitParameter>& params, const FitObjective& objective,
-                          const FitOptions& options) {
-  const size_t n = params.size();
-  FitResult result;
-  std::vector<double> start(n);
-  for (size_t i = 0; i < n; ++i) {
-    start[i] = std::log(std::clamp(params[i].initial, Lower(params[i]), params[i].max_value));
-  }
-  auto eval = [&](const std::vector<double>& logs) {
-    ++result.evaluations;
-    const double f = objective(ToValues(params, logs));
-    return std::isfinite(f) ? f : std::numeric_limits<double>::max();
-  };
-  if (n == 0) {
-    result.objective = eval(start);
-    return result;
-  }
-  // The simplex: the start and one step along each axis.
-  std::vector<std::vector<double>> x(n + 1, start);
+namespace {
+
+// One Nelder-Mead descent from `start` (log scale) with the given first step; returns the best
+// vertex and its value.
+// Every vertex is projected into the bounds before it is evaluated or kept, so the simplex never
+// spreads over flat ground outside them.
+using Points = std::vector<double>;
+std::pair<Points, double> Descend(const Points& start, double step,
+                                  const std::function<double(const Points&)>& eval,
+                                  const std::function<Points(Points)>& project,
+                                  const FitOptions& options, const int* evaluations) {
+  const size_t n = start.size();
+  std::vector<Points> x(n + 1, start);
   std::vector<double> f(n + 1);
-  for (size_t i = 0; i < n; ++i) x[i + 1][i] += options.initial_step;
+  for (size_t i = 0; i < n; ++i) {
+    // Step inwards when a step outwards would leave the bounds.
+    Points up = x[i + 1];
+    up[i] += step;
+    x[i + 1] = project(up);
+    if (x[i + 1][i] == start[i]) x[i + 1][i] -= step;
+  }
   for (size_t i = 0; i <= n; ++i) f[i] = eval(x[i]);
   std::vector<size_t> order(n + 1);
-  while (result.evaluations < options.max_evaluations) {
+  while (*evaluations < options.max_evaluations) {
     std::iota(order.begin(), order.end(), 0);
     std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return f[a] < f[b]; });
     const size_t best = order.front(), worst = order.back(), second = order[n - 1];
@@ -58,9 +59,9 @@ FitResult FitCoefficients(const std::vector<FitParameter>& params, const FitObje
       for (size_t i = 0; i < n; ++i) centroid[i] += x[order[k]][i] / static_cast<double>(n);
     }
     auto along = [&](double t) {
-      std::vector<double> p(n);
+      Points p(n);
       for (size_t i = 0; i < n; ++i) p[i] = centroid[i] + t * (x[worst][i] - centroid[i]);
-      return p;
+      return project(p);
     };
     const std::vector<double> reflected = along(-1);
     const double fr = eval(reflected);
@@ -91,9 +92,64 @@ FitResult FitCoefficients(const std::vector<FitParameter>& params, const FitObje
       f[k] = eval(x[k]);
     }
   }
-  const size_t best = static_cast<size_t>(std::min_element(f.begin(), f.end()) - f.begin());
-  result.values = ToValues(params, x[best]);
-  result.objective = f[best];
+  const auto best = static_cast<size_t>(std::min_element(f.begin(), f.end()) - f.begin());
+  return {x[best], f[best]};
+}
+
+}  // namespace
+
+FitResult FitCoefficients(const std::vector<FitParameter>& params, const FitObjective& objective,
+                          const FitOptions& options) {
+  const size_t n = params.size();
+  FitResult result;
+  std::vector<double> best(n);
+  for (size_t i = 0; i < n; ++i) {
+    best[i] = std::log(std::clamp(params[i].initial, Lower(params[i]), params[i].max_value));
+  }
+  // Points clamped to the bounds, so the simplex cannot wander where values do not change.
+  auto clamp = [&](std::vector<double> logs) {
+    for (size_t i = 0; i < n; ++i) {
+      logs[i] = std::clamp(logs[i], std::log(Lower(params[i])), std::log(params[i].max_value));
+    }
+    return logs;
+  };
+  auto eval = [&](const std::vector<double>& logs) {
+    ++result.evaluations;
+    const double f = objective(ToValues(params, logs));
+    return std::isfinite(f) ? f : std::numeric_limits<double>::max();
+  };
+  double best_f = eval(best);
+  // First, coordinate scans over a log grid (x 1/20 .. x 20 around the current value, within the
+  // bounds): the simulated objective is piecewise flat (a request waits for the step in flight,
+  // so small changes often change nothing), which stalls a simplex that starts small.
+  for (int sweep = 0; sweep < options.scan_sweeps && n > 0; ++sweep) {
+    for (size_t i = 0; i < n; ++i) {
+      const double centre = best[i];
+      for (int k = -options.scan_points; k <= options.scan_points; ++k) {
+        if (k == 0 || result.evaluations >= options.max_evaluations) continue;
+        std::vector<double> p = best;
+        p[i] = centre + 3.0 * k / options.scan_points;
+        p = clamp(p);
+        if (p[i] == best[i]) continue;
+        const double f = eval(p);
+        if (f < best_f) best = p, best_f = f;
+      }
+    }
+  }
+  // Then restarts from the best point with a smaller first step: the simulated objective is
+  // piecewise flat (steps are discrete), where one descent stalls early.
+  double step = options.initial_step;
+  while (n > 0 && result.evaluations < options.max_evaluations) {
+    auto [x, f] = Descend(best, step, eval, clamp, options, &result.evaluations);
+    const bool improved = f < best_f - options.tolerance;
+    if (f < best_f) best = x, best_f = f;
+    if (!improved) {
+      step /= 2;
+      if (step < options.initial_step / 8) break;
+    }
+  }
+  result.values = ToValues(params, best);
+  result.objective = best_f;
   return result;
 }
 

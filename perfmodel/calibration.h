@@ -33,6 +33,8 @@ struct FitOptions {
   int max_evaluations = 400;
   double initial_step = 0.5;  // of log(value): the first simplex spans x e^0.5
   double tolerance = 1e-4;    // stop when the simplex's objective spread is below this
+  int scan_sweeps = 2;        // coordinate scans before the simplex (0: none)
+  int scan_points = 6;        // per side of each scan: 2 x this + 1 values over x 1/20 .. x 20
 };
 
 struct FitResult {
@@ -43,7 +45,8 @@ struct FitResult {
 
 using FitObjective = std::function<double(const std::vector<double>& values)>;
 
-// Nelder-Mead on log(values), clamped to the bounds; deterministic.
+// Coordinate scans, then Nelder-Mead with restarts, on log(values) within the bounds;
+// deterministic.
 FitResult FitCoefficients(const std::vector<FitParameter>& parameters,
                           const FitObjective& objective, const FitOptions& options = {});
 

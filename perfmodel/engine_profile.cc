@@ -31,6 +31,7 @@ constexpr Scalar kScalars[] = {
     {"kernels", "gemm_efficiency", &EngineCoefficients::gemm_efficiency, 0.001, 1},
     {"kernels", "gemm_half_tok", &EngineCoefficients::gemm_half_tok, 0, 1e6},
     {"kernels", "weight_read_efficiency", &EngineCoefficients::weight_read_efficiency, 0.001, 1},
+    {"kernels", "expert_gemm_efficiency", &EngineCoefficients::expert_gemm_efficiency, 0.001, 1},
     {"kernels", "expert_half_tok", &EngineCoefficients::expert_half_tok, 0, 1e6},
     {"kernels", "expert_read_efficiency", &EngineCoefficients::expert_read_efficiency, 0.001, 1},
     {"launch", "layer_gpu_us", &EngineCoefficients::layer_gpu_us, 0, 1e6},
@@ -191,6 +192,17 @@ Status ParseEngineProfile(std::string_view yaml, const std::string& origin, Engi
     d.ReadFraction("gpu_memory_utilization", &p.defaults.gpu_memory_utilization);
     d.ReadNumber("activation_reserve_gb", &p.defaults.activation_reserve_gb);
     d.ReadInt("decode_steps", &p.defaults.decode_steps, 1);
+    d.ReadInt("prefill_chunk_tok", &p.defaults.prefill_chunk_tok, 0);
+    YamlMap large = d.Section("large_gpu");
+    if (large.is_map()) {
+      large.ReadNumber("min_memory_gb", &p.defaults.large_gpu_memory_gb, 1, YamlMap::kRequired);
+      if (auto v = large.Get("except"); v.IsDefined()) {
+        p.defaults.large_gpu_except = reader.TextList(v, "except", true);
+      }
+      large.ReadInt("max_num_seqs", &p.defaults.large_gpu_max_num_seqs, 1);
+      large.ReadInt("max_num_batched_tokens", &p.defaults.large_gpu_max_num_batched_tokens, 1);
+    }
+    large.Finish();
     d.Finish();
   }
   EngineCoefficients& c = p.coefficients;
@@ -351,6 +363,19 @@ Status SetCoefficient(EngineProfile* profile, const std::string& name, double va
   return Status::Ok();
 }
 
+Status CoefficientBounds(const std::string& name, double* min_value, double* max_value) {
+  if (const Scalar* s = FindScalar(name)) {
+    *min_value = s->min_value;
+    *max_value = s->max_value;
+    return Status::Ok();
+  }
+  double unused = 0;
+  if (Status s = GetCoefficient(EngineProfile{}, name, &unused); !s.ok()) return s;
+  *min_value = 0.001;
+  *max_value = 1;
+  return Status::Ok();
+}
+
 namespace {
 
 std::string YamlList(const std::vector<std::string>& items) {
@@ -384,9 +409,17 @@ std::string EngineProfileYaml(const EngineProfile& p, const std::string& header)
   out += fmt::format(
       "defaults:\n  max_num_seqs: {}\n  max_num_batched_tokens: {}\n  chunked_prefill: {}\n"
       "  mixed_batches: {}\n  gpu_memory_utilization: {}\n  activation_reserve_gb: {}\n"
-      "  decode_steps: {}\n",
+      "  decode_steps: {}\n  prefill_chunk_tok: {}\n",
       d.max_num_seqs, d.max_num_batched_tokens, d.chunked_prefill, d.mixed_batches,
-      Number(d.gpu_memory_utilization), Number(d.activation_reserve_gb), d.decode_steps);
+      Number(d.gpu_memory_utilization), Number(d.activation_reserve_gb), d.decode_steps,
+      d.prefill_chunk_tok);
+  if (d.large_gpu_memory_gb > 0) {
+    out += fmt::format(
+        "  large_gpu: {{min_memory_gb: {}, except: {}, max_num_seqs: {}, "
+        "max_num_batched_tokens: {}}}\n",
+        Number(d.large_gpu_memory_gb), YamlList(d.large_gpu_except), d.large_gpu_max_num_seqs,
+        d.large_gpu_max_num_batched_tokens);
+  }
   const EngineCoefficients& c = p.coefficients;
   for (const char* section : {"kernels", "launch", "collectives", "cpu"}) {
     out += fmt::format("{}:\n", section);

@@ -61,7 +61,9 @@ struct EngineCoefficients {
   double gemm_efficiency = 1;
   double gemm_half_tok = 0;
   double weight_read_efficiency = 1;
-  // MoE expert GEMMs: the same at t tokens per expert (grouped GEMMs of a few rows each).
+  // MoE expert GEMMs (grouped, often block-scaled): expert_gemm_efficiency x t / (t +
+  // expert_half_tok) at t tokens per expert, and their weights read at expert_read_efficiency.
+  double expert_gemm_efficiency = 1;
   double expert_half_tok = 0;
   double expert_read_efficiency = 1;
   // Attention kernels by kind ("gqa", "mla", "sparse"): one efficiency on both their FLOP/s and
@@ -99,7 +101,14 @@ struct EngineDefaults {
   bool mixed_batches = true;
   double gpu_memory_utilization = 0.9;
   double activation_reserve_gb = 1;
-  int decode_steps = 1;  // decode steps per schedule (vLLM 0.6's --num-scheduler-steps)
+  int decode_steps = 1;       // decode steps per schedule (vLLM 0.6's --num-scheduler-steps)
+  int prefill_chunk_tok = 0;  // prompt tokens per step at most (SGLang --chunked-prefill-size)
+  // Larger limits on GPUs of at least large_gpu_memory_gb, except those named (vLLM V1's
+  // arg_utils.py: max_num_seqs 1024 and 8192 batched tokens on 70 GB+ GPUs other than A100s).
+  double large_gpu_memory_gb = 0;  // 0: none
+  std::vector<std::string> large_gpu_except;
+  int large_gpu_max_num_seqs = 0;
+  int large_gpu_max_num_batched_tokens = 0;
 };
 
 struct VersionRange {
@@ -141,7 +150,9 @@ bool InVersionRange(const VersionRange& range, const std::string& version);
 // an unknown name with the known ones listed.
 std::vector<std::string> CoefficientNames(const EngineProfile& profile);
 Status GetCoefficient(const EngineProfile& profile, const std::string& name, double* value);
+// Setting clamps to the coefficient's bounds, which CoefficientBounds gives.
 Status SetCoefficient(EngineProfile* profile, const std::string& name, double value);
+Status CoefficientBounds(const std::string& name, double* min_value, double* max_value);
 
 // The profile as YAML in the format ParseEngineProfile reads (comments: `header`).
 std::string EngineProfileYaml(const EngineProfile& profile, const std::string& header);

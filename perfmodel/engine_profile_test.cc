@@ -44,8 +44,10 @@ TEST(EngineProfile, SelectedByEngineAndVersion) {
   ASSERT_TRUE(SelectEngineProfile("vllm", "0.6.0", &p, &why).ok());
   EXPECT_EQ(p.name, "vllm-0.6");
   EXPECT_EQ(why, "");
-  ASSERT_TRUE(SelectEngineProfile("vllm", "0.21.0", &p, &why).ok());
+  ASSERT_TRUE(SelectEngineProfile("vllm", "0.11.0", &p, &why).ok());
   EXPECT_EQ(p.name, "vllm-0.8");
+  ASSERT_TRUE(SelectEngineProfile("vllm", "0.21.0", &p, &why).ok());
+  EXPECT_EQ(p.name, "vllm-0.12");
   EXPECT_EQ(why, "");
   ASSERT_TRUE(SelectEngineProfile("vllm", "0.4.2", &p, &why).ok());
   EXPECT_EQ(p.name, "vllm-0.6");

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <string_view>
 
 #include "perfmodel/profiles.h"
@@ -50,7 +51,8 @@ int FlagValue(schema::RunSpec::Reader spec, std::string_view flag) {
 
 }  // namespace
 
-DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec, const EngineProfile& engine) {
+DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec, const EngineProfile& engine,
+                               const HardwareProfile* hardware) {
   DeploymentConfig d;
   d.engine = engine;
   const EngineDefaults& defaults = engine.defaults;
@@ -61,6 +63,16 @@ DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec, const EngineProfile
   d.gpu_memory_utilization = defaults.gpu_memory_utilization;
   d.activation_reserve_bytes = defaults.activation_reserve_gb * 1e9;
   d.decode_steps = defaults.decode_steps;
+  d.prefill_chunk_tok = defaults.prefill_chunk_tok;
+  if (hardware != nullptr && defaults.large_gpu_memory_gb > 0 &&
+      hardware->memory_bytes >= defaults.large_gpu_memory_gb * 1e9 &&
+      std::find(defaults.large_gpu_except.begin(), defaults.large_gpu_except.end(),
+                hardware->name) == defaults.large_gpu_except.end()) {
+    if (defaults.large_gpu_max_num_seqs > 0) d.max_num_seqs = defaults.large_gpu_max_num_seqs;
+    if (defaults.large_gpu_max_num_batched_tokens > 0) {
+      d.max_num_batched_tokens = defaults.large_gpu_max_num_batched_tokens;
+    }
+  }
 
   const auto layout = spec.getLayout();
   d.tp = static_cast<int>(layout.getTp());

@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "perfmodel/deployment.h"
 #include "perfmodel/engine_profile.h"
+#include "perfmodel/profiles.h"
 #include "schema/run_spec.capnp.h"
 
 namespace servesweep::perfmodel {
@@ -27,8 +28,10 @@ Status EngineProfileFor(schema::RunSpec::Reader spec, EngineProfile* out, std::s
 // defaults fill what the spec's engine_config leaves unset (0 / default), and its coefficients
 // cost the steps. DP attention makes one instance of tp GPUs with dp attention groups (not dp
 // replicas); expert parallelism then spans the instance's tp GPUs. vLLM's
-// --num-scheduler-steps N in the engine flags sets the decode steps per schedule.
-DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec, const EngineProfile& engine);
+// --num-scheduler-steps N in the engine flags sets the decode steps per schedule. `hardware`
+// (optional) selects the engine's defaults for its GPU size.
+DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec, const EngineProfile& engine,
+                               const HardwareProfile* hardware = nullptr);
 // The same on the bare roofline's profile (the layout mapping alone, for engine adapters).
 DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec);
 

@@ -254,7 +254,8 @@ StepCost CostModel::Step(const std::vector<BatchEntry>& batch) const {
     expert_bytes = params_.routed_total * DistinctExperts(group_tokens) / model_.experts *
                    bytes_per_param_ / expert_div;
     const double per_expert = group_tokens * model_.active_experts / model_.experts;
-    const double expert_eff = ShapeEfficiency(e.gemm_efficiency, per_expert, e.expert_half_tok);
+    const double expert_eff =
+        ShapeEfficiency(e.expert_gemm_efficiency, per_expert, e.expert_half_tok);
     const double flops =
         2.0 * params_.moe_layers * model_.active_experts * params_.expert_each * tokens;
     expert_compute = flops / gpus / m / (achievable_flops_ * expert_eff) * 1e9;
