@@ -1,9 +1,10 @@
 // `servesweep calibrate`: fits an engine profile's coefficients to measured runs (results
 // databases) and published points (a YAML table of conditions and figures with their sources),
-// minimising the squared log error over their figures (TTFT, TPOT/ITL, E2E, throughput), prints
-// every figure's error and the medians, and writes the profile with what it was fitted on.
-// Without --fit it only evaluates (the shipped profiles, or --engine-profile) and, with --check,
-// fails when a case's bound is broken: the fidelity suite (tests/fidelity) runs it so.
+// minimising the log error over their figures (TTFT, TPOT/ITL, E2E, throughput; squared, or
+// absolute with --loss absolute), prints every figure's error and the medians, and writes the
+// profile with what it was fitted on. Without --fit it only evaluates (the shipped profiles, or
+// --engine-profile) and, with --check, fails when a case's bound is broken: the fidelity suite
+// (tests/fidelity) runs it so.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -49,6 +50,7 @@ struct CalibrateOptions {
   std::string out;
   std::string name;
   int max_evaluations = 300;
+  std::string loss = "squared";
   double holdout_bound_pct = 0;
   bool check = false;
   bool json = false;
@@ -230,7 +232,9 @@ int Run(const CalibrateOptions& o) {
             const Prediction pr = Predict(*p, OptionsFor(*p, o, &candidate));
             predicted.insert(predicted.end(), pr.figures.begin(), pr.figures.end());
           }
-          const double f = perfmodel::MeanSquaredLogError(predicted, measured);
+          const double f = o.loss == "absolute"
+                               ? perfmodel::MeanAbsoluteLogError(predicted, measured)
+                               : perfmodel::MeanSquaredLogError(predicted, measured);
           if (std::getenv("SERVESWEEP_CALIBRATE_TRACE"))
             fmt::print(stderr, "fit {} -> {}\n", fmt::join(values, " "), f);
           return f;
@@ -241,10 +245,9 @@ int Run(const CalibrateOptions& o) {
       const double rounded = std::stod(fmt::format("{:.4g}", fit.values[i]));
       (void)perfmodel::SetCoefficient(profile.get(), params[i].name, rounded);
     }
-    spdlog::info("calibrate: {} evaluations in {:.1f} s, mean squared log error {:.4f}",
-                 fit.evaluations,
+    spdlog::info("calibrate: {} evaluations in {:.1f} s, loss ({}) {:.4f}", fit.evaluations,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
-                 fit.objective);
+                 o.loss, fit.objective);
   }
 
   // Every point, predicted with the (fitted) profile where it applies.
@@ -435,6 +438,11 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--name", o->name, "Name of the written profile (default: the fitted one's)");
   cmd->add_option("--max-evaluations", o->max_evaluations, "Model evaluations of the fit")
       ->capture_default_str();
+  cmd->add_option("--loss", o->loss,
+                  "What the fit minimises over the figures: squared (mean log error squared) or "
+                  "absolute (mean |log error|, less pulled by one noisy figure)")
+      ->check(CLI::IsMember({"squared", "absolute"}))
+      ->capture_default_str();
   cmd->add_flag("--check", o->check,
                 "Exit 1 when a case's bound, the table's median bound or the held-out bound is "
                 "broken");
@@ -450,6 +458,7 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
     if (o->fit_default) line += " --fit-default";
     if (!o->holdout.empty()) line += " --holdout " + o->holdout;
     if (!o->fit_only.empty()) line += " --fit-only " + o->fit_only;
+    if (o->loss != "squared") line += " --loss " + o->loss;
     if (!o->hardware.empty()) line += " --hardware " + o->hardware;
     if (!o->model_profile.empty()) line += " --model-profile " + o->model_profile;
     *exit_code = Run(*o);

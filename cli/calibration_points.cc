@@ -234,7 +234,8 @@ Status LoadMeasuredRuns(const std::string& db_path, const std::vector<std::strin
     if (!model_profile.empty() && spec.getSim().getModelProfile().size() == 0) {
       spec.getSim().setModelProfile(model_profile);
     }
-    point.id = fmt::format("{}: {}", db_path, run.label.empty() ? run.run_id : run.label);
+    point.id = fmt::format("{}: {}", std::filesystem::path(db_path).filename().string(),
+                           run.label.empty() ? run.run_id : run.label);
     point.case_name = db_path;
     point.source = db_path;
     for (size_t m = 0; m < metrics.size(); ++m) {

@@ -153,17 +153,30 @@ FitResult FitCoefficients(const std::vector<FitParameter>& params, const FitObje
   return result;
 }
 
-double MeanSquaredLogError(const std::vector<double>& predicted,
-                           const std::vector<double>& measured) {
+namespace {
+
+double MeanLogError(const std::vector<double>& predicted, const std::vector<double>& measured,
+                    double (*loss)(double)) {
   double sum = 0;
   size_t count = 0;
   for (size_t i = 0; i < predicted.size() && i < measured.size(); ++i) {
     if (!(measured[i] > 0)) continue;
-    const double e = predicted[i] > 0 ? std::log(predicted[i] / measured[i]) : std::log(10.0);
-    sum += e * e;
+    sum += loss(predicted[i] > 0 ? std::log(predicted[i] / measured[i]) : std::log(10.0));
     ++count;
   }
   return count > 0 ? sum / static_cast<double>(count) : 0;
+}
+
+}  // namespace
+
+double MeanSquaredLogError(const std::vector<double>& predicted,
+                           const std::vector<double>& measured) {
+  return MeanLogError(predicted, measured, [](double e) { return e * e; });
+}
+
+double MeanAbsoluteLogError(const std::vector<double>& predicted,
+                            const std::vector<double>& measured) {
+  return MeanLogError(predicted, measured, [](double e) { return std::fabs(e); });
 }
 
 double RelativeError(double predicted, double measured) {

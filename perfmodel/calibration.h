@@ -54,6 +54,10 @@ FitResult FitCoefficients(const std::vector<FitParameter>& parameters,
 // positive (no figure) counts as a factor-of-10 miss.
 double MeanSquaredLogError(const std::vector<double>& predicted,
                            const std::vector<double>& measured);
+// The same with |log(predicted / measured)|: one noisy figure pulls the fit less (measurements
+// on a shared machine).
+double MeanAbsoluteLogError(const std::vector<double>& predicted,
+                            const std::vector<double>& measured);
 
 // predicted / measured - 1; NaN when either is not positive.
 double RelativeError(double predicted, double measured);

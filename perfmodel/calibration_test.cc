@@ -43,6 +43,10 @@ TEST(Calibration, ErrorsAndMedians) {
   // Log error: 2x too slow weighs as 2x too fast; a missing prediction as a factor of 10.
   EXPECT_NEAR(MeanSquaredLogError({200}, {100}), MeanSquaredLogError({50}, {100}), 1e-12);
   EXPECT_NEAR(MeanSquaredLogError({0}, {100}), std::log(10.0) * std::log(10.0), 1e-12);
+  // The absolute form: |log 2| for a factor of 2 either way, averaged, not squared.
+  EXPECT_NEAR(MeanAbsoluteLogError({200, 50}, {100, 100}), std::log(2.0), 1e-12);
+  EXPECT_NEAR(MeanAbsoluteLogError({100, 400}, {100, 100}), std::log(4.0) / 2, 1e-12);
+  EXPECT_NEAR(MeanAbsoluteLogError({0}, {100}), std::log(10.0), 1e-12);
 }
 
 TEST(Calibration, RangeSaysWhatIsOutside) {
