@@ -59,6 +59,15 @@ TEST(PlanSimulate, TopologySweepGoesThroughTheModelIntoTheResultsDatabase) {
             3);
   const std::string report = ReadTextFile(out + "/report.md");
   EXPECT_NE(report.find("**SIMULATED**"), std::string::npos);
+  // Every run says what its figures stand on: the emulator engine has no fitted profile.
+  size_t labelled = 0;
+  for (size_t at = 0;
+       (at = report.find(": default (uncalibrated), typical error ", at)) != std::string::npos;
+       ++at) {
+    ++labelled;
+  }
+  EXPECT_EQ(labelled, 6u) << report;
+  EXPECT_NE(report.find("%; uncalibrated: "), std::string::npos) << report;
   EXPECT_NE(report.find("### concurrency=32"), std::string::npos);
   EXPECT_NE(report.find("Matched: every condition is the same. Varied: layout.tp."),
             std::string::npos)
