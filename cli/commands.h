@@ -16,6 +16,7 @@ void AddAgentCommand(CLI::App& app, int* exit_code);
 void AddSimCommand(CLI::App& app, int* exit_code);
 void AddBenchCommand(CLI::App& app, int* exit_code);
 void AddPlanCommand(CLI::App& app, int* exit_code);
+void AddCalibrateCommand(CLI::App& app, int* exit_code);
 void AddReportCommand(CLI::App& app, int* exit_code);
 void AddCompareCommand(CLI::App& app, int* exit_code);
 void AddBaselineCommand(CLI::App& app, int* exit_code);

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   int exit_code = servesweep::cli::kExitOk;
   servesweep::cli::AddRunCommand(app, &exit_code);
   servesweep::cli::AddPlanCommand(app, &exit_code);
+  servesweep::cli::AddCalibrateCommand(app, &exit_code);
   servesweep::cli::AddCoordinatorCommand(app, &exit_code);
   servesweep::cli::AddAgentCommand(app, &exit_code);
   servesweep::cli::AddBenchCommand(app, &exit_code);

@@ -28,6 +28,7 @@ struct PlanOptions {
   bool simulate = false;
   std::string out_dir;
   std::string hardware;
+  std::vector<std::string> engine_profiles;  // replace the shipped choice for their engines
   bool json = false;
   bool commands = false;
 };
@@ -37,10 +38,19 @@ struct Estimate {
   bool known = false;
   double duration_s = 0;  // cold start + warm-up + measured phase
   double gpu_hours = 0;
+  agent::CalibrationLabel label;  // the model's standing for this run
   std::vector<std::string> problems;
 };
 
-Estimate EstimateRun(schema::RunSpec::Reader spec, const std::string& hardware,
+// "calibrated ±8%", "extrapolated (fit ±8%)", "uncalibrated ±40%": how far an estimate may be
+// off (an extrapolation's own error is unknown: the fit's is a lower bound).
+std::string Standing(const agent::CalibrationLabel& label) {
+  const std::string kind = label.standing.substr(0, label.standing.find(':'));
+  return kind == "extrapolated" ? fmt::format("extrapolated (fit ±{:.0f}%)", label.error_pct)
+                                : fmt::format("{} ±{:.0f}%", kind, label.error_pct);
+}
+
+Estimate EstimateRun(schema::RunSpec::Reader spec, const agent::VirtualRunOptions& options,
                      const matrix::LoadedMatrix& loaded) {
   Estimate e;
   const auto& cluster = loaded.cluster;
@@ -50,11 +60,11 @@ Estimate EstimateRun(schema::RunSpec::Reader spec, const std::string& hardware,
                                      spec.getGpusNeeded(), cluster_gpus, cluster.agents,
                                      cluster.gpus_per_agent));
   }
-  if (spec.getSim().getHardware().size() == 0 && hardware.empty()) return e;
+  if (spec.getSim().getHardware().size() == 0 && options.default_hardware.empty()) return e;
   // A managed endpoint's hardware is not ours to model: nothing to estimate, nothing to refuse.
   if (spec.getEngine() == "external") return e;
   agent::SimulatedRun sim;
-  if (Status s = agent::SimulateRun(spec, hardware, &sim); !s.ok()) {
+  if (Status s = agent::SimulateRun(spec, options, &sim); !s.ok()) {
     e.problems.push_back(s.message());
     return e;
   }
@@ -65,20 +75,22 @@ Estimate EstimateRun(schema::RunSpec::Reader spec, const std::string& hardware,
   const double warmup_share =
       w.getNumRequests() > 0 ? double(w.getWarmupRequests()) / w.getNumRequests() : 0;
   e.known = true;
+  e.label = sim.label;
   e.duration_s = sim.cold_start_s + sim.duration_s * (1 + warmup_share);
   e.gpu_hours = spec.getGpusNeeded() * e.duration_s / 3600;
   return e;
 }
 
-int PrintPlan(matrix::LoadedMatrix& loaded, const std::string& hardware, bool json, bool commands) {
+int PrintPlan(matrix::LoadedMatrix& loaded, const agent::VirtualRunOptions& options, bool json,
+              bool commands) {
   const auto runs = loaded.matrix().getRuns();
   nlohmann::json out{{"runs", nlohmann::json::array()}};
   double total_hours = 0;
   size_t problems = 0, estimated = 0;
   uint64_t gpus = 0;
   if (!json) {
-    fmt::print("{:<28} {:<8} {:>5} {:>9} {:>9} {:>7} {:>9} {:>8}  {}\n", "run", "engine", "GPUs",
-               "requests", "in/out", "conc.", "est. s", "GPU-h", "label");
+    fmt::print("{:<28} {:<8} {:>5} {:>9} {:>9} {:>7} {:>9} {:>8} {:<24}  {}\n", "run", "engine",
+               "GPUs", "requests", "in/out", "conc.", "est. s", "GPU-h", "model", "label");
   }
   // Repeats of a configuration simulate identically (same seed): each is estimated once, at
   // repeat 0, which the matrix places `repeat` runs earlier.
@@ -87,7 +99,7 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const std::string& hardware, bool js
     const auto w = spec.getWorkload();
     estimates.push_back(spec.getRepeat() > 0 && spec.getIndex() >= spec.getRepeat()
                             ? estimates[spec.getIndex() - spec.getRepeat()]
-                            : EstimateRun(spec, hardware, loaded));
+                            : EstimateRun(spec, options, loaded));
     const Estimate& e = estimates.back();
     total_hours += e.gpu_hours;
     estimated += e.known;
@@ -109,6 +121,11 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const std::string& hardware, bool js
            {"request_rate_per_s", w.getRequestRatePerS()},
            {"estimated_s", e.known ? nlohmann::json(e.duration_s) : nlohmann::json(nullptr)},
            {"gpu_hours", e.known ? nlohmann::json(e.gpu_hours) : nlohmann::json(nullptr)},
+           {"calibration", e.known ? nlohmann::json(e.label.calibration) : nlohmann::json(nullptr)},
+           {"calibration_error_pct",
+            e.known ? nlohmann::json(e.label.error_pct) : nlohmann::json(nullptr)},
+           {"calibration_standing",
+            e.known ? nlohmann::json(e.label.standing) : nlohmann::json(nullptr)},
            {"problems", e.problems}});
       if (commands) {
         out["runs"].back()["commands"] =
@@ -116,11 +133,15 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const std::string& hardware, bool js
       }
       continue;
     }
-    fmt::print("{:<28} {:<8} {:>5} {:>9} {:>9} {:>7} {:>9} {:>8}  {}\n", spec.getRunId().cStr(),
-               spec.getEngine().cStr(), spec.getGpusNeeded(), w.getNumRequests(),
-               fmt::format("{}/{}", w.getInputLenTok(), w.getOutputLenTok()), load,
-               e.known ? fmt::format("{:.0f}", e.duration_s) : "n/a",
-               e.known ? fmt::format("{:.3f}", e.gpu_hours) : "n/a", spec.getLabel().cStr());
+    fmt::print("{:<28} {:<8} {:>5} {:>9} {:>9} {:>7} {:>9} {:>8} {:<24}  {}\n",
+               spec.getRunId().cStr(), spec.getEngine().cStr(), spec.getGpusNeeded(),
+               w.getNumRequests(), fmt::format("{}/{}", w.getInputLenTok(), w.getOutputLenTok()),
+               load, e.known ? fmt::format("{:.0f}", e.duration_s) : "n/a",
+               e.known ? fmt::format("{:.3f}", e.gpu_hours) : "n/a",
+               e.known ? Standing(e.label) : "n/a", spec.getLabel().cStr());
+    if (e.known && e.label.standing != "calibrated") {
+      fmt::print("  model: {}: {}\n", e.label.calibration, e.label.standing);
+    }
     for (const auto& problem : e.problems) fmt::print("  problem: {}\n", problem);
     if (commands)
       fmt::print("{}", agent::DescribeRunLaunches(spec, {}, kFrontEndPort, "servesweep"));
@@ -136,7 +157,8 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const std::string& hardware, bool js
     if (estimated > 0) {
       fmt::print(
           "estimated {:.2f} GPU-hours for {} of {} runs (performance model: cold start, "
-          "warm-up and measured phase; docs/perfmodel.md)\n",
+          "warm-up and measured phase; docs/perfmodel.md; each run's model column says its "
+          "calibration and expected error)\n",
           total_hours, estimated, runs.size());
     } else {
       fmt::print("no GPU-hour estimates: name a hardware profile (sim.hardware or --hardware)\n");
@@ -146,7 +168,8 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const std::string& hardware, bool js
 }
 
 // Every run through the model, committed to DIR/results.db as a sweep would; then the reports.
-int Simulate(matrix::LoadedMatrix& loaded, const PlanOptions& options) {
+int Simulate(matrix::LoadedMatrix& loaded, const PlanOptions& options,
+             const agent::VirtualRunOptions& run_options) {
   namespace fs = std::filesystem;
   const std::string db = options.out_dir + "/results.db";
   if (fs::exists(db)) {
@@ -164,14 +187,14 @@ int Simulate(matrix::LoadedMatrix& loaded, const PlanOptions& options) {
     return kExitError;
   }
   fmt::print("SIMULATED (performance model, virtual time; docs/perfmodel.md)\n");
-  fmt::print("{:<36} {:>5} {:>9} {:>11} {:>10} {:>10} {:>9}\n", "run", "GPUs", "req/s", "out tok/s",
-             "TTFT p50", "TPOT p50", "sim ms");
+  fmt::print("{:<36} {:>5} {:>9} {:>11} {:>10} {:>10} {:>9}  {}\n", "run", "GPUs", "req/s",
+             "out tok/s", "TTFT p50", "TPOT p50", "sim ms", "model");
   size_t failed = 0;
   for (auto spec : matrix.getRuns()) {
     const auto started = std::chrono::steady_clock::now();
     capnp::MallocMessageBuilder message;
     auto result = message.initRoot<schema::RunResult>();
-    agent::ExecuteVirtualRun(spec, options.hardware, result);
+    agent::ExecuteVirtualRun(spec, run_options, result);
     const double sim_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();
@@ -190,10 +213,12 @@ int Simulate(matrix::LoadedMatrix& loaded, const PlanOptions& options) {
       continue;
     }
     const auto r = result.asReader().getRecord();
-    fmt::print("{:<36} {:>5} {:>9.2f} {:>11.1f} {:>10.1f} {:>10.2f} {:>9.1f}\n",
+    const agent::CalibrationLabel label{r.getCalibration(), r.getCalibrationErrorPct(),
+                                        r.getCalibrationStanding()};
+    fmt::print("{:<36} {:>5} {:>9.2f} {:>11.1f} {:>10.1f} {:>10.2f} {:>9.1f}  {}\n",
                spec.getLabel().cStr(), spec.getGpusNeeded(), r.getRequestThroughput(),
                r.getOutputThroughput(), r.getTtftMs().getMedian(), r.getTpotMs().getMedian(),
-               sim_ms);
+               sim_ms, Standing(label));
   }
   report::ReportPaths paths;
   if (s = report::WriteReports(*store, options.out_dir, &paths); !s.ok()) {
@@ -217,6 +242,10 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", options->out_dir, "Output folder of the simulation")->needs(simulate);
   cmd->add_option("--hardware", options->hardware,
                   "Hardware profile for runs whose matrix names none (e.g. h200, or a YAML path)");
+  cmd->add_option("--engine-profile", options->engine_profiles,
+                  "Engine profile for the runs of its engine (a shipped name or a YAML path, e.g. "
+                  "one `servesweep calibrate` wrote); repeatable. Default: the run's engine and "
+                  "version choose a shipped one");
   cmd->add_flag("--json", options->json, "Print the plan as JSON");
   cmd->add_flag("--commands", options->commands,
                 "Print, for each run and node, the engine command lines the agents would start "
@@ -228,8 +257,19 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitError;
       return;
     }
+    agent::VirtualRunOptions run_options;
+    run_options.default_hardware = options->hardware;
+    for (const auto& name : options->engine_profiles) {
+      perfmodel::EngineProfile profile;
+      if (Status s = perfmodel::LoadEngineProfile(name, &profile); !s.ok()) {
+        spdlog::error("--engine-profile: {}", s.message());
+        *exit_code = kExitError;
+        return;
+      }
+      run_options.engine_profiles.push_back(std::move(profile));
+    }
     if (!options->simulate) {
-      *exit_code = PrintPlan(matrix, options->hardware, options->json, options->commands);
+      *exit_code = PrintPlan(matrix, run_options, options->json, options->commands);
       return;
     }
     if (options->out_dir.empty()) {
@@ -237,7 +277,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitError;
       return;
     }
-    *exit_code = Simulate(matrix, *options);
+    *exit_code = Simulate(matrix, *options, run_options);
   });
 }
 

@@ -21,6 +21,7 @@ namespace {
 struct ModelOptions {
   std::string hardware;
   std::string model_profile;  // "" = inferred from --model
+  std::string engine_profile = "default";
   perfmodel::DeploymentConfig deployment;
   bool expert_parallel = false;
 };
@@ -41,6 +42,10 @@ Status MakeModelCore(const ModelOptions& options, bool startup_given,
   }
   if (Status s = perfmodel::LoadModelProfile(model_name, &model); !s.ok()) return s;
   perfmodel::DeploymentConfig deployment = options.deployment;
+  if (Status s = perfmodel::LoadEngineProfile(options.engine_profile, &deployment.engine);
+      !s.ok()) {
+    return s;
+  }
   if (options.expert_parallel) deployment.ep = deployment.tp * deployment.dp;
   std::unique_ptr<sim::PerfModelCore> core;
   if (Status s = sim::PerfModelCore::Create(hardware, model, deployment, SteadyNowNs(), &core);
@@ -50,9 +55,11 @@ Status MakeModelCore(const ModelOptions& options, bool startup_given,
   settings->max_model_len = std::min(settings->max_model_len, core->KvCapacityTok());
   if (deployment.prefix_caching) settings->prefix_block_tok = deployment.block_size_tok;
   if (!startup_given) settings->startup_ms = static_cast<double>(core->ColdStartNs()) / 1e6;
-  spdlog::info("sim: performance model {} on {} (tp {} pp {} dp {} ep {}), cold start {:.1f} s",
-               model.name, hardware.name, deployment.tp, deployment.pp, deployment.dp,
-               deployment.ep, static_cast<double>(core->ColdStartNs()) / 1e9);
+  spdlog::info(
+      "sim: performance model {} on {} (tp {} pp {} dp {} ep {}), engine profile {}, cold start "
+      "{:.1f} s",
+      model.name, hardware.name, deployment.tp, deployment.pp, deployment.dp, deployment.ep,
+      deployment.engine.name, static_cast<double>(core->ColdStartNs()) / 1e9);
   *out = std::move(core);
   return Status::Ok();
 }
@@ -152,6 +159,12 @@ void AddSimCommand(CLI::App& app, int* exit_code) {
                        ->group(model_group);
   cmd->add_option("--model-profile", model->model_profile,
                   "Model profile (default: inferred from --model)")
+      ->needs(hardware)
+      ->group(model_group);
+  cmd->add_option("--engine-profile", model->engine_profile,
+                  "Engine profile: its coefficients and calibration (a shipped name such as "
+                  "vllm-0.8, or a YAML path; docs/perfmodel.md)")
+      ->capture_default_str()
       ->needs(hardware)
       ->group(model_group);
   auto& d = model->deployment;

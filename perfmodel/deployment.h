@@ -1,13 +1,17 @@
-// How a model is deployed: the parallel layout, the engine's scheduler settings and the costs
-// the profiles do not cover. A plain struct with unit-suffixed names; the defaults are vLLM's
-// where vLLM has one (max_num_seqs 256, max_num_batched_tokens 8192 with chunked prefill,
-// gpu_memory_utilization 0.9, prefix caching on, recompute preemption).
+// How a model is deployed: the parallel layout, the engine (its profile: coefficients and
+// defaults, perfmodel/engine_profile.h) and its scheduler settings. A plain struct with
+// unit-suffixed names. The scheduler defaults below are vLLM's (max_num_seqs 256,
+// max_num_batched_tokens 8192 with chunked prefill, gpu_memory_utilization 0.9, prefix caching
+// on, recompute preemption); DeploymentFor (run_deployment.h) takes them from the run's engine
+// profile instead, unless the run's engine_config sets them.
 //
 // Thread-safety: a value.
 #pragma once
 
 #include <cstdint>
 #include <string>
+
+#include "perfmodel/engine_profile.h"
 
 namespace servesweep::perfmodel {
 
@@ -20,6 +24,10 @@ struct DeploymentConfig {
   // all-to-all dispatch and combine per MoE layer. 1 = off; otherwise a multiple of tp that
   // divides tp x dp (the EP group spans ep / tp replicas, as vLLM's --enable-expert-parallel).
   int ep = 1;
+  // Data-parallel attention (SGLang --enable-dp-attention): this many attention groups inside
+  // each instance share its tp GPUs (attention weights replicated per group, each group its own
+  // requests and their KV); the MLP/MoE layers stay TP/EP over the instance. 1 = off.
+  int dp_attention = 1;
   // Prefill/decode disaggregation: both > 0 = separate pools of instances of the layout above
   // (dp is then ignored); the KV cache moves from prefill to decode after the first token.
   int prefill_instances = 0;
@@ -30,11 +38,23 @@ struct DeploymentConfig {
   std::string kv_dtype = "auto";     // bf16, fp16, fp8, fp4, auto (= the model's)
 
   // Scheduler (vLLM V1): per step, at most max_num_batched_tokens tokens (decodes first, then
-  // prefill chunks) and at most max_num_seqs running requests.
+  // prefill chunks of at most prefill_chunk_tok) and at most max_num_seqs running requests.
   int max_num_seqs = 256;
   int max_num_batched_tokens = 8192;
+  // Chunked prefill: a prompt may be split over steps, in chunks of at most prefill_chunk_tok
+  // (0 = the step's budget; SGLang's --chunked-prefill-size). false: a prompt is prefilled whole
+  // in one step (the budget grows to hold it).
+  bool chunked_prefill = true;
+  int prefill_chunk_tok = 0;
+  // Prefill chunks share steps with decodes; false: a step is all prefill or all decode, with
+  // waiting prompts first (vLLM V0 without chunked prefill).
+  bool mixed_batches = true;
+  // Decode steps run per schedule (vLLM 0.6 --num-scheduler-steps): a decode-only batch runs
+  // this many steps back to back, its tokens delivered at the end, new requests admitted after.
+  int decode_steps = 1;
   double gpu_memory_utilization = 0.9;
   double activation_reserve_bytes = 1e9;  // per GPU, held back from the KV cache
+  int64_t kv_capacity_limit_tok = 0;      // > 0: at most this many KV tokens per instance (-c)
 
   // Prefix cache: LRU over blocks of block_size_tok tokens keyed by the caller's block hashes.
   bool prefix_caching = true;
@@ -45,9 +65,12 @@ struct DeploymentConfig {
   int spec_num_tok = 0;
   double spec_mean_accepted_tok = 0;
 
-  int pp_microbatches = 0;             // micro-batches per step with pp > 1 (0 = pp)
-  int64_t step_overhead_ns = 500'000;  // scheduler, sampling, launch: per step, fixed
-  double activation_bytes = 2;         // bytes per element in collectives (bf16)
+  int pp_microbatches = 0;      // micro-batches per step with pp > 1 (0 = pp)
+  double activation_bytes = 2;  // bytes per element in collectives (bf16)
+
+  // The engine's coefficients (kernel efficiencies, latency floors, CPU per step). Default: the
+  // bare roofline, which only tests want; DeploymentFor loads the run's engine profile.
+  EngineProfile engine;
 
   // Cold start: weights loaded at min(weight_load_bytes_per_s, host link) per GPU, then graphs.
   double weight_load_bytes_per_s = 5e9;

@@ -71,6 +71,7 @@ struct Scheduled {
   Seq* seq;
   int32_t new_tok;
   bool spec_decode;
+  bool multi_step = false;  // new_tok decode tokens of a multi-step run, all delivered
 };
 
 // One engine instance: its queues, KV cache and the step in flight.
@@ -199,18 +200,39 @@ class Replica {
     return static_cast<int32_t>(std::min<int64_t>(accepted, d_->spec_num_tok));
   }
 
+  // The prefill tokens a request may take now: its pending prompt within the step's budget and
+  // prefill budget; without chunked prefill the whole prompt or nothing (alone in a step, it may
+  // exceed the budget, as an engine's max_num_batched_tokens >= max_model_len).
+  int64_t PrefillTokens(int64_t pending, int64_t budget, int64_t prefill_budget) const {
+    const int64_t room = std::min(budget, prefill_budget);
+    if (d_->chunked_prefill) return std::min(pending, room);
+    if (pending <= room || batch_.empty()) return pending;
+    return 0;
+  }
+
   void StartStep(int64_t now, const EventSink& sink) {
     batch_.clear();
+    multi_steps_ = 1;
     int64_t budget = d_->max_num_batched_tokens;
+    int64_t prefill_budget = d_->prefill_chunk_tok > 0 ? d_->prefill_chunk_tok : budget;
     bool preempted = false;
+    // Without mixed batches (vLLM V0), a step that can admit a waiting prompt prefills only.
+    const bool prefill_only = !d_->mixed_batches && !waiting_.empty() &&
+                              static_cast<int>(running_.size()) < d_->max_num_seqs &&
+                              CanAdmit(waiting_.front());
     // Running requests first, oldest first; a request that cannot grow preempts the newest.
-    for (size_t i = 0; i < running_.size() && budget > 0;) {
+    for (size_t i = 0; i < running_.size() && budget > 0 && !prefill_only;) {
       Seq* seq = running_[i];
       const int64_t pending = seq->known() - seq->computed;
       const bool decode = pending == 1 && seq->generated > 0;
       const bool spec = decode && d_->spec_num_tok > 0;
       const int64_t n = spec && budget >= 1 + d_->spec_num_tok ? 1 + d_->spec_num_tok
-                                                               : std::min<int64_t>(pending, budget);
+                        : decode                               ? 1
+                                 : PrefillTokens(pending, budget, prefill_budget);
+      if (n == 0) {
+        ++i;
+        continue;
+      }
       bool preempted_self = false;
       while (!Allocate(seq, seq->computed + n)) {
         Seq* victim = running_.back();
@@ -224,17 +246,19 @@ class Replica {
       if (preempted_self) continue;  // running_[i] is now the next request (or the end)
       batch_.push_back({seq, static_cast<int32_t>(n), spec && n == 1 + d_->spec_num_tok});
       budget -= n;
+      if (!decode) prefill_budget -= n;
       ++i;
     }
     // Then waiting requests, in order, while there is room; the head blocks the rest. After a
     // preemption there is none this step (as vLLM: the victim would be readmitted at once).
-    while (!preempted && !waiting_.empty() && budget > 0 &&
+    while (!preempted && !waiting_.empty() && budget > 0 && prefill_budget > 0 &&
+           (d_->mixed_batches || prefill_only) &&
            static_cast<int>(running_.size()) < d_->max_num_seqs) {
       Seq* seq = waiting_.front();
       const bool lookup = seq->computed == 0 && d_->prefix_caching;
       if (lookup) LookupPrefix(seq);
-      const int64_t n = std::min<int64_t>(seq->known() - seq->computed, budget);
-      if (!Allocate(seq, seq->computed + n)) {
+      const int64_t n = PrefillTokens(seq->known() - seq->computed, budget, prefill_budget);
+      if (n == 0 || !Allocate(seq, seq->computed + n)) {
         Release(seq);  // gives back the prefix hits; they are looked up again next step
         if (!seq->remote_kv) seq->computed = 0;
         break;
@@ -247,17 +271,55 @@ class Replica {
       running_.push_back(seq);
       batch_.push_back({seq, static_cast<int32_t>(n), false});
       budget -= n;
+      prefill_budget -= n;
     }
     if (batch_.empty()) return;
     entries_.clear();
+    bool decode_only = d_->decode_steps > 1 && d_->spec_num_tok == 0;
     for (const Scheduled& s : batch_) {
       const bool completes = s.seq->computed + s.new_tok >= s.seq->known();
       const int32_t sampled = s.spec_decode ? s.new_tok : (completes ? 1 : 0);
       entries_.push_back({s.seq->computed, s.new_tok, sampled});
+      decode_only = decode_only && s.new_tok == 1 && s.seq->generated > 0;
     }
+    int64_t step_ns = cost_->Step(entries_).total_ns;
+    if (decode_only) step_ns = MultiStep(step_ns);
     busy_ = true;
-    step_end_ns_ = now + cost_->Step(entries_).total_ns;
-    ++counters_->steps;
+    step_end_ns_ = now + step_ns;
+    counters_->steps += multi_steps_;
+  }
+
+  // vLLM's multi-step scheduling: a decode-only batch runs decode_steps steps back to back (the
+  // batch keeps its shape; requests that end early idle), its tokens delivered at the end. The
+  // GPU runs the middle step's cost once per step; the CPU schedules and prepares once.
+  int64_t MultiStep(int64_t first_step_ns) {
+    const int32_t k = d_->decode_steps;
+    for (size_t i = 0; i < batch_.size(); ++i) {
+      Seq* seq = batch_[i].seq;
+      const auto n =
+          static_cast<int32_t>(std::min<int64_t>(k, seq->spec.output_tok - seq->generated));
+      if (!Allocate(seq, seq->computed + n)) {
+        return first_step_ns;  // no room for k tokens each: one step, as the engine falls back
+      }
+    }
+    for (size_t i = 0; i < batch_.size(); ++i) {
+      Seq* seq = batch_[i].seq;
+      batch_[i].new_tok =
+          static_cast<int32_t>(std::min<int64_t>(k, seq->spec.output_tok - seq->generated));
+      batch_[i].multi_step = true;
+      entries_[i].context_tok += (k - 1) / 2;
+    }
+    multi_steps_ = k;
+    const StepCost c = cost_->Step(entries_);
+    return cost_->TotalNs(c.gpu_ns * k, c.cpu_ns);
+  }
+
+  // Whether the head of the queue's first chunk fits the KV cache now (for a prefill-only step).
+  bool CanAdmit(const Seq* seq) const {
+    const int64_t need =
+        std::min<int64_t>(seq->known() - seq->computed,
+                          d_->chunked_prefill ? d_->max_num_batched_tokens : seq->known());
+    return free_tok() + cache_.evictable() * d_->block_size_tok >= need;
   }
 
   void FinishStep(int64_t now, const EventSink& sink, std::vector<Seq*>* done) {
@@ -269,7 +331,10 @@ class Replica {
       }
       const int64_t remaining = seq->spec.output_tok - seq->generated;
       int64_t emitted = 0;
-      if (s.spec_decode) {
+      if (s.multi_step) {
+        emitted = std::min<int64_t>(s.new_tok, remaining);
+        seq->computed += emitted;
+      } else if (s.spec_decode) {
         const int32_t accepted = AcceptedThisStep(seq);
         counters_->spec_draft_tok += d_->spec_num_tok;
         counters_->spec_accepted_tok += accepted;
@@ -330,13 +395,17 @@ class Replica {
   int64_t wake_ns_ = EngineModel::kNever;
   std::vector<Scheduled> batch_;
   std::vector<BatchEntry> entries_;
+  int64_t multi_steps_ = 1;  // engine steps the batch in flight stands for
 };
 
 }  // namespace
 
 class EngineModel::Impl {
  public:
-  Impl(CostModel cost, const DeploymentConfig& d) : cost_(std::move(cost)), d_(d) {
+  Impl(CostModel cost, const DeploymentConfig& d)
+      : cost_(std::move(cost)),
+        d_(d),
+        front_end_ns_(std::llround(d.engine.coefficients.request_us * 1e3)) {
     if (d_.prefill_instances > 0 && d_.decode_instances > 0) {
       for (int i = 0; i < d_.prefill_instances; ++i) AddReplica(Role::kPrefill);
       for (int i = 0; i < d_.decode_instances; ++i) AddReplica(Role::kDecode);
@@ -356,7 +425,8 @@ class EngineModel::Impl {
       return Status::InvalidArgument(
           fmt::format("request {}: expected a new id, found one in flight", request.id));
     }
-    request.arrival_ns = std::max(request.arrival_ns, now_ns_);
+    // The front end (HTTP, tokenisation) delays its arrival at the scheduler.
+    request.arrival_ns = std::max(request.arrival_ns, now_ns_) + front_end_ns_;
     it->second.spec = std::move(request);
     arrivals_.push({it->second.spec.arrival_ns, submit_order_++, &it->second});
     return Status::Ok();
@@ -526,6 +596,7 @@ class EngineModel::Impl {
 
   CostModel cost_;
   DeploymentConfig d_;
+  int64_t front_end_ns_;
   Counters counters_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::unordered_map<uint64_t, Seq> seqs_;

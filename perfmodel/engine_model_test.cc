@@ -443,5 +443,78 @@ TEST(EngineModelTest, MixedWorkloadsStayWellFormedInEveryLayout) {
   }
 }
 
+// The chunked-prefill budget (SGLang's --chunked-prefill-size) limits the prompt tokens per
+// step: a 4096-token prompt takes four steps of 1024 before its first token.
+TEST(EngineModelTest, PrefillChunkBudgetSplitsAPrompt) {
+  DeploymentConfig d;
+  d.prefill_chunk_tok = 1024;
+  auto engine = Engine(d);
+  ASSERT_TRUE(engine->Submit(Req(1, 0, 4096, 2)).ok());
+  const std::vector<Event> events = RunAll(*engine);
+  EXPECT_EQ(engine->Snapshot().steps, 4 + 1);
+  DeploymentConfig whole;
+  auto unchunked = Engine(whole);
+  ASSERT_TRUE(unchunked->Submit(Req(1, 0, 4096, 2)).ok());
+  RunAll(*unchunked);
+  EXPECT_EQ(unchunked->Snapshot().steps, 1 + 1);
+}
+
+// Without chunked prefill a prompt is prefilled whole, even beyond the step's budget; without
+// mixed batches (vLLM V0) a prefill step carries no decodes, so a running request stalls while
+// a new prompt is prefilled.
+TEST(EngineModelTest, UnchunkedAndUnmixedPrefillStallsDecodes) {
+  DeploymentConfig d;
+  d.max_num_batched_tokens = 512;
+  d.chunked_prefill = false;
+  auto engine = Engine(d);
+  ASSERT_TRUE(engine->Submit(Req(1, 0, 2000, 3)).ok());
+  RunAll(*engine);
+  EXPECT_EQ(engine->Snapshot().steps, 1 + 2);  // one whole prefill step, two decodes
+  d = {};
+  d.mixed_batches = false;
+  auto v0 = Engine(d);
+  auto v1 = Engine({});
+  for (auto* e : {v0.get(), v1.get()}) {
+    ASSERT_TRUE(e->Submit(Req(1, 0, 100, 200)).ok());
+    ASSERT_TRUE(e->Submit(Req(2, 50'000'000, 8000, 2)).ok());
+  }
+  const std::vector<Event> unmixed = RunAll(*v0), mixed = RunAll(*v1);
+  // Request 1's longest gap holds the 8000-token prefill either way; unmixed it also skips its
+  // own decode in that step, so its tokens come later.
+  EXPECT_GT(MaxGapNs(unmixed, 1), MaxGapNs(mixed, 1) * 9 / 10);
+  int64_t end_unmixed = 0, end_mixed = 0;
+  for (const Event& e : Of(unmixed, 1)) end_unmixed = std::max(end_unmixed, e.time_ns);
+  for (const Event& e : Of(mixed, 1)) end_mixed = std::max(end_mixed, e.time_ns);
+  EXPECT_GT(end_unmixed, end_mixed);
+}
+
+// vLLM's multi-step scheduling: decode tokens come in bursts of decode_steps, and a request
+// arriving mid-burst waits for the burst's end before its prefill.
+TEST(EngineModelTest, MultiStepDeliversDecodeTokensInBursts) {
+  DeploymentConfig d;
+  d.decode_steps = 10;
+  auto engine = Engine(d);
+  ASSERT_TRUE(engine->Submit(Req(1, 0, 100, 41)).ok());
+  const std::vector<Event> events = RunAll(*engine);
+  std::vector<int32_t> chunks;
+  for (const Event& e : Of(events, 1)) {
+    if (e.kind == EventKind::kTokens || e.kind == EventKind::kFirstToken)
+      chunks.push_back(e.tokens);
+  }
+  EXPECT_EQ(chunks, (std::vector<int32_t>{1, 10, 10, 10, 10}));
+  EXPECT_EQ(engine->Snapshot().steps, 1 + 40);
+}
+
+// The engine's front end (request_us) delays every request before the scheduler sees it.
+TEST(EngineModelTest, FrontEndDelayIsInTimeToFirstToken) {
+  DeploymentConfig d;
+  auto bare = Engine(d);
+  ASSERT_TRUE(SetCoefficient(&d.engine, "cpu.request_us", 5000).ok());
+  auto delayed = Engine(d);
+  ASSERT_TRUE(bare->Submit(Req(1, 0, 100, 2)).ok());
+  ASSERT_TRUE(delayed->Submit(Req(1, 0, 100, 2)).ok());
+  EXPECT_EQ(FirstTokenNs(RunAll(*delayed), 1) - FirstTokenNs(RunAll(*bare), 1), 5'000'000);
+}
+
 }  // namespace
 }  // namespace servesweep::perfmodel

@@ -161,6 +161,24 @@ Status ParseModelProfile(std::string_view yaml, const std::string& origin, Model
       reader.Fail(kind, fmt::format("expected attention kind 'gqa' or 'mla', found {}",
                                     DescribeYamlNode(kind)));
     }
+    a.ReadInt("sliding_window", &m.sliding_window_tok, 1);
+    m.sliding_layers = m.sliding_window_tok > 0 ? m.layers : 0;
+    a.ReadInt("sliding_layers", &m.sliding_layers, 0);
+    YamlMap sparse = a.Section("sparse");
+    if (sparse.is_map()) {
+      m.sparse_layers = m.layers - m.sliding_layers;
+      sparse.ReadInt("layers", &m.sparse_layers, 0);
+      sparse.ReadInt("top_k", &m.sparse_top_k, 1, YamlMap::kRequired);
+      sparse.ReadInt("indexer_heads", &m.indexer_heads, 0);
+      sparse.ReadInt("indexer_head_dim", &m.indexer_head_dim, 0);
+    }
+    sparse.Finish();
+    if (reader.ok() && m.sliding_layers + m.sparse_layers > m.layers) {
+      reader.Fail(a.Get("sliding_layers"),
+                  fmt::format("expected sliding_layers + sparse.layers <= layers ({}), found {} "
+                              "+ {}",
+                              m.layers, m.sliding_layers, m.sparse_layers));
+    }
     a.Finish();
   }
   {
@@ -254,6 +272,7 @@ ModelParams ComputeParams(const ModelProfile& m) {
   p.routed_total = moe_layers * m.experts * p.expert_each;
   p.embedding = static_cast<double>(m.vocab_size) * h;
   p.lm_head = m.tie_word_embeddings ? 0 : p.embedding;
+  p.output_projection = p.embedding;
   const double common = m.layers * p.attention_per_layer + dense_layers * dense_mlp +
                         moe_layers * (router + shared) + p.embedding + p.lm_head;
   p.total = common + p.routed_total;

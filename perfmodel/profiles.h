@@ -71,6 +71,17 @@ struct ModelProfile {
   int qk_nope_head_dim = 0;
   int qk_rope_head_dim = 0;
   int v_head_dim = 0;
+  // Sliding-window layers: sliding_layers of the layers attend to the last sliding_window_tok
+  // tokens only (0 = none).
+  int sliding_window_tok = 0;
+  int sliding_layers = 0;
+  // Sparse attention (DeepSeek's DSA, V4's compressed sparse attention): sparse_layers of the
+  // layers attend to the sparse_top_k tokens an indexer picks; the indexer scores every cached
+  // token with indexer_heads x indexer_head_dim (its keys cached at 1 byte per element).
+  int sparse_layers = 0;
+  int sparse_top_k = 0;
+  int indexer_heads = 0;
+  int indexer_head_dim = 0;
 
   // MoE (experts == 0: dense). The first dense_layers layers use the dense MLP.
   int experts = 0;
@@ -96,11 +107,12 @@ struct ModelProfile {
 
 // Parameter counts derived from a model profile (overrides applied).
 struct ModelParams {
-  double total = 0;         // every weight, embeddings included
-  double active = 0;        // weights used per token (shared + routed top-k + dense)
-  double routed_total = 0;  // all routed experts (0 for dense models)
-  double embedding = 0;     // input embedding table (vocab x hidden)
-  double lm_head = 0;       // output projection (0 when tied to the embedding)
+  double total = 0;              // every weight, embeddings included
+  double active = 0;             // weights used per token (shared + routed top-k + dense)
+  double routed_total = 0;       // all routed experts (0 for dense models)
+  double embedding = 0;          // input embedding table (vocab x hidden)
+  double lm_head = 0;            // output projection (0 when tied to the embedding)
+  double output_projection = 0;  // vocab x hidden, read every step (the embedding when tied)
   double attention_per_layer = 0;
   double expert_each = 0;  // one routed expert of one layer
   int moe_layers = 0;

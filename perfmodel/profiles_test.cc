@@ -33,10 +33,12 @@ double Kv(const ModelProfile& m, const std::string& dtype) {
 
 TEST(ProfilesTest, EveryShippedProfileLoadsByName) {
   EXPECT_EQ(ShippedHardwareProfiles(),
-            (std::vector<std::string>{"b200", "cpu", "gb300", "h100", "h200", "h200-measured"}));
-  EXPECT_EQ(ShippedModelProfiles(),
-            (std::vector<std::string>{"deepseek-v3", "deepseek-v4.1-flash", "llama-3.1-70b",
-                                      "llama-3.1-8b", "qwen3-30b-a3b"}));
+            (std::vector<std::string>{"a100", "b200", "cpu", "cpu-2core", "gb300", "h100", "h200",
+                                      "h200-measured"}));
+  EXPECT_EQ(
+      ShippedModelProfiles(),
+      (std::vector<std::string>{"deepseek-v3", "deepseek-v4.1-flash", "llama-3.1-70b",
+                                "llama-3.1-8b", "qwen3-30b-a3b", "qwen3-8b", "smollm2-135m"}));
   for (const auto& name : ShippedHardwareProfiles()) EXPECT_EQ(Hw(name).name, name);
   for (const auto& name : ShippedModelProfiles()) EXPECT_EQ(Model(name).name, name);
 }
@@ -100,9 +102,14 @@ TEST(ProfilesTest, ParameterCountsMatchTheArchitecture) {
   EXPECT_EQ(v3.moe_layers, 58);
 
   const ModelParams flash = ComputeParams(Model("deepseek-v4.1-flash"));
-  EXPECT_DOUBLE_EQ(flash.total, 284e9);
-  EXPECT_DOUBLE_EQ(flash.active, 13e9);
-  EXPECT_DOUBLE_EQ(flash.routed_total, 43.0 * 256 * 3 * 4096 * 2048);
+  EXPECT_DOUBLE_EQ(flash.total, 552e9);
+  EXPECT_DOUBLE_EQ(flash.active, 16e9);
+  EXPECT_DOUBLE_EQ(flash.routed_total, 40.0 * 384 * 3 * 5120 * 2304);
+  const ModelProfile flash_model = Model("deepseek-v4.1-flash");
+  EXPECT_EQ(flash_model.sliding_layers, 2);
+  EXPECT_EQ(flash_model.sliding_window_tok, 128);
+  EXPECT_EQ(flash_model.sparse_layers, 38);
+  EXPECT_EQ(flash_model.sparse_top_k, 512);
 
   double bytes = 0;
   ASSERT_TRUE(WeightBytesPerParam(Model("deepseek-v3"), "native", &bytes).ok());
@@ -210,8 +217,8 @@ TEST(ProfilesTest, LoadsAPathAndRefusesAnUnknownName) {
   s = LoadHardwareProfile("h300", &hw);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(),
-            "unknown hardware profile 'h300': expected a shipped name (b200, cpu, gb300, h100, "
-            "h200, h200-measured) or a path to a .yaml file");
+            "unknown hardware profile 'h300': expected a shipped name (a100, b200, cpu, cpu-2core, "
+            "gb300, h100, h200, h200-measured) or a path to a .yaml file");
   ModelProfile model;
   s = LoadModelProfile("/nonexistent/model.yaml", &model);
   EXPECT_EQ(s.message(), "/nonexistent/model.yaml: cannot open the profile for reading");

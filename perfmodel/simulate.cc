@@ -17,14 +17,17 @@ Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
         fmt::format("workload: expected concurrency >= 0, found {}", workload.concurrency));
   }
   SimulationResult result;
-  result.requests.resize(workload.requests.size());
+  std::vector<RequestSpec> specs = workload.requests;  // grows with repeats (duration mode)
+  result.requests.resize(specs.size());
   std::unordered_map<uint64_t, size_t> index;
-  index.reserve(workload.requests.size());
-  for (size_t i = 0; i < workload.requests.size(); ++i) {
-    const RequestSpec& r = workload.requests[i];
+  index.reserve(specs.size());
+  uint64_t max_id = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const RequestSpec& r = specs[i];
     if (!index.emplace(r.id, i).second) {
       return Status::InvalidArgument(fmt::format("workload: request id {} appears twice", r.id));
     }
+    max_id = std::max(max_id, r.id);
     RequestRecord& rec = result.requests[i];
     rec.id = r.id;
     rec.input_tok = r.input_tok;
@@ -33,29 +36,48 @@ Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
 
   const bool closed = workload.concurrency > 0;
   const bool capped = !closed && workload.max_in_flight > 0;
+  const bool repeat = closed && workload.repeat_until_ns > 0 && !specs.empty();
   // A capped open loop sends requests in arrival order, as the load generator does.
-  std::vector<size_t> order(workload.requests.size());
+  std::vector<size_t> order(specs.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   if (capped) {
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-      return workload.requests[a].arrival_ns < workload.requests[b].arrival_ns;
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return specs[a].arrival_ns < specs[b].arrival_ns; });
   }
   size_t next = 0;
   int in_flight = 0;
   auto submit = [&](int64_t at_ns) -> Status {
     const size_t i = order[next];
-    RequestSpec r = workload.requests[i];
+    RequestSpec r = specs[i];
+    result.requests[i].scheduled_ns = closed ? at_ns : r.arrival_ns;
     if (closed || capped) r.arrival_ns = at_ns;
     result.requests[i].arrival_ns = std::max<int64_t>(r.arrival_ns, engine->Snapshot().time_ns);
     ++next;
     ++in_flight;
     return engine->Submit(std::move(r));
   };
-  const size_t initial = closed   ? std::min<size_t>(workload.concurrency, workload.requests.size())
+  // Duration mode: one more copy of the last request, sent at `at_ns`.
+  auto extend = [&](int64_t at_ns) {
+    if (!repeat || at_ns >= workload.repeat_until_ns || next < specs.size()) return;
+    RequestSpec copy = specs.back();
+    copy.id = ++max_id;
+    index.emplace(copy.id, specs.size());
+    RequestRecord rec;
+    rec.id = copy.id;
+    rec.input_tok = copy.input_tok;
+    rec.output_tok = copy.output_tok;
+    result.requests.push_back(std::move(rec));
+    order.push_back(specs.size());
+    specs.push_back(std::move(copy));
+  };
+  const size_t initial = closed   ? std::min<size_t>(workload.concurrency, specs.size())
                          : capped ? 0
-                                  : workload.requests.size();
+                                  : specs.size();
   for (size_t i = 0; i < initial; ++i) {
+    if (Status s = submit(0); !s.ok()) return s;
+  }
+  for (int i = static_cast<int>(initial); repeat && i < workload.concurrency; ++i) {
+    extend(0);
     if (Status s = submit(0); !s.ok()) return s;
   }
   // The first sample comes before anything runs, as a scraper's first scrape before the load.
@@ -102,8 +124,7 @@ Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
     int64_t t = engine->NextEventNs();
     if (capped && next < order.size() && in_flight < workload.max_in_flight) {
       // The next request is due before the engine's next event: send it first.
-      const int64_t due_ns =
-          std::max(workload.requests[order[next]].arrival_ns, engine->Snapshot().time_ns);
+      const int64_t due_ns = std::max(specs[order[next]].arrival_ns, engine->Snapshot().time_ns);
       if (due_ns <= t) {
         sample_until(due_ns - 1);
         ended.clear();
@@ -121,7 +142,8 @@ Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
     // Closed loop: each end lets the next request in (a capped open loop sends at the top).
     if (closed) {
       for (int64_t end_ns : ended) {
-        if (next >= workload.requests.size()) break;
+        extend(end_ns);
+        if (next >= specs.size()) break;
         if (Status s = submit(end_ns); !s.ok()) return s;
       }
     }

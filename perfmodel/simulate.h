@@ -6,8 +6,12 @@
 //  - open loop (concurrency == 0): each request arrives at its arrival_ns;
 //  - closed loop (concurrency == N): N requests start at time 0 and each end (finish or
 //    rejection) lets the next one in at that instant; arrival_ns is ignored;
-//  - open loop with a cap (concurrency == 0, max_in_flight == N): each request is sent at its
-//    arrival_ns or, when N are in flight then, at the next end; its arrival is when it is sent.
+//  - open loop with a cap (concurrency == 0, max_in_flight == N): each request is due at its
+//    arrival_ns and sent then or, when N are in flight, at the next end (it waits on the client,
+//    as the load generator's requests do); its arrival at the engine is when it is sent, and
+//    RequestRecord::scheduled_ns keeps when it was due.
+// A closed loop with repeat_until_ns > 0 (duration mode) keeps going after the list: each end
+// before that time sends a copy of the last request (ids counting on from the largest).
 //
 // Thread-safety: pure function; runs on the calling thread.
 #pragma once
@@ -28,6 +32,9 @@ struct Workload {
   // Open loop only: at most this many requests in flight (0 = no cap); a request due while the
   // cap is reached waits on the client side and is sent when one ends (as the load generator).
   int max_in_flight = 0;
+  // Closed loop only: after the list, an end before this time sends another copy of the last
+  // request (a timed window, the load generator's duration mode); 0 = stop at the list's end.
+  int64_t repeat_until_ns = 0;
   // Every this many ns of virtual time, a snapshot of the engine's gauges and counters goes to
   // SimulationResult::samples (0 = none), as a /metrics scraper would see them.
   int64_t sample_interval_ns = 0;
@@ -40,7 +47,8 @@ struct TokenChunk {
 
 struct RequestRecord {
   uint64_t id = 0;
-  int64_t arrival_ns = 0;
+  int64_t scheduled_ns = 0;     // when the client meant to send it (the arrival, or a due time)
+  int64_t arrival_ns = 0;       // when it was sent (the engine saw it after its front end)
   int64_t first_token_ns = -1;  // -1: never (rejected)
   int64_t finish_ns = -1;
   int32_t input_tok = 0;
@@ -63,7 +71,7 @@ struct WorkloadSummary {
 };
 
 struct SimulationResult {
-  std::vector<RequestRecord> requests;  // in the order of Workload::requests
+  std::vector<RequestRecord> requests;  // in the order of Workload::requests, then repeats
   std::vector<EngineSnapshot> samples;  // every sample_interval_ns, and one at the end
   EngineSnapshot final_snapshot;
   WorkloadSummary summary;

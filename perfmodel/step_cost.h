@@ -1,6 +1,11 @@
-// The analytic cost of one engine step (a roofline per GPU, plus collectives and a fixed
-// overhead), and the sizes derived from a deployment: weights and KV capacity per GPU, KV
-// transfer and cold-start times. docs/perfmodel.md gives the equations.
+// The analytic cost of one engine step, and the sizes derived from a deployment: weights and KV
+// capacity per GPU, KV transfer and cold-start times. A step is a roofline per kernel class
+// (dense GEMMs, expert GEMMs, attention by kind, the output projection) at efficiencies that
+// depend on its shape (tokens per step, tokens per expert), plus a per-layer floor (with or
+// without CUDA graphs), the collectives (TP all-reduce, DP-attention gather/scatter, EP
+// dispatch/combine, PP hops, latency-bound when small), and the engine's CPU time, which grows
+// with the batch and may overlap the GPU's. Every coefficient comes from the hardware, model and
+// engine profiles; docs/perfmodel.md gives the equations.
 //
 //   CostModel cost;
 //   Status s = CostModel::Create(gpu, model, deployment, &cost);
@@ -26,14 +31,18 @@ struct BatchEntry {
 };
 
 struct StepCost {
-  int64_t total_ns = 0;     // what the step takes, overhead included
-  double compute_ns = 0;    // per GPU, whole step: FLOPs / achievable FLOP/s
-  double memory_ns = 0;     // per GPU, whole step: bytes / achievable HBM bandwidth
+  int64_t total_ns = 0;     // what the step takes: GPU and CPU, after their overlap
+  double gpu_ns = 0;        // the GPU's part: every pipeline slot of kernels and collectives
+  double cpu_ns = 0;        // the engine's CPU time for the step (before overlap)
+  double compute_ns = 0;    // per GPU, whole step: FLOPs / achieved FLOP/s, all classes
+  double memory_ns = 0;     // per GPU, whole step: bytes / achieved HBM bandwidth, all classes
   double comm_ns = 0;       // collectives (TP all-reduce, EP all-to-all, PP send/recv)
+  double floor_ns = 0;      // per-layer floors (small kernels, or the CPU's launches)
   double flops = 0;         // whole replica
   double weight_bytes = 0;  // read per GPU
   double kv_bytes = 0;      // read per GPU
   int microbatches = 1;
+  bool cuda_graphs = false;  // the step replays a CUDA graph
 };
 
 class CostModel {
@@ -42,12 +51,15 @@ class CostModel {
                        const DeploymentConfig& deployment, CostModel* out);
 
   StepCost Step(const std::vector<BatchEntry>& batch) const;
+  // A step's duration from its GPU and CPU parts: their sum, less the overlapped CPU time.
+  int64_t TotalNs(double gpu_ns, double cpu_ns) const;
 
   // Time to move `tokens` tokens of KV cache from a prefill to a decode instance.
   int64_t KvTransferNs(int64_t tokens) const;
   int64_t ColdStartNs() const;
 
-  int64_t kv_capacity_tok() const { return kv_capacity_tok_; }       // per replica
+  int64_t kv_capacity_tok() const { return kv_capacity_tok_; }  // per replica
+  const DeploymentConfig& deployment() const { return deployment_; }
   double kv_bytes_per_token() const { return kv_bytes_per_token_; }  // whole model
   double kv_bytes_per_token_per_gpu() const { return kv_bytes_per_gpu_tok_; }
   double weight_bytes_per_gpu() const { return weight_bytes_per_gpu_; }
@@ -73,8 +85,15 @@ class CostModel {
   double kv_bytes_per_gpu_tok_ = 0;
   double weight_bytes_per_gpu_ = 0;
   int64_t kv_capacity_tok_ = 0;
-  double attn_flops_per_pair_ = 0;  // per (query, key) pair, all layers
-  double linear_params_ = 0;        // per token, excluding embedding and lm_head
+  double attention_params_ = 0;  // all layers' attention projections
+  double dense_params_ =
+      0;  // the rest of the non-routed linear weights (MLPs, shared experts, router)
+  double prefill_pair_flops_ = 0;  // per (query, key) pair per layer, prefill form
+  double decode_pair_flops_ = 0;   // per pair per layer, decode form (MLA: absorbed)
+  double kv_layer_bytes_ = 0;      // KV per token per layer per GPU of the token's group
+  double attention_flops_ = 0;     // achieved attention FLOP/s (KV dtype's rate)
+  double attention_efficiency_ = 1;
+  double sparse_efficiency_ = 1;
 };
 
 }  // namespace servesweep::perfmodel

@@ -16,7 +16,7 @@ constexpr double kLlamaEmbedding = 525'336'576.0;
 constexpr double kLlamaKv = 131'072.0;
 constexpr double kH100Hbm = 3350e9 * 0.85;
 constexpr double kNvlink = 450e9 * 0.8;
-constexpr int64_t kOverheadNs = 500'000;
+constexpr int64_t kOverheadNs = 0;  // the bare roofline's engine profile has no CPU time
 
 CostModel Make(const std::string& gpu, const std::string& model_name, DeploymentConfig d = {}) {
   HardwareProfile hw;
@@ -227,6 +227,187 @@ TEST(StepCostTest, ColdStartAndKvTransfer) {
   d.pd_transfer_inter_node = false;  // two GPUs each send half, over NVLink
   EXPECT_EQ(Make("h100", "llama-3.1-8b", d).KvTransferNs(1000),
             std::llround(1000 * kLlamaKv / (2 * kNvlink) * 1e9) + 5'000);
+}
+
+// An engine profile with one coefficient set (the rest: the bare roofline's).
+EngineProfile With(const std::string& name, double value) {
+  EngineProfile p;
+  EXPECT_TRUE(SetCoefficient(&p, name, value).ok()) << name;
+  return p;
+}
+
+CostModel MakeWith(const std::string& gpu, const std::string& model, const EngineProfile& engine,
+                   DeploymentConfig d = {}) {
+  d.engine = engine;
+  return Make(gpu, model, d);
+}
+
+// Tied embeddings: the output projection is the embedding matrix, read every step (21% of
+// SmolLM2-135M's weights); before the fix the step never read it.
+TEST(StepCostTest, TiedEmbeddingIsReadEveryStepAsTheOutputProjection) {
+  const CostModel cost = Make("h100", "smollm2-135m");
+  const ModelParams& p = cost.params();
+  EXPECT_EQ(p.lm_head, 0);
+  EXPECT_DOUBLE_EQ(p.output_projection, 49152.0 * 576);
+  const StepCost c = cost.Step(kOneDecodeAt1000);
+  EXPECT_DOUBLE_EQ(c.weight_bytes, p.total * 0.73);
+  // FLOPs: the sampled token's logits over the shared matrix are in.
+  EXPECT_GT(c.flops, 2 * p.total);
+}
+
+// The per-layer floor: with CUDA graphs (a decode step) each layer adds its small kernels; a
+// prefill step beyond the graphs' size runs eagerly, and the GPU waits for the CPU's launches
+// when they take longer than the work.
+TEST(StepCostTest, LayerFloorWithAndWithoutCudaGraphs) {
+  EngineProfile e;
+  ASSERT_TRUE(SetCoefficient(&e, "launch.layer_gpu_us", 5).ok());
+  ASSERT_TRUE(SetCoefficient(&e, "launch.layer_launch_us", 400).ok());
+  e.coefficients.cuda_graph_max_tok = 256;
+  const CostModel bare = Make("h100", "llama-3.1-8b");
+  const CostModel floor = MakeWith("h100", "llama-3.1-8b", e);
+  const StepCost graphed = floor.Step(kOneDecodeAt1000);
+  EXPECT_TRUE(graphed.cuda_graphs);
+  EXPECT_NEAR(graphed.total_ns - bare.Step(kOneDecodeAt1000).total_ns, 32 * 5e3, 2);
+  // 512 prompt tokens: no graph; 32 x 400 us of launches exceed the GPU's work.
+  const std::vector<BatchEntry> prefill = {{0, 512, 1}};
+  const StepCost eager = floor.Step(prefill);
+  EXPECT_FALSE(eager.cuda_graphs);
+  EXPECT_NEAR(static_cast<double>(eager.total_ns), 32 * 400e3, 2);
+  EXPECT_GT(bare.Step(prefill).total_ns, 0);
+  EXPECT_LT(bare.Step(prefill).total_ns, eager.total_ns);
+}
+
+// TP's all-reduces have a latency floor per call: two per layer.
+TEST(StepCostTest, CollectiveLatencyFloorPerLayerAtTensorParallel) {
+  DeploymentConfig d;
+  d.tp = 4;
+  const CostModel bare = Make("h100", "llama-3.1-70b", d);
+  const CostModel floored =
+      MakeWith("h100", "llama-3.1-70b", With("collectives.allreduce_us", 12), d);
+  EXPECT_NEAR(floored.Step(kOneDecodeAt1000).comm_ns - bare.Step(kOneDecodeAt1000).comm_ns,
+              80 * 2 * 12e3, 1);
+  d.tp = 1;
+  d.precision = "fp8";
+  const CostModel tp1 = MakeWith("h200", "llama-3.1-70b", With("collectives.allreduce_us", 12), d);
+  EXPECT_EQ(tp1.Step(kOneDecodeAt1000).comm_ns, 0);
+}
+
+// Small steps cannot fill the tensor cores: with gemm_half_tok, 64-token steps run their GEMMs at
+// half the efficiency of large ones, so a token costs more compute in a small step.
+TEST(StepCostTest, GemmEfficiencyGrowsWithTokensPerStep) {
+  const CostModel cost = MakeWith("h100", "llama-3.1-8b", With("kernels.gemm_half_tok", 64));
+  const CostModel bare = Make("h100", "llama-3.1-8b");
+  const std::vector<BatchEntry> small = {{0, 64, 0}};
+  const std::vector<BatchEntry> large = {{0, 4096, 0}};
+  const double dense_small_ns = 2 * (kLlamaParams - 2 * kLlamaEmbedding) * 64 / (989e12 * 0.6);
+  const StepCost s = cost.Step(small);
+  const StepCost b = bare.Step(small);
+  EXPECT_NEAR(s.compute_ns - b.compute_ns, dense_small_ns * 1e9, 1);  // twice the dense time
+  const double per_token_small = cost.Step(small).compute_ns / 64;
+  const double per_token_large = cost.Step(large).compute_ns / 4096;
+  EXPECT_GT(per_token_small, per_token_large * 0.9);
+}
+
+// MoE: expert GEMMs at t tokens per expert; one decode token per expert runs far below peak.
+TEST(StepCostTest, ExpertEfficiencyFollowsTokensPerExpert) {
+  EngineProfile e;
+  ASSERT_TRUE(SetCoefficient(&e, "kernels.expert_half_tok", 32).ok());
+  ASSERT_TRUE(SetCoefficient(&e, "kernels.expert_read_efficiency", 0.5).ok());
+  const CostModel bare = Make("h200", "qwen3-30b-a3b");
+  const CostModel moe = MakeWith("h200", "qwen3-30b-a3b", e);
+  // A decode step is memory-bound: expert weights at half the bandwidth.
+  const StepCost one = moe.Step({{999, 1, 1}});
+  const StepCost one_bare = bare.Step({{999, 1, 1}});
+  EXPECT_GT(one.total_ns, one_bare.total_ns);
+  // 8192 prompt tokens: 512 per expert, near full efficiency (512 / 544).
+  std::vector<BatchEntry> big = {{0, 8192, 1}};
+  EXPECT_LT(static_cast<double>(moe.Step(big).total_ns),
+            static_cast<double>(bare.Step(big).total_ns) * 1.3);
+}
+
+// Attention by kind. MLA decodes in its absorbed form (scores over the 512 + 64 latent, values
+// over 512: 2 x 128 x 1088 FLOPs per pair and layer) and prefills decompressed; a sliding
+// window reads at most its window; sparse attention reads top-k plus the indexer's keys.
+TEST(StepCostTest, AttentionCostByKind) {
+  DeploymentConfig d;
+  d.tp = 8;
+  const CostModel v3 = Make("h200", "deepseek-v3", d);
+  const StepCost decode = v3.Step({{9999, 1, 1}});
+  const StepCost no_context = v3.Step({{0, 1, 1}});
+  EXPECT_NEAR(decode.flops - no_context.flops, 2.0 * 128 * (2 * 512 + 64) * 61 * 9999, 1e3);
+  ModelProfile sliding;
+  ASSERT_TRUE(ParseModelProfile(R"(name: window
+layers: 4
+hidden_size: 1024
+intermediate_size: 4096
+vocab_size: 32000
+attention: {kind: gqa, heads: 8, kv_heads: 8, head_dim: 128, sliding_window: 100, sliding_layers: 2,
+            sparse: {top_k: 10, indexer_heads: 2, indexer_head_dim: 64}}
+)",
+                                "window.yaml", &sliding)
+                  .ok());
+  HardwareProfile hw;
+  ASSERT_TRUE(LoadHardwareProfile("h100", &hw).ok());
+  CostModel cost;
+  ASSERT_TRUE(CostModel::Create(hw, sliding, {}, &cost).ok());
+  // Per layer a token's KV is 2 x 8 x 128 x 2 bytes; at 1000 cached tokens the window layers
+  // read 100, the sparse layers 10 of KV plus 1000 indexer keys of 64 bytes.
+  const double kv_layer = 2.0 * 8 * 128 * 2;
+  EXPECT_DOUBLE_EQ(cost.Step(kOneDecodeAt1000).kv_bytes,
+                   2 * 100 * kv_layer + 2 * 10 * kv_layer + 2 * 1000 * 64.0);
+}
+
+// The engine's CPU time grows with the batch; the overlapped share hides behind the GPU.
+TEST(StepCostTest, CpuTimeGrowsWithTheBatchAndOverlaps) {
+  EngineProfile e;
+  ASSERT_TRUE(SetCoefficient(&e, "cpu.step_us", 300).ok());
+  ASSERT_TRUE(SetCoefficient(&e, "cpu.seq_us", 10).ok());
+  const CostModel cost = MakeWith("h100", "llama-3.1-8b", e);
+  const std::vector<BatchEntry> one(1, BatchEntry{999, 1, 1}), many(64, BatchEntry{999, 1, 1});
+  EXPECT_DOUBLE_EQ(cost.Step(one).cpu_ns, 310e3);
+  EXPECT_DOUBLE_EQ(cost.Step(many).cpu_ns, 300e3 + 640e3);
+  EXPECT_EQ(cost.Step(many).total_ns, std::llround(cost.Step(many).gpu_ns + 940e3));
+  ASSERT_TRUE(SetCoefficient(&e, "cpu.overlap", 1).ok());
+  const CostModel overlapped = MakeWith("h100", "llama-3.1-8b", e);
+  EXPECT_EQ(overlapped.Step(many).total_ns, std::llround(overlapped.Step(many).gpu_ns));
+}
+
+// DP attention: one instance of tp GPUs whose attention groups each hold full attention weights
+// and only their own requests' KV; MLA's latent is then not replicated over the 8 ranks, so the
+// instance holds 8x the tokens of plain TP 8.
+TEST(StepCostTest, DpAttentionReplicatesAttentionWeightsAndSplitsTheKv) {
+  DeploymentConfig d;
+  d.tp = 8;
+  const CostModel tp8 = Make("h200", "deepseek-v3", d);
+  d.dp_attention = 8;
+  const CostModel dpa = Make("h200", "deepseek-v3", d);
+  const ModelParams& p = tp8.params();
+  const double attention = p.attention_per_layer * 61;
+  EXPECT_NEAR(dpa.weight_bytes_per_gpu() - tp8.weight_bytes_per_gpu(), attention * (1 - 1.0 / 8),
+              1);
+  const double tp8_room = 141e9 * 0.9 - 1e9 - tp8.weight_bytes_per_gpu();
+  const double dpa_room = 141e9 * 0.9 - 1e9 - dpa.weight_bytes_per_gpu();
+  EXPECT_EQ(tp8.kv_capacity_tok(), static_cast<int64_t>(tp8_room / tp8.kv_bytes_per_token()));
+  EXPECT_EQ(dpa.kv_capacity_tok(), 8 * static_cast<int64_t>(dpa_room / dpa.kv_bytes_per_token()));
+  std::vector<BatchEntry> batch(64, BatchEntry{2000, 1, 1});
+  EXPECT_NEAR(dpa.Step(batch).kv_bytes, tp8.Step(batch).kv_bytes / 8, 1);
+  d.dp_attention = 3;
+  EXPECT_FALSE(TryMake("h200", "deepseek-v3", d).ok());
+}
+
+// gpu_memory_utilization sizes the KV cache: 70B at TP 4 on H100s keeps a tenth of the room at 0.5
+// and none at 0.45 (35 GB of weights per GPU).
+TEST(StepCostTest, KvCapacityFollowsTheMemoryFraction) {
+  DeploymentConfig d;
+  d.tp = 4;
+  const CostModel full = Make("h100", "llama-3.1-70b", d);
+  d.gpu_memory_utilization = 0.5;
+  const CostModel half = Make("h100", "llama-3.1-70b", d);
+  EXPECT_LT(half.kv_capacity_tok(), full.kv_capacity_tok() / 9);
+  d.gpu_memory_utilization = 0.45;
+  const Status s = TryMake("h100", "llama-3.1-70b", d);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("gpu_memory_utilization 0.45"), std::string::npos) << s.message();
 }
 
 }  // namespace

@@ -234,8 +234,21 @@ std::string ReportMarkdown(results::ResultsStore& store, const results::Table& s
     if (simulation != "none" && simulation != "n/a") {
       md += fmt::format(
           "**SIMULATED**: these figures come from the performance model ({}; docs/perfmodel.md), "
-          "not from an engine.\n\n",
+          "not from an engine. What each run's figures stand on (engine profile, its error, "
+          "whether the run lies inside what it was fitted on):\n\n",
           simulation);
+      // Per run: an extrapolated or uncalibrated figure must not read as a calibrated one.
+      for (size_t k = 0; k < summary.rows.size(); ++k) {
+        const Row row(summary, k);
+        if (row.Text("simulation") == "none" || row.Text("simulation") == "n/a") continue;
+        // An extrapolation's own error is unknown: its fit error is a lower bound.
+        const std::string standing = row.Text("calibration_standing");
+        const bool uncalibrated = standing.rfind("uncalibrated", 0) == 0;
+        md += fmt::format("- {}: {}, {} {}%; {}\n", row.Text("label"), row.Text("calibration"),
+                          uncalibrated ? "typical error" : "fit error",
+                          row.Number("calibration_error_pct", 0), standing);
+      }
+      md += "\n";
       break;
     }
   }

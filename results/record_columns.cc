@@ -114,6 +114,18 @@ std::vector<RecordColumn> Build() {
   Text(c, "simulation", [](Record r) {
     return r.getSimulation().size() > 0 ? std::string(r.getSimulation()) : std::string("none");
   });
+  // A simulated figure's standing: which calibration, its error, inside or outside its fit.
+  Text(c, "calibration", [](Record r) {
+    return r.getCalibration().size() > 0 ? std::string(r.getCalibration()) : std::string("none");
+  });
+  Real(c, "calibration_error_pct", [](Record r) {
+    return r.getCalibration().size() > 0 ? r.getCalibrationErrorPct()
+                                         : std::numeric_limits<double>::quiet_NaN();
+  });
+  Text(c, "calibration_standing", [](Record r) {
+    return r.getCalibrationStanding().size() > 0 ? std::string(r.getCalibrationStanding())
+                                                 : std::string("none");
+  });
 
   // Figures, computed as `vllm bench serve` does (docs/metrics.md).
   const size_t first_figure = c.size();

@@ -186,6 +186,14 @@ struct BenchmarkRecord {
   scrapeIntervalMs @84 :UInt32;    # /metrics: the first interval (it doubles every 20 scrapes)
   measuredScrapes @85 :UInt32;     # scrapes inside the measured phase
   maxInFlight @86 :UInt32;         # an open loop's cap on requests in flight (0 = none)
+  # Simulated runs (`plan --simulate`): the engine profile whose coefficients costed the steps
+  # and its calibration, e.g. "sglang-0.3 (fitted 2026-12-01 on 8 points: ...)" or "default
+  # (uncalibrated)"; the error to expect of its figures, in % (the fit's median absolute error,
+  # or an uncalibrated profile's typical error); and the run's standing: "calibrated",
+  # "extrapolated: <what lies outside the fit>" or "uncalibrated: <why>". "" / NaN when measured.
+  calibration @87 :Text;
+  calibrationErrorPct @88 :Float64;
+  calibrationStanding @89 :Text;
 }
 
 enum RunStatus {

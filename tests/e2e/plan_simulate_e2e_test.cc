@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -58,6 +59,15 @@ TEST(PlanSimulate, TopologySweepGoesThroughTheModelIntoTheResultsDatabase) {
             3);
   const std::string report = ReadTextFile(out + "/report.md");
   EXPECT_NE(report.find("**SIMULATED**"), std::string::npos);
+  // Every run says what its figures stand on: the emulator engine has no fitted profile.
+  size_t labelled = 0;
+  for (size_t at = 0;
+       (at = report.find(": default (uncalibrated), typical error ", at)) != std::string::npos;
+       ++at) {
+    ++labelled;
+  }
+  EXPECT_EQ(labelled, 6u) << report;
+  EXPECT_NE(report.find("%; uncalibrated: "), std::string::npos) << report;
   EXPECT_NE(report.find("### concurrency=32"), std::string::npos);
   EXPECT_NE(report.find("Matched: every condition is the same. Varied: layout.tp."),
             std::string::npos)
@@ -147,6 +157,40 @@ TEST(Plan, EstimatesGpuHoursAndListsProblemsBeforeAnythingRuns) {
   }
   EXPECT_NEAR(plan["total_gpu_hours"].get<double>(), sum, 1e-9);
   EXPECT_EQ(plan["problems"], 0);
+  // Each estimate says what it stands on: the emulator engine has no profile of its own, so the
+  // default one costs it, labelled uncalibrated with that profile's typical error.
+  for (const auto& run : plan["runs"]) {
+    EXPECT_EQ(run["calibration"], "default (uncalibrated)") << run.dump();
+    EXPECT_EQ(run["calibration_standing"].get<std::string>().rfind("uncalibrated", 0), 0u)
+        << run.dump();
+    EXPECT_GT(run["calibration_error_pct"].get<double>(), 0) << run.dump();
+  }
+  // A vLLM 0.6 run is costed by the shipped vllm-0.6 profile, fitted on H100 and A100 points:
+  // on H200 it is extrapolated. --engine-profile replaces that choice for the runs of its engine.
+  std::string vllm = kTopology;
+  vllm.replace(vllm.find("engine: sim"), 11, "engine: vllm\nengine_version: \"0.6.0\"");
+  const std::string vllm_matrix = h.WriteFile("vllm.yaml", vllm);
+  std::string labelled;
+  ASSERT_EQ(RunServesweep(fmt::format("plan {} --json", vllm_matrix), &labelled), 0) << labelled;
+  for (const auto& run : nlohmann::json::parse(labelled)["runs"]) {
+    EXPECT_EQ(run["calibration"].get<std::string>().rfind("vllm-0.6 (fitted", 0), 0u) << run.dump();
+    EXPECT_EQ(run["calibration_standing"].get<std::string>().rfind("extrapolated", 0), 0u)
+        << run.dump();
+  }
+  std::ifstream shipped(std::string(SERVESWEEP_SOURCE_DIR) + "/profiles/engines/default.yaml");
+  std::string mine((std::istreambuf_iterator<char>(shipped)), std::istreambuf_iterator<char>());
+  mine.replace(mine.find("name: default"), 13, "name: mine");
+  mine.replace(mine.find("engine: any"), 11, "engine: vllm");
+  ASSERT_EQ(RunServesweep(fmt::format("plan {} --json --engine-profile {}", vllm_matrix,
+                                      h.WriteFile("mine.yaml", mine)),
+                          &labelled),
+            0)
+      << labelled;
+  for (const auto& run : nlohmann::json::parse(labelled)["runs"]) {
+    EXPECT_EQ(run["calibration"], "mine (uncalibrated)") << run.dump();
+  }
+  ASSERT_EQ(RunServesweep(fmt::format("plan {}", matrix), &labelled), 0) << labelled;
+  EXPECT_NE(labelled.find("uncalibrated \u00b1"), std::string::npos) << labelled;
 
   // Without `where`, tp=8 needs more GPUs than the cluster; Llama-70B in bf16 does not fit one
   // H100. Both are problems found before any GPU is spent, and plan fails.

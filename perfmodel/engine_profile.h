@@ -1,0 +1,160 @@
+// Engine profiles: what one serving engine (vLLM, SGLang, llama.cpp, ...) over a range of its
+// versions adds to the hardware's roofline: how efficiently its kernels use the GPU as a
+// function of the step's shape, its per-layer launch floor with and without CUDA graphs, the
+// latency floor of its collectives, the CPU time of its scheduler per step (growing with the
+// batch), its per-request front-end cost, its scheduler's defaults, and, when `servesweep
+// calibrate` fitted it, what it was fitted on and its error. Every coefficient is data in
+// profiles/engines/*.yaml (embedded like the hardware and model profiles); none is a constant in
+// code. A default-constructed EngineProfile is the bare roofline (no floors, no CPU time, full
+// efficiency) that the unit tests check the equations against.
+//
+//   EngineProfile vllm;
+//   std::string why;
+//   Status s = SelectEngineProfile("vllm", "0.6.0", &vllm, &why);   // by engine and version
+//   Status t = LoadEngineProfile("profiles/engines/my-fit.yaml", &vllm);
+//
+// Thread-safety: pure functions over values; a loaded profile is an immutable value.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace servesweep::perfmodel {
+
+// What a calibration was fitted on (written by `servesweep calibrate`): a run whose model,
+// hardware or layout is not listed, or whose lengths or load fall outside the ranges, is an
+// extrapolation.
+struct CalibrationRange {
+  std::vector<std::string> models;                // model profile names
+  std::vector<std::string> hardware;              // hardware profile names
+  std::vector<std::string> layouts;               // "tp4", "tp8 dp8 dp-attention", "tp1 ep8", ...
+  double input_tok_min = 0, input_tok_max = 0;    // mean input length per point
+  double output_tok_min = 0, output_tok_max = 0;  // mean output length per point
+  // Load: the highest number of requests in flight the points drove (closed loop: the
+  // concurrency; open loop: rate x E2E, Little's law).
+  double load_min = 0, load_max = 0;
+};
+
+struct Calibration {
+  bool fitted = false;               // false: the coefficients are assumptions (uncalibrated)
+  std::string fitted_at;             // date, as written
+  std::string fitted_by;             // the command line
+  std::vector<std::string> sources;  // the points' sources (tables, databases)
+  int points = 0;
+  double fit_error_pct = 0;  // median |predicted / measured - 1| over the fitted metrics, %
+  // Uncalibrated profiles: the model's typical error on pairs it was not fitted to (measured on
+  // the fidelity suite, tests/fidelity), so an uncalibrated figure says how far off it may be.
+  double typical_error_pct = 0;
+  CalibrationRange range;
+};
+
+// The coefficients. Units in names; "efficiency" = fraction of what the hardware profile says is
+// achievable (its peak x its efficiency), so hardware and engine stay separate.
+struct EngineCoefficients {
+  // GEMMs of the dense layers: efficiency(T) = gemm_efficiency x T / (T + gemm_half_tok) of the
+  // achievable FLOP/s at T tokens in the step (small steps cannot fill the tensor cores), and
+  // streaming weights at weight_read_efficiency of the achievable HBM bandwidth.
+  double gemm_efficiency = 1;
+  double gemm_half_tok = 0;
+  double weight_read_efficiency = 1;
+  // MoE expert GEMMs (grouped, often block-scaled): expert_gemm_efficiency x t / (t +
+  // expert_half_tok) at t tokens per expert, and their weights read at expert_read_efficiency.
+  double expert_gemm_efficiency = 1;
+  double expert_half_tok = 0;
+  double expert_read_efficiency = 1;
+  // Attention kernels by kind ("gqa", "mla", "sparse"): one efficiency on both their FLOP/s and
+  // their KV reads; kinds not listed get 1.
+  std::map<std::string, double> attention_efficiency;
+  // Per-layer floor. With CUDA graphs (steps of at most cuda_graph_max_tok tokens, decode-only
+  // unless graph_mixed_batches) a layer adds layer_gpu_us of small kernels and gaps; without
+  // them the CPU launches every kernel, layer_launch_us per layer, and the GPU waits for it.
+  double layer_gpu_us = 0;
+  double layer_launch_us = 0;
+  int cuda_graph_max_tok = 0;  // 0: never graphs (eager); CPU engines: 0 with no launch cost
+  bool graph_mixed_batches = false;
+  // Collectives: latency floor per all-reduce (TP, DP-attention gather/scatter) and per EP
+  // dispatch or combine, on top of the link's own latency.
+  double allreduce_us = 0;
+  double all_to_all_us = 0;
+  // The engine's CPU per step: scheduling, input preparation, sampling, detokenisation, growing
+  // with the requests in the batch and the tokens scheduled; cpu_overlap of it (0..1) runs
+  // behind the GPU (SGLang's overlap scheduler, vLLM's async scheduling).
+  double step_cpu_us = 0;
+  double seq_cpu_us = 0;
+  double tok_cpu_us = 0;
+  double cpu_overlap = 0;
+  // Front end per request (HTTP, tokenisation) before it reaches the scheduler: in TTFT.
+  double request_us = 0;
+};
+
+// Scheduler defaults of the engine (a matrix's engine_config overrides them).
+struct EngineDefaults {
+  int max_num_seqs = 256;
+  int max_num_batched_tokens = 8192;  // token budget per step (with chunked prefill)
+  bool chunked_prefill = true;        // false: a prompt is prefilled whole, in one step
+  // Prefill chunks share steps with decodes (vLLM V1, SGLang); false: a step is all prefill or
+  // all decode, prefills first (vLLM V0 without chunked prefill).
+  bool mixed_batches = true;
+  double gpu_memory_utilization = 0.9;
+  double activation_reserve_gb = 1;
+  int decode_steps = 1;       // decode steps per schedule (vLLM 0.6's --num-scheduler-steps)
+  int prefill_chunk_tok = 0;  // prompt tokens per step at most (SGLang --chunked-prefill-size)
+  // Larger limits on GPUs of at least large_gpu_memory_gb, except those named (vLLM V1's
+  // arg_utils.py: max_num_seqs 1024 and 8192 batched tokens on 70 GB+ GPUs other than A100s).
+  double large_gpu_memory_gb = 0;  // 0: none
+  std::vector<std::string> large_gpu_except;
+  int large_gpu_max_num_seqs = 0;
+  int large_gpu_max_num_batched_tokens = 0;
+};
+
+struct VersionRange {
+  std::string from;    // inclusive; "" = any
+  std::string before;  // exclusive; "" = any
+};
+
+struct EngineProfile {
+  std::string name;    // "vllm-0.6"; "" for the bare roofline
+  std::string engine;  // "vllm", "sglang", "llamacpp", or "any" (the fallback profile)
+  std::string source;  // file it came from
+  VersionRange versions;
+  EngineDefaults defaults;
+  EngineCoefficients coefficients;
+  Calibration calibration;
+};
+
+// Parse/load a profile; unknown keys and bad values are errors with file:line:column.
+Status ParseEngineProfile(std::string_view yaml, const std::string& origin, EngineProfile* out);
+// A shipped name ("vllm-0.6") or a YAML path.
+Status LoadEngineProfile(const std::string& name_or_path, EngineProfile* out);
+std::vector<std::string> ShippedEngineProfiles();
+
+// The shipped profile for an engine at a version: the one whose range holds it; a version
+// outside every range (or none given) takes the engine's nearest range and says so in *why;
+// an engine without profiles takes the fallback "default" (uncalibrated), also said in *why.
+// *why is "" when the version is in the chosen profile's range.
+Status SelectEngineProfile(const std::string& engine, const std::string& version,
+                           EngineProfile* out, std::string* why);
+
+// -1, 0, 1 as version a is below, equal to, above b: dotted numbers compared numerically
+// ("0.10.1" > "0.9"), a leading 'v' ignored, a suffix after the numbers ("rc1", ".post3")
+// ignored. False when either has no leading number.
+bool CompareVersions(const std::string& a, const std::string& b, int* order);
+bool InVersionRange(const VersionRange& range, const std::string& version);
+
+// The coefficients as named scalars, for `servesweep calibrate` (which fits some of them) and
+// for writing a profile back: "gemm_efficiency", "attention_efficiency.mla", ... Get fails on
+// an unknown name with the known ones listed.
+std::vector<std::string> CoefficientNames(const EngineProfile& profile);
+Status GetCoefficient(const EngineProfile& profile, const std::string& name, double* value);
+// Setting clamps to the coefficient's bounds, which CoefficientBounds gives.
+Status SetCoefficient(EngineProfile* profile, const std::string& name, double value);
+Status CoefficientBounds(const std::string& name, double* min_value, double* max_value);
+
+// The profile as YAML in the format ParseEngineProfile reads (comments: `header`).
+std::string EngineProfileYaml(const EngineProfile& profile, const std::string& header);
+
+}  // namespace servesweep::perfmodel
