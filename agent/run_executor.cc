@@ -289,7 +289,11 @@ Status HeadRun::Plan() {
     }
   }
   if (!launch_.error.empty()) {
-    return Status::FailedPrecondition(fmt::format("engine not started: {}", launch_.error));
+    // The run's own settings against the engine's flag table are refused (the same anywhere);
+    // anything else (a missing peer address) may succeed on another attempt.
+    const std::string why = fmt::format("engine not started: {}", launch_.error);
+    return launch_.error_permanent ? Status::InvalidArgument(why)
+                                   : Status::FailedPrecondition(why);
   }
   return CheckPrograms(launch_, x_.context_.agent_id);
 }
