@@ -13,6 +13,7 @@
 #include "agent/engines/launch_plan.h"
 #include "agent/virtual_run.h"
 #include "cli/commands.h"
+#include "cli/engine_checks.h"
 #include "matrix/matrix_loader.h"
 #include "report/report.h"
 #include "results/results_store.h"
@@ -30,6 +31,8 @@ struct PlanOptions {
   std::string hardware;
   bool json = false;
   bool commands = false;
+  bool check_engines = false;
+  EngineCheckFlags check;
 };
 
 // A run's GPU-hour estimate from the model, or the problem that prevents one.
@@ -68,7 +71,29 @@ Estimate EstimateRun(schema::RunSpec::Reader spec, const std::string& hardware,
   return e;
 }
 
-int PrintPlan(matrix::LoadedMatrix& loaded, const std::string& hardware, bool json, bool commands) {
+// `--check-engines` in the plan's JSON: each checked process of `run_id`.
+nlohmann::json CheckJson(const SweepCheck& check, const std::string& run_id) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& p : check.processes) {
+    if (p.run_id != run_id) continue;
+    const auto& v = p.verdict;
+    nlohmann::json effective = nlohmann::json::object();
+    for (const auto& [name, value] : v.effective) effective[name] = value;
+    out.push_back({{"process", p.process},
+                   {"verdict", v.Describe()},
+                   {"accepted", v.ok()},
+                   {"checker", v.checker},
+                   {"message", v.message},
+                   {"warnings", v.warnings},
+                   {"spellings", v.spellings},
+                   {"missing_packages", v.missing_packages},
+                   {"effective", effective}});
+  }
+  return out;
+}
+
+int PrintPlan(matrix::LoadedMatrix& loaded, const std::string& hardware, bool json, bool commands,
+              const SweepCheck* check) {
   const auto runs = loaded.matrix().getRuns();
   nlohmann::json out{{"runs", nlohmann::json::array()}};
   double total_hours = 0;
@@ -112,6 +137,7 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const std::string& hardware, bool js
         out["runs"].back()["commands"] =
             agent::DescribeRunLaunches(spec, {}, kFrontEndPort, "servesweep");
       }
+      if (check) out["runs"].back()["engine_check"] = CheckJson(*check, spec.getRunId().cStr());
       continue;
     }
     fmt::print("{:<28} {:<8} {:>5} {:>9} {:>9} {:>7} {:>9} {:>8}  {}\n", spec.getRunId().cStr(),
@@ -123,12 +149,26 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const std::string& hardware, bool js
     if (commands)
       fmt::print("{}", agent::DescribeRunLaunches(spec, {}, kFrontEndPort, "servesweep"));
   }
+  if (check) problems += check->refused + check->unavailable + check->unproven.size();
   if (json) {
     out["total_gpu_hours"] = total_hours;
     out["estimated_runs"] = estimated;
     out["problems"] = problems;
+    if (check) {
+      out["engine_check"] = {{"summary", check->Summary()},
+                             {"accepted", check->accepted},
+                             {"rejected", check->refused},
+                             {"could_not_check", check->unavailable},
+                             {"without_check", check->not_checked},
+                             {"unchecked_runs", check->unproven}};
+    }
     fmt::print("{}\n", out.dump(2));
   } else {
+    if (check) {
+      fmt::print("engine check (the engines' own argument handling, no weights, no GPU; "
+                 "docs/engines.md#engine-check):\n{}{}\n",
+                 check->Render(), check->Summary());
+    }
     fmt::print("{} runs; the largest needs {} GPU(s); {} problem(s)\n", runs.size(), gpus,
                problems);
     if (estimated > 0) {
@@ -219,6 +259,10 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--commands", options->commands,
                 "Print, for each run and node, the engine command lines the agents would start "
                 "(nodes named node0, node1, ...; the front end on port 8000)");
+  cmd->add_flag("--check-engines", options->check_engines,
+                "Hand every engine command line to the engine's own argument handling where it "
+                "is installed (no weights, no GPU) and list what it rejects");
+  AddEngineCheckFlags(*cmd, options->check, false);
   cmd->callback([options, exit_code] {
     matrix::LoadedMatrix matrix;
     if (Status s = matrix::LoadMatrixFile(options->matrix_path, &matrix); !s.ok()) {
@@ -227,7 +271,16 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       return;
     }
     if (!options->simulate) {
-      *exit_code = PrintPlan(matrix, options->hardware, options->json, options->commands);
+      SweepCheck check;
+      if (options->check_engines) {
+        if (Status s = CheckSweepEngines(matrix, options->check, &check); !s.ok()) {
+          spdlog::error("{}", s.message());
+          *exit_code = kExitError;
+          return;
+        }
+      }
+      *exit_code = PrintPlan(matrix, options->hardware, options->json, options->commands,
+                             options->check_engines ? &check : nullptr);
       return;
     }
     if (options->out_dir.empty()) {

@@ -107,12 +107,25 @@ Status MapSpeculative(const FlagTable& table, schema::EngineConfig::Reader confi
     }
   } else {
     auto it = map.methods.find(method);
+    if (it == map.methods.end()) {  // the engine's own name is taken as it is
+      it = std::find_if(map.methods.begin(), map.methods.end(), [&](const auto& entry) {
+        std::string name = entry.second;
+        std::transform(name.begin(), name.end(), name.begin(),
+                       [](unsigned char c) { return std::tolower(c); });
+        return name == method;
+      });
+    }
     if (it == map.methods.end()) {
       return Status::InvalidArgument(fmt::format(
           "engine_config.speculative.method '{}' has no counterpart in {}: expected one of {}",
           method, where, KeyList(map.methods)));
     }
     b.Set("spec_method", it->second);
+  }
+  if (!method.empty() && map.methods.find(method) == map.methods.end()) {
+    for (const auto& [name, engine_name] : map.methods) {
+      if (engine_name == b.values().at("spec_method")) method = name;  // its matrix spelling
+    }
   }
   const bool tree = listed(map.draft_tree, method);
   if (!tree && (topk > 0 || draft > 0)) {
