@@ -62,11 +62,12 @@ std::string SweepCheck::Summary() const {
   return out;
 }
 
-std::string SweepCheck::Render() const {
+std::string SweepCheck::Render(bool refused_only) const {
   std::string out;
   for (const auto& p : processes) {
     const auto& v = p.verdict;
     if (v.outcome == agent::CheckVerdict::Outcome::kNotChecked) continue;
+    if (refused_only && v.outcome == agent::CheckVerdict::Outcome::kUnavailable) continue;
     if (!v.ok()) {
       out += fmt::format("  {} [{}] {}: {}\n", p.run_id, p.label, p.process, v.Describe());
       continue;
@@ -79,7 +80,9 @@ std::string SweepCheck::Render() const {
       out += fmt::format("  {} [{}] {}: note: {}\n", p.run_id, p.label, p.process, n);
     }
   }
-  for (const auto& u : unproven) out += "  " + u + "\n";
+  if (!refused_only) {
+    for (const auto& u : unproven) out += "  " + u + "\n";
+  }
   return out;
 }
 
@@ -165,8 +168,9 @@ int RefuseRejectedSweep(matrix::LoadedMatrix& matrix, const EngineCheckFlags& fl
     return kExitError;
   }
   if (check.accepted + check.refused + check.unavailable == 0) return -1;  // nothing to check
-  fmt::print("{}{}\n", check.Render(), check.Summary());
-  if (check.ok()) return -1;
+  fmt::print("{}{}{}\n", check.Render(true), check.Summary(),
+             check.unavailable > 0 ? "; the agents check the others before each run" : "");
+  if (check.refused == 0) return -1;
   spdlog::error(
       "{}: the engines refused command lines of this sweep (above); nothing was started. Fix "
       "the matrix, or start it anyway with --skip-engine-check",

@@ -38,8 +38,9 @@ struct SweepCheck {
   size_t accepted = 0, refused = 0, not_checked = 0, unavailable = 0;
   bool ok() const { return refused == 0 && unproven.empty(); }
   std::string Summary() const;  // "engine check: 14 of 16 command lines accepted (...)"
-  // Every process not accepted, and the engines' warnings on the accepted ones.
-  std::string Render() const;
+  // Every process not accepted (or only the refused ones), and the engines' warnings on the
+  // accepted ones.
+  std::string Render(bool refused_only = false) const;
 };
 
 // Checks every engine process of `matrix`'s runs (each rank, addresses 10.0.0.<rank+1>).

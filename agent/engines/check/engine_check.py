@@ -16,7 +16,8 @@ installed versions, the GPU facts the engines were told), then one line per case
                                                         engine)
   python engine_check.py --options PARSER --out FILE   (vllm-serve, sglang-serve, vllm-router,
                                                          sglang-router: the option strings)
-  python engine_check.py --metrics ENGINE --out FILE   (vllm, sglang: the metric names)
+  python engine_check.py --metrics ENGINE --model DIR --out FILE   (vllm, sglang: the metric
+                                         names, their collectors built for the model in DIR)
 
 Written by servesweep (agent/engines/check/); it calls the engines' code, copies none of it.
 """
@@ -127,7 +128,8 @@ def main(argv):
             json.dump(engine_facts.option_table(options["--options"]), out, indent=1)
         elif "--metrics" in options:
             import engine_facts
-            json.dump(engine_facts.metric_names(options["--metrics"]), out, indent=1)
+            json.dump(engine_facts.metric_names(options["--metrics"], options.get("--model", "")),
+                      out, indent=1)
         else:
             sys.stderr.write(__doc__)
             return 2

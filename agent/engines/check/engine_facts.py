@@ -84,30 +84,31 @@ def _static_names(package_dir, prefix):
 
 
 def _exposed(registry, prefix):
-    """name -> type, as /metrics exposes them (counters with _total; histograms' families)."""
+    """Sample name -> its family's type, as /metrics exposes them (counters with _total,
+    histograms with _bucket, _sum, _count). A family with no sample yet (labelled, none seen)
+    is listed under its name as well."""
     out = {}
     for family in registry.collect():
         if not family.name.startswith(prefix):
             continue
         for sample in family.samples:
             out[sample.name] = family.type
-        if family.type == "counter":
-            out[family.name + "_total"] = "counter"
-        out.setdefault(family.name, family.type)
+        if not family.samples:
+            out[family.name + ("_total" if family.type == "counter" else "")] = family.type
     return out
 
 
-def metric_names(engine):
-    """The metric names an engine registers: its collectors instantiated for a served model
-    (what /metrics exposes) and the names its sources declare."""
+def metric_names(engine, model):
+    """The metric names an engine registers: its collectors instantiated for `model` (a folder
+    holding its config.json) as the server does, with speculative decoding on (its metrics are
+    registered only then), read back from the registry as /metrics exposes them; and the names
+    its sources declare (connectors, optional collectors)."""
     import prometheus_client
     if engine == "vllm":
         import check_vllm
         checker = check_vllm.VllmServeChecker(check_common.gpu_facts({}), None)
         from vllm.v1.metrics.loggers import PrometheusStatLogger
         import vllm
-        here = os.path.dirname(os.path.abspath(__file__))
-        model = os.environ.get("SERVESWEEP_CHECK_MODEL", os.path.join(here, "no-model"))
         parser, _, _ = checker._parser()
         args = parser.parse_args(["serve", model, "--speculative-config",
                                   '{"method": "ngram", "num_speculative_tokens": 2, '
@@ -126,7 +127,6 @@ def metric_names(engine):
         import sglang
         import sglang.srt.observability.metrics_collector as collectors
         from sglang.srt.runtime_context import SpawnRanks, publish
-        model = os.environ["SERVESWEEP_CHECK_MODEL"]
         server_args = checker.prepare_server_args(["--model-path", model, "--enable-metrics"])
         server_args.resolve_once()
         labels = {"model_name": "m"}
