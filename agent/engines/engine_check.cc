@@ -252,7 +252,7 @@ CheckVerdict NotChecked(CheckVerdict::Outcome outcome, std::string why) {
 CheckVerdict VerdictOf(const Json& line, const std::string& python) {
   CheckVerdict v;
   v.installed_version = line.value("version", "");
-  v.checker = fmt::format("{} {} at {}", line.value("kind", ""), v.installed_version, python);
+  v.checker = fmt::format("{} {} ({})", line.value("kind", ""), v.installed_version, python);
   v.stage = line.value("stage", "");
   if (line.contains("error") && line["error"].is_string()) v.message = line["error"];
   v.warnings = Texts(line["warnings"]);
@@ -319,10 +319,10 @@ CheckKind CheckKindOf(const std::vector<std::string>& argv, std::vector<std::str
 std::string CheckVerdict::Describe() const {
   switch (outcome) {
     case Outcome::kAccepted:
-      return fmt::format("accepted by {} ({}){}", checker, stage,
+      return fmt::format("accepted by {}{}", checker,
                          spellings.empty() ? "" : fmt::format("; note: {}", fmt::join(spellings, "; ")));
     case Outcome::kRejected:
-      return fmt::format("REJECTED by {} at {}: {}", checker, stage, message);
+      return fmt::format("REJECTED by {}, {}: {}", checker, stage, message);
     case Outcome::kMissingPackages:
       return fmt::format("accepted by {}, but {}", checker, message);
     case Outcome::kNotChecked:
@@ -453,6 +453,18 @@ Status CheckProcesses(const std::vector<CheckedProcess>& processes,
       }
     }
   }
+  return Status::Ok();
+}
+
+Status EngineFacts(const std::string& python, const std::string& model_dir,
+                   const EngineCheckOptions& options, std::string* json) {
+  std::string script;
+  if (Status s = DeployChecker(options, &script); !s.ok()) return s;
+  std::vector<Json> lines;
+  if (Status s = RunChecker(python, script, {"--facts", model_dir}, options, &lines); !s.ok()) {
+    return s;
+  }
+  *json = lines[0].dump(1);
   return Status::Ok();
 }
 

@@ -46,7 +46,7 @@ struct CheckVerdict {
     kUnavailable,      // the engine is not installed there (at that version), or timed out
   };
   Outcome outcome = Outcome::kNotChecked;
-  std::string checker;            // "vllm 0.33.0 at /opt/.../bin/python3"
+  std::string checker;            // "vllm-serve 0.33.0 (/opt/.../bin/python3)"
   std::string installed_version;  // the engine's (or router's) version there
   std::string stage;              // where it stopped: parse, validate, engine config, resolve
   std::string message;            // the refusal, or why it was not checked
@@ -99,6 +99,13 @@ void SubstituteModelConfigs(const std::map<std::string, std::string>& configs,
 // each with its process's name, and effectiveSettingsSource saying which check they came from.
 void FillEffectiveSettings(const std::vector<std::pair<std::string, CheckVerdict>>& by_process,
                            schema::BenchmarkRecord::Builder record);
+
+// What the engines of one Python environment define, for servesweep's tables to be checked
+// against (engine_check.py --facts): {"environment", "options": {parser: option table},
+// "metrics": {engine: metric names}}, the metrics' collectors built for the model whose
+// config.json is in `model_dir`.
+Status EngineFacts(const std::string& python, const std::string& model_dir,
+                   const EngineCheckOptions& options, std::string* json);
 
 // The checker's embedded files (agent/engines/check/*.py), by path.
 std::string_view EmbeddedCheckScript(std::string_view path);

@@ -191,20 +191,23 @@ class CaseEnvironment:
         return False
 
 
-def refusal_message(error, package_folders):
+def refusal_message(error, packages):
     """The engine's message for an exception; where it has none (a bare assert), the
-    exception type and the engine's frame that raised it."""
+    exception type and the engine's frame that raised it. `packages`: the engine's package
+    names (their frames are the engine's own)."""
     message = strip_ansi(str(error)).strip()
+    roots = []
+    for name in packages:
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            roots.append(os.path.dirname(os.path.abspath(module.__file__)))
     where = ""
     frames = traceback.extract_tb(error.__traceback__)
     for frame in reversed(frames):
-        for folder in package_folders:
-            marker = os.sep + folder + os.sep
-            if marker in frame.filename:
-                relative = folder + os.sep + frame.filename.split(marker, 1)[1]
-                where = "%s (%s:%d)" % (frame.name, relative, frame.lineno)
-                break
-        if where:
+        root = next((r for r in roots if frame.filename.startswith(r + os.sep)), None)
+        if root is not None:
+            relative = os.path.relpath(frame.filename, os.path.dirname(root))
+            where = "%s (%s:%d)" % (frame.name, relative, frame.lineno)
             break
     kind = type(error).__name__
     if message:

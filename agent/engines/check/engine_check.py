@@ -16,6 +16,8 @@ installed versions, the GPU facts the engines were told), then one line per case
                                                         engine)
   python engine_check.py --options PARSER --out FILE   (vllm-serve, sglang-serve, vllm-router,
                                                          sglang-router: the option strings)
+  python engine_check.py --facts MODEL_DIR --out FILE  (all of both below that this
+                                                        environment holds, in one JSON)
   python engine_check.py --metrics ENGINE --model DIR --out FILE   (vllm, sglang: the metric
                                          names, their collectors built for the model in DIR)
 
@@ -123,6 +125,9 @@ def main(argv):
         elif "--cases" in options:
             with open(options["--cases"]) as f:
                 run_cases(json.load(f), out)
+        elif "--facts" in options:
+            import engine_facts
+            json.dump(engine_facts.all_facts(options["--facts"]), out)  # one line
         elif "--options" in options:
             import engine_facts
             json.dump(engine_facts.option_table(options["--options"]), out, indent=1)

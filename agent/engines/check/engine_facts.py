@@ -98,11 +98,11 @@ def _exposed(registry, prefix):
     return out
 
 
-def metric_names(engine, model):
+def metric_names(engine, model, declared=True):
     """The metric names an engine registers: its collectors instantiated for `model` (a folder
     holding its config.json) as the server does, with speculative decoding on (its metrics are
     registered only then), read back from the registry as /metrics exposes them; and the names
-    its sources declare (connectors, optional collectors)."""
+    its sources declare (connectors, optional collectors; `declared`: the slow part)."""
     import prometheus_client
     if engine == "vllm":
         import check_vllm
@@ -118,9 +118,9 @@ def metric_names(engine, model):
             usage_context=checker.UsageContext.OPENAI_API_SERVER)
         PrometheusStatLogger(config, engine_indexes=[0])
         exposed = _exposed(prometheus_client.REGISTRY, "vllm:")
-        static = _static_names(os.path.dirname(vllm.__file__), "vllm:")
         return {"engine": "vllm", "version": checker.version, "exposed": exposed,
-                "declared": sorted(static)}
+                "declared": sorted(_static_names(os.path.dirname(vllm.__file__), "vllm:"))
+                if declared else []}
     if engine == "sglang":
         import check_sglang
         checker = check_sglang.SglangServeChecker(check_common.gpu_facts({}), None)
@@ -148,7 +148,23 @@ def metric_names(engine, model):
             server_args=server_args, enable_priority_scheduling=False, enable_lora=False,
             enable_hierarchical_cache=False)
         collect_and_clear()
-        static = _static_names(os.path.dirname(sglang.__file__), "sglang:")
         return {"engine": "sglang", "version": checker.version, "exposed": exposed,
-                "declared": sorted(static)}
+                "declared": sorted(_static_names(os.path.dirname(sglang.__file__), "sglang:"))
+                if declared else []}
     raise ValueError("unknown engine '%s'" % engine)
+
+
+def all_facts(model):
+    """Every parser and engine of this environment: {"options": {parser: option_table},
+    "metrics": {engine: metric_names}} (one import of each engine; no source scan)."""
+    have = {d: check_common.package_version(d) for d in
+            ("vllm", "vllm-router", "sglang", "sglang-router")}
+    out = {"options": {}, "metrics": {}}
+    for parser, distribution in (("vllm-serve", "vllm"), ("vllm-router", "vllm-router"),
+                                 ("sglang-serve", "sglang"), ("sglang-router", "sglang-router")):
+        if have[distribution]:
+            out["options"][parser] = option_table(parser)
+    for engine in ("vllm", "sglang"):
+        if have[engine]:
+            out["metrics"][engine] = metric_names(engine, model, declared=False)
+    return out
