@@ -111,7 +111,17 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const std::string& hardware, bool js
     estimates.push_back(spec.getRepeat() > 0 && spec.getIndex() >= spec.getRepeat()
                             ? estimates[spec.getIndex() - spec.getRepeat()]
                             : EstimateRun(spec, hardware, loaded));
-    const Estimate& e = estimates.back();
+    Estimate& e = estimates.back();
+    // A flag table outside its checked versions is a problem until the engine's check proves
+    // the run's command lines (--check-engines counts those it did not prove).
+    if (!check && spec.getEngine() != "sim") {
+      const auto launches = agent::PlanRunLaunches(spec, {}, kFrontEndPort, "servesweep");
+      if (!launches.empty() && !launches[0].launch.unchecked.empty() &&
+          std::find(e.problems.begin(), e.problems.end(), launches[0].launch.unchecked) ==
+              e.problems.end()) {
+        e.problems.push_back(launches[0].launch.unchecked);
+      }
+    }
     total_hours += e.gpu_hours;
     estimated += e.known;
     problems += e.problems.size();

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -218,6 +219,15 @@ TEST(EngineCheck, EveryExampleAndGoldenLayoutIsAcceptedByTheEnginesOwnParsers) {
     for (const auto& w : c.verdict.warnings) std::cout << "  warning: " << c.where << ": " << w << "\n";
     for (const auto& n : c.verdict.spellings) std::cout << "  note: " << c.where << ": " << n << "\n";
   }
+  // The matched example resolves to the same effective settings in both engines.
+  std::map<std::string, std::vector<std::pair<std::string, std::string>>> example;
+  for (const auto& c : checked) {
+    if (c.where.rfind("examples/vllm-vs-sglang.yaml", 0) == 0) {
+      example[c.process.engine] = c.verdict.effective;
+    }
+  }
+  ASSERT_EQ(example.size(), 2u);
+  EXPECT_EQ(example["vllm"], example["sglang"]);
   std::cout << fmt::format(
       "engine check: {} of {} engine and router command lines accepted ({} distinct), {} "
       "processes without an engine check, {:.1f} s\n",
@@ -386,6 +396,156 @@ TEST(EngineCheck, FlagTablesAndMetricNamesMatchTheInstalledEngines) {
     ++checked_tables;
   }
   EXPECT_EQ(checked_tables, 3u);
+}
+
+// bin/<name> of `h`: the stand-in engine with `python` on its #! line (tests/data/fake-python-engine).
+void WriteStandInEngine(const Harness& h, const std::string& name, const std::string& python) {
+  fs::create_directories(h.Path("bin"));
+  const std::string path = h.Path("bin/" + name);
+  std::ofstream(path) << "#!" << python << "\n" << ReadSourceFile("tests/data/fake-python-engine");
+  fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+}
+
+// An environment variable for the rest of a test.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Two sweeps of one matrix on vLLM and on SGLang, their agents checking each engine before it
+// starts (the real vLLM 0.33.0 and SGLang 0.5.23 resolve the command lines; a stand-in serves):
+// each record keeps the engine's own resolved settings, and `compare` reports the pair not
+// matched because vLLM's step budget (8192 on the default H100) is not SGLang's
+// --max-prefill-tokens (16384) under the same matrix keys.
+TEST(EngineCheck, AgentsRecordTheEnginesEffectiveSettingsAndCompareMatchesOnThem) {
+  REQUIRE_ENGINE_ENVS(envs);
+  Harness h("effective-settings");
+  WriteStandInEngine(h, "vllm", envs[0] + "/bin/python3");
+  WriteStandInEngine(h, "sglang", envs[1] + "/bin/python3");
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ScopedEnv path("PATH", h.Path("bin") + ":" + old_path);
+  ScopedEnv binary("SERVESWEEP_TEST_BINARY", ServesweepBinary());
+  ScopedEnv offline("HF_HUB_OFFLINE", "1");
+  for (const auto& [engine, version] : std::vector<std::pair<std::string, std::string>>{
+           {"vllm", "0.33.0"}, {"sglang", "0.5.23"}}) {
+    const std::string matrix = h.WriteFile(engine + ".yaml", fmt::format(R"(name: {}
+engine: {}
+engine_version: "{}"
+model: llama-8b
+max_attempts: 1
+engine_config: {{model_path: {}, max_num_seqs: 16}}
+workload: {{input_len: 16, output_len: 8, num_requests: 6, concurrency: 2}}
+)",
+                                                                         engine, engine, version,
+                                                                         ConfigDir("llama-3.1-8b-instruct")));
+    std::string output;
+    ASSERT_EQ(RunServesweep(fmt::format("run {} --out {} --agents 1 --gpus-per-agent 1 "
+                                        "--progress off",
+                                        matrix, h.Path(engine)),
+                            &output),
+              0)
+        << output;
+    const auto rows = h.Query(h.Path(engine),
+                              "SELECT effective_settings, effective_settings_source FROM results");
+    ASSERT_EQ(rows.rows.size(), 1u);
+    EXPECT_NE(rows.rows[0][0].find("max_running_requests=16"), std::string::npos) << rows.rows[0][0];
+    EXPECT_NE(rows.rows[0][0].find(engine == "vllm" ? "prefill_budget_tok=8192"
+                                                    : "prefill_budget_tok=16384"),
+              std::string::npos)
+        << rows.rows[0][0];
+    EXPECT_NE(rows.rows[0][1].find(fmt::format("engine check: {}-serve {}", engine, version)),
+              std::string::npos)
+        << rows.rows[0][1];
+  }
+  std::string compared;
+  EXPECT_EQ(RunServesweep(fmt::format("compare {} {}", h.Path("vllm"), h.Path("sglang")), &compared),
+            1)
+      << compared;
+  EXPECT_NE(compared.find("refusing an unmatched comparison"), std::string::npos) << compared;
+  EXPECT_NE(compared.find("concurrency 2: effective.prefill_budget_tok: '8192' vs '16384' (the "
+                          "engines resolved the same matrix settings differently)"),
+            std::string::npos)
+      << compared;
+  EXPECT_EQ(RunServesweep(fmt::format("compare {} {} --allow-mismatch", h.Path("vllm"),
+                                      h.Path("sglang")),
+                          &compared),
+            0)
+      << compared;
+  EXPECT_NE(compared.find("NOT matched"), std::string::npos) << compared;
+}
+
+// The agent's preflight reports a KV transfer library the engine would fail to load: here nixl,
+// made unimportable for the agent's environment (a package on PYTHONPATH that raises the
+// ModuleNotFoundError of an absent one). The run fails before any engine starts, saying which
+// package and why.
+TEST(EngineCheck, AMissingNixlIsReportedByTheAgentsPreflight) {
+  REQUIRE_ENGINE_ENVS(envs);
+  Harness h("missing-nixl");
+  WriteStandInEngine(h, "vllm", envs[0] + "/bin/python3");
+  fs::create_directories(h.Path("hide/nixl"));
+  h.WriteFile("hide/nixl/__init__.py", "raise ModuleNotFoundError(\"No module named 'nixl'\")\n");
+  const std::string old_path = std::getenv("PATH") ? std::getenv("PATH") : "";
+  ScopedEnv path("PATH", h.Path("bin") + ":" + envs[0] + "/bin:" + old_path);
+  ScopedEnv hide("PYTHONPATH", h.Path("hide"));
+  ScopedEnv offline("HF_HUB_OFFLINE", "1");
+  const int dist_port = 42000 + static_cast<int>(std::stoul(RandomHex(4), nullptr, 16) % 150) * 100;
+  const std::string matrix = h.WriteFile("pd.yaml", fmt::format(R"(name: pd
+engine: vllm
+engine_version: "0.33.0"
+model: llama-8b
+timeout_s: 120
+max_attempts: 1
+engine_config: {{model_path: {}, dist_port: {}, kv_transfer: nixl}}
+layout: {{tp: 1, prefill_instances: 1, decode_instances: 1}}
+workload: {{input_len: 8, output_len: 4, num_requests: 4, concurrency: 2}}
+)",
+                                                                ConfigDir("llama-3.1-8b-instruct"),
+                                                                dist_port));
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
+  const std::string out = h.Path("out");
+  std::vector<std::string> coordinator_args = {"coordinator", matrix, "--bind", endpoint, "--out",
+                                               out};
+  for (const auto& arg : h.CoordinatorKeyArgs()) coordinator_args.push_back(arg);
+  const size_t coordinator = h.Start("coordinator", coordinator_args);
+  std::vector<std::string> agent_args = {"agent",  "--connect", endpoint, "--id", "node-a",
+                                         "--emulate-gpus", "2", "--spool", h.Path("a/spool"),
+                                         "--work-dir", h.Path("a/work")};
+  for (const auto& arg : h.AgentKeyArgs()) agent_args.push_back(arg);
+  h.Start("agent", agent_args);
+  ASSERT_TRUE(Harness::WaitFor([&] { return h.process(coordinator).Poll().has_value(); },
+                               std::chrono::seconds(170)))
+      << h.Log("coordinator") << h.Log("agent");
+  const auto runs = h.Query(out, "SELECT status, last_error FROM runs");
+  ASSERT_EQ(runs.rows.size(), 1u);
+  EXPECT_EQ(runs.rows[0][0], "failed");
+  const std::string& error = runs.rows[0][1];
+  EXPECT_NE(error.find("engine check of [prefill0] on agent node-a: accepted by vllm-serve 0.33.0"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(error.find("but missing: nixl (import nixl._api: ModuleNotFoundError: No module "
+                       "named 'nixl'), which NixlConnector needs"),
+            std::string::npos)
+      << error;
+  // Nothing was started: no engine log.
+  EXPECT_FALSE(fs::exists(h.Path("a/work")) &&
+               std::any_of(fs::directory_iterator(h.Path("a/work")), fs::directory_iterator(),
+                           [](const auto& e) {
+                             return e.path().string().find("prefill0.log") != std::string::npos;
+                           }));
 }
 
 }  // namespace
