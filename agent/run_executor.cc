@@ -296,8 +296,7 @@ Status HeadRun::Plan() {
     // The run's own settings against the engine's flag table are refused (the same anywhere);
     // anything else (a missing peer address) may succeed on another attempt.
     const std::string why = fmt::format("engine not started: {}", launch_.error);
-    return launch_.error_permanent ? Status::InvalidArgument(why)
-                                   : Status::FailedPrecondition(why);
+    return launch_.error_permanent ? Status::InvalidArgument(why) : Status::FailedPrecondition(why);
   }
   if (Status s = CheckPrograms(launch_, x_.context_.agent_id); !s.ok()) return s;
   return CheckEngines();
@@ -319,7 +318,8 @@ Status HeadRun::CheckEngines() {
   for (size_t i = 0; i < verdicts.size(); ++i) {
     const std::string& name = processes[i].process.name;
     const CheckVerdict& v = verdicts[i];
-    for (const auto& w : v.warnings) spdlog::warn("run {} [{}] {}: {}", x_.run_id_, name, v.checker, w);
+    for (const auto& w : v.warnings)
+      spdlog::warn("run {} [{}] {}: {}", x_.run_id_, name, v.checker, w);
     for (const auto& n : v.spellings) spdlog::warn("run {} [{}]: {}", x_.run_id_, name, n);
     spdlog::info("run {} [{}]: engine check {}", x_.run_id_, name, v.Describe());
     const std::string why = fmt::format("engine check of [{}] on agent {}: {}", name,
@@ -582,7 +582,8 @@ void RunExecutor::ExecuteWorker() {
                            [](const CheckVerdict& v) { return v.refused(); })) {
       // The head's check refuses the run the same way; its result carries the reason.
       for (const auto& v : verdicts) {
-        if (v.refused()) spdlog::error("run {}: worker engine not started: {}", run_id_, v.Describe());
+        if (v.refused())
+          spdlog::error("run {}: worker engine not started: {}", run_id_, v.Describe());
       }
     } else if (!launch.processes.empty()) {
       std::filesystem::create_directories(context_.work_dir);

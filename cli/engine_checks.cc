@@ -110,11 +110,12 @@ Status CheckSweepEngines(matrix::LoadedMatrix& matrix, const EngineCheckFlags& f
     std::vector<std::string> addresses;
     for (uint32_t r = 0; r < nodes; ++r) addresses.push_back(fmt::format("10.0.0.{}", r + 1));
     RunStart start{processes.size(), "", original.getRunId().cStr()};
-    for (const auto& rank : agent::PlanRunLaunches(spec.asReader(), addresses,
-                                                   kCheckedFrontEndPort, "servesweep")) {
+    for (const auto& rank :
+         agent::PlanRunLaunches(spec.asReader(), addresses, kCheckedFrontEndPort, "servesweep")) {
       if (!rank.launch.unchecked.empty()) start.unchecked = rank.launch.unchecked;
       for (auto& process : agent::ProcessesOf(rank.launch, spec.asReader())) {
-        described.push_back({original.getRunId().cStr(), original.getLabel().cStr(),
+        described.push_back({original.getRunId().cStr(),
+                             original.getLabel().cStr(),
                              fmt::format("{} rank {} [{}]", rank.rank == 0 ? "head" : "worker",
                                          rank.rank, process.process.name),
                              {}});
@@ -158,8 +159,9 @@ Status CheckSweepEngines(matrix::LoadedMatrix& matrix, const EngineCheckFlags& f
 
 int RefuseRejectedSweep(matrix::LoadedMatrix& matrix, const EngineCheckFlags& flags) {
   if (flags.skip) {
-    spdlog::warn("engine check skipped (--skip-engine-check): command lines go to the engines "
-                 "unchecked");
+    spdlog::warn(
+        "engine check skipped (--skip-engine-check): command lines go to the engines "
+        "unchecked");
     return -1;
   }
   SweepCheck check;

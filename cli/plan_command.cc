@@ -165,19 +165,18 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const std::string& hardware, bool js
     out["estimated_runs"] = estimated;
     out["problems"] = problems;
     if (check) {
-      out["engine_check"] = {{"summary", check->Summary()},
-                             {"accepted", check->accepted},
-                             {"rejected", check->refused},
-                             {"could_not_check", check->unavailable},
-                             {"without_check", check->not_checked},
-                             {"unchecked_runs", check->unproven}};
+      out["engine_check"] = {
+          {"summary", check->Summary()},         {"accepted", check->accepted},
+          {"rejected", check->refused},          {"could_not_check", check->unavailable},
+          {"without_check", check->not_checked}, {"unchecked_runs", check->unproven}};
     }
     fmt::print("{}\n", out.dump(2));
   } else {
     if (check) {
-      fmt::print("engine check (the engines' own argument handling, no weights, no GPU; "
-                 "docs/engines.md#engine-check):\n{}{}\n",
-                 check->Render(), check->Summary());
+      fmt::print(
+          "engine check (the engines' own argument handling, no weights, no GPU; "
+          "docs/engines.md#engine-check):\n{}{}\n",
+          check->Render(), check->Summary());
     }
     fmt::print("{} runs; the largest needs {} GPU(s); {} problem(s)\n", runs.size(), gpus,
                problems);

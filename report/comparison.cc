@@ -216,15 +216,13 @@ void CompareEffective(const ComparedRun& a, const ComparedRun& b,
     return;
   }
   for (const auto& change : Changes(a.effective, b.effective)) {
-    if (change.a.rfind("n/a", 0) == 0 || change.b.rfind("n/a", 0) == 0 ||
-        change.a == "(absent)" || change.b == "(absent)") {
-      pair->effective_unknown.push_back(
-          fmt::format("effective.{}: '{}' vs '{}' (not comparable)", change.name, change.a,
-                      change.b));
+    if (change.a.rfind("n/a", 0) == 0 || change.b.rfind("n/a", 0) == 0 || change.a == "(absent)" ||
+        change.b == "(absent)") {
+      pair->effective_unknown.push_back(fmt::format("effective.{}: '{}' vs '{}' (not comparable)",
+                                                    change.name, change.a, change.b));
       continue;
     }
-    pair->effective_changes.push_back(
-        {"effective." + change.name, change.a, change.b});
+    pair->effective_changes.push_back({"effective." + change.name, change.a, change.b});
     const std::string setting = change.name.substr(change.name.find(':') + 1);
     std::vector<std::string> explained_by;
     if (auto it = EffectiveDrivers().find(setting); it != EffectiveDrivers().end()) {
@@ -235,10 +233,10 @@ void CompareEffective(const ComparedRun& a, const ComparedRun& b,
       }
     }
     if (explained_by.empty()) {
-      pair->mismatches.push_back(fmt::format(
-          "effective.{}: '{}' vs '{}' (the engines resolved the same matrix settings "
-          "differently)",
-          change.name, change.a, change.b));
+      pair->mismatches.push_back(
+          fmt::format("effective.{}: '{}' vs '{}' (the engines resolved the same matrix settings "
+                      "differently)",
+                      change.name, change.a, change.b));
     }
   }
 }
@@ -382,7 +380,8 @@ void DescribeRun(schema::RunSpec::Reader spec, const std::map<std::string, std::
   for (std::string item; std::getline(settings, item, ';');) {
     item.erase(0, item.find_first_not_of(' '));
     const size_t eq = item.find('=');
-    if (eq != std::string::npos) out->effective.push_back({item.substr(0, eq), item.substr(eq + 1)});
+    if (eq != std::string::npos)
+      out->effective.push_back({item.substr(0, eq), item.substr(eq + 1)});
   }
   if (spec.getEngine() == "sim") {
     const auto sim = spec.getSim();

@@ -35,9 +35,9 @@ struct Field {
 struct ComparedRun {
   std::string run_id;
   std::string label;
-  bool ok = false;                        // a committed ok result
-  std::vector<Field> conditions;          // must match across a comparison
-  std::vector<Field> system;              // the system under test: may differ
+  bool ok = false;                // a committed ok result
+  std::vector<Field> conditions;  // must match across a comparison
+  std::vector<Field> system;      // the system under test: may differ
   // The engine's own resolution of the settings a comparison depends on (the record's
   // effective_settings: budgets, running requests, speculative tokens, chunk, KV dtype); they
   // must match unless a matrix key that drives them differs. Empty: no engine check ran.

@@ -324,11 +324,11 @@ TEST(Comparison, EffectiveBudgetsThatDifferUnderTheSameMatrixKeysAreNotMatched) 
   EXPECT_EQ(nlohmann::json::parse(RenderComparisonJson(c, "a", "b"))["matched"], false);
 
   // Budgets that differ because the matrix asked so are the compared axis, listed, matched.
-  const ComparedRun bigger =
-      with(MakeRun("c=4", "concurrency 4", "vllm", 18, 110),
-           {{"prefill_budget_tok", "16384"}, {"max_running_requests", "256"},
-            {"kv_cache_dtype", "bfloat16"}},
-           "16384");
+  const ComparedRun bigger = with(MakeRun("c=4", "concurrency 4", "vllm", 18, 110),
+                                  {{"prefill_budget_tok", "16384"},
+                                   {"max_running_requests", "256"},
+                                   {"kv_cache_dtype", "bfloat16"}},
+                                  "16384");
   ASSERT_TRUE(CompareRuns({vllm}, {bigger}, &c).ok());
   EXPECT_TRUE(c.matched());
   EXPECT_EQ(c.pairs[0].effective_changes.size(), 1u);

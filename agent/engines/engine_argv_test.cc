@@ -380,12 +380,12 @@ TEST(EngineArgv, SpeculativeDecodingIsSpelledPerEngineOrRefusedBeforeLaunch) {
   // vLLM's MTP is SGLang's NEXTN; SGLang's EAGLE family takes steps, top-k and draft tokens
   // together (a chain of N verifies N + 1 tokens).
   EXPECT_NE(ArgvOf(PlanOf("engine: vllm\n" + deepseek +
-                              "engine_config: {speculative: {method: mtp, num_tokens: 2}}"),
+                          "engine_config: {speculative: {method: mtp, num_tokens: 2}}"),
                    "engine")
                 .find(R"(--speculative-config {"method":"mtp","num_speculative_tokens":2})"),
             std::string::npos);
   EXPECT_NE(ArgvOf(PlanOf("engine: sglang\n" + deepseek +
-                              "engine_config: {speculative: {method: MTP, num_tokens: 2}}"),
+                          "engine_config: {speculative: {method: MTP, num_tokens: 2}}"),
                    "engine")
                 .find("--speculative-algorithm NEXTN --speculative-num-steps 2 "
                       "--speculative-eagle-topk 1 --speculative-num-draft-tokens 3"),

@@ -23,35 +23,28 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
-const char* DistributionOf(CheckKind kind) {
-  switch (kind) {
-    case CheckKind::kVllmServe:
-      return "vllm";
-    case CheckKind::kSglangServe:
-      return "sglang";
-    case CheckKind::kVllmRouter:
-      return "vllm-router";
-    case CheckKind::kSglangRouter:
-      return "sglang-router";
-    default:
-      return "";
-  }
-}
+// Each kind's name in the checker's cases and the distribution whose version it reports.
+struct KindInfo {
+  CheckKind kind;
+  const char* name;
+  const char* distribution;
+};
+constexpr KindInfo kKinds[] = {
+    {CheckKind::kVllmServe, "vllm-serve", "vllm"},
+    {CheckKind::kSglangServe, "sglang-serve", "sglang"},
+    {CheckKind::kVllmRouter, "vllm-router", "vllm-router"},
+    {CheckKind::kSglangRouter, "sglang-router", "sglang-router"},
+};
 
-const char* KindName(CheckKind kind) {
-  switch (kind) {
-    case CheckKind::kVllmServe:
-      return "vllm-serve";
-    case CheckKind::kSglangServe:
-      return "sglang-serve";
-    case CheckKind::kVllmRouter:
-      return "vllm-router";
-    case CheckKind::kSglangRouter:
-      return "sglang-router";
-    default:
-      return "";
+const KindInfo& InfoOf(CheckKind kind) {
+  for (const auto& info : kKinds) {
+    if (info.kind == kind) return info;
   }
+  static const KindInfo none{CheckKind::kNone, "", ""};
+  return none;
 }
+const char* DistributionOf(CheckKind kind) { return InfoOf(kind).distribution; }
+const char* KindName(CheckKind kind) { return InfoOf(kind).name; }
 
 bool IsPython(const std::string& program) {
   return fs::path(program).filename().string().rfind("python", 0) == 0;
@@ -125,14 +118,13 @@ Status DeployChecker(const EngineCheckOptions& options, std::string* script) {
   for (auto path : EmbeddedCheckScriptPaths()) all += std::string(EmbeddedCheckScript(path));
   const fs::path base =
       options.work_dir.empty() ? fs::temp_directory_path() : fs::path(options.work_dir);
-  const fs::path dir =
-      base / fmt::format("servesweep-engine-check-{}-{}", StableHashHex(all).substr(0, 12),
-                         ::getuid());
+  const fs::path dir = base / fmt::format("servesweep-engine-check-{}-{}",
+                                          StableHashHex(all).substr(0, 12), ::getuid());
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
-    return Status::Internal(fmt::format("engine check: cannot create {}: {}", dir.string(),
-                                        ec.message()));
+    return Status::Internal(
+        fmt::format("engine check: cannot create {}: {}", dir.string(), ec.message()));
   }
   for (auto path : EmbeddedCheckScriptPaths()) {
     const fs::path target = dir / fs::path(std::string(path)).filename();
@@ -141,8 +133,8 @@ Status DeployChecker(const EngineCheckOptions& options, std::string* script) {
     std::ofstream(partial, std::ios::binary) << EmbeddedCheckScript(path);
     fs::rename(partial, target, ec);
     if (ec) {
-      return Status::Internal(fmt::format("engine check: cannot write {}: {}", target.string(),
-                                          ec.message()));
+      return Status::Internal(
+          fmt::format("engine check: cannot write {}: {}", target.string(), ec.message()));
     }
   }
   *script = (dir / "engine_check.py").string();
@@ -152,8 +144,8 @@ Status DeployChecker(const EngineCheckOptions& options, std::string* script) {
 std::vector<std::string> Texts(const Json& value) {
   std::vector<std::string> out;
   if (value.is_array()) {
-    for (const auto& item : value) out.push_back(item.is_string() ? item.get<std::string>()
-                                                                  : item.dump());
+    for (const auto& item : value)
+      out.push_back(item.is_string() ? item.get<std::string>() : item.dump());
   }
   return out;
 }
@@ -187,13 +179,13 @@ Status RunChecker(const std::string& python, const std::string& script,
   spawn.log_path = log_path;
   ChildProcess child;
   if (Status s = ChildProcess::Spawn(spawn, &child); !s.ok()) return s;
-  const auto status = child.Wait(
-      std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000)));
+  const auto status =
+      child.Wait(std::chrono::milliseconds(static_cast<int64_t>(options.timeout_s * 1000)));
   if (!status) {
     child.Stop(std::chrono::seconds(2));
-    return Status::DeadlineExceeded(fmt::format(
-        "the engine check with {} took longer than {:.0f} s (log: {})", python, options.timeout_s,
-        log_path));
+    return Status::DeadlineExceeded(
+        fmt::format("the engine check with {} took longer than {:.0f} s (log: {})", python,
+                    options.timeout_s, log_path));
   }
   std::ifstream in(out_path);
   for (std::string line; std::getline(in, line);) {
@@ -218,7 +210,7 @@ struct Environment {
 };
 
 std::mutex cache_mutex;
-std::map<std::string, Environment> environments;  // by interpreter, guarded by cache_mutex
+std::map<std::string, Environment> environments;      // by interpreter, guarded by cache_mutex
 std::map<std::string, CheckVerdict> verdicts_by_key;  // guarded by cache_mutex
 
 Environment EnvironmentOf(const std::string& python, const std::string& script,
@@ -282,7 +274,9 @@ CheckKind CheckKindOf(const std::vector<std::string>& argv, std::vector<std::str
   entry->clear();
   if (argv.empty()) return CheckKind::kNone;
   const std::string program = fs::path(argv[0]).filename().string();
-  auto rest = [&](size_t from) { args->assign(argv.begin() + std::min(from, argv.size()), argv.end()); };
+  auto rest = [&](size_t from) {
+    args->assign(argv.begin() + std::min(from, argv.size()), argv.end());
+  };
   auto second = [&](const char* word) { return argv.size() > 1 && argv[1] == word; };
   if (program == "vllm" && second("serve")) {
     rest(2);
@@ -319,8 +313,9 @@ CheckKind CheckKindOf(const std::vector<std::string>& argv, std::vector<std::str
 std::string CheckVerdict::Describe() const {
   switch (outcome) {
     case Outcome::kAccepted:
-      return fmt::format("accepted by {}{}", checker,
-                         spellings.empty() ? "" : fmt::format("; note: {}", fmt::join(spellings, "; ")));
+      return fmt::format(
+          "accepted by {}{}", checker,
+          spellings.empty() ? "" : fmt::format("; note: {}", fmt::join(spellings, "; ")));
     case Outcome::kRejected:
       return fmt::format("REJECTED by {}, {}: {}", checker, stage, message);
     case Outcome::kMissingPackages:
@@ -376,8 +371,8 @@ Status CheckProcesses(const std::vector<CheckedProcess>& processes,
       const Environment env = EnvironmentOf(python, script, options);
       auto it = env.versions.find(DistributionOf(kind));
       if (!env.error.empty() || it == env.versions.end()) {
-        found += fmt::format("{}{} has no {}", found.empty() ? "" : "; ", python,
-                             DistributionOf(kind));
+        found +=
+            fmt::format("{}{} has no {}", found.empty() ? "" : "; ", python, DistributionOf(kind));
         continue;
       }
       found += fmt::format("{}{} {} at {}", found.empty() ? "" : "; ", DistributionOf(kind),
@@ -426,9 +421,9 @@ Status CheckProcesses(const std::vector<CheckedProcess>& processes,
     for (const auto& c : cases) {
       if (first_of_key.emplace(c.key, c.index).second) request["cases"].push_back(c.json);
     }
-    const std::string cases_path = fs::path(script).parent_path() /
-                                   fmt::format("cases-{}-{}.json", ::getpid(),
-                                               StableHashHex(request.dump()).substr(0, 8));
+    const std::string cases_path =
+        fs::path(script).parent_path() /
+        fmt::format("cases-{}-{}.json", ::getpid(), StableHashHex(request.dump()).substr(0, 8));
     std::ofstream(cases_path) << request.dump();
     std::vector<Json> lines;
     Status s = RunChecker(python, script, {"--cases", cases_path}, options, &lines);
@@ -479,8 +474,8 @@ std::vector<CheckedProcess> ProcessesOf(const EngineLaunch& launch, schema::RunS
 void SubstituteModelConfigs(const std::map<std::string, std::string>& configs,
                             schema::RunSpec::Builder spec) {
   auto config = spec.getEngineConfig();
-  const std::string model_path = config.getModelPath().size() ? config.getModelPath().cStr()
-                                                              : spec.getModel().cStr();
+  const std::string model_path =
+      config.getModelPath().size() ? config.getModelPath().cStr() : spec.getModel().cStr();
   if (auto it = configs.find(model_path); it != configs.end()) {
     config.setModelPath(it->second);
   } else if (auto by_name = configs.find(spec.getModel().cStr()); by_name != configs.end()) {

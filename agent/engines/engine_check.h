@@ -46,12 +46,12 @@ struct CheckVerdict {
     kUnavailable,      // the engine is not installed there (at that version), or timed out
   };
   Outcome outcome = Outcome::kNotChecked;
-  std::string checker;            // "vllm-serve 0.33.0 (/opt/.../bin/python3)"
-  std::string installed_version;  // the engine's (or router's) version there
-  std::string stage;              // where it stopped: parse, validate, engine config, resolve
-  std::string message;            // the refusal, or why it was not checked
-  std::vector<std::string> warnings;          // the engine's own warnings
-  std::vector<std::string> spellings;         // hidden aliases, abbreviations, deprecations
+  std::string checker;                 // "vllm-serve 0.33.0 (/opt/.../bin/python3)"
+  std::string installed_version;       // the engine's (or router's) version there
+  std::string stage;                   // where it stopped: parse, validate, engine config, resolve
+  std::string message;                 // the refusal, or why it was not checked
+  std::vector<std::string> warnings;   // the engine's own warnings
+  std::vector<std::string> spellings;  // hidden aliases, abbreviations, deprecations
   std::vector<std::string> missing_packages;  // "nixl (import nixl._api: ...)"
   // The engine's resolved settings in servesweep's names (docs/engines.md#effective-settings)
   // and in its own; empty unless accepted.

@@ -48,7 +48,7 @@ struct FlagTable {
   Argv program;         // the command, before any flag
   Argv version_command;
   std::map<std::string, Argv> flags;
-  std::map<std::string, std::string> kv_roles;  // "prefill"/"decode" -> the engine's role name
+  std::map<std::string, std::string> kv_roles;       // "prefill"/"decode" -> the engine's role name
   std::map<std::string, KvConnector> kv_connectors;  // by matrix spelling ("nixl", "mooncake")
   std::string default_kv_transfer;                   // a key of kv_connectors
   // The KV side channel takes one port per TP rank (base + rank: vLLM 0.11.0's NIXL), so
@@ -60,8 +60,7 @@ struct FlagTable {
   // Front end of disaggregated layouts: program, then its kv_connector, one prefill group per
   // prefill instance (prefill_bootstrap where the connector has a bootstrap port) and one
   // decode group per decode instance.
-  Argv router_program, router_kv_connector, router_prefill, router_prefill_bootstrap,
-      router_decode;
+  Argv router_program, router_kv_connector, router_prefill, router_prefill_bootstrap, router_decode;
   std::string router_version;  // the router release the router section was read from
 
   // Set by FindFlagTable: the asked version lies outside [checked_first, checked_last], and

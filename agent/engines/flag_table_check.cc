@@ -18,8 +18,8 @@ bool IsOption(const std::string& token) {
 void CheckPattern(const std::string& name, const Argv& pattern, const ParserOptions& parser,
                   TableCheck* out) {
   for (const auto& option : OptionTokens(pattern)) {
-    const std::string where = fmt::format("{}: {} ({} {})", name, option, parser.parser,
-                                          parser.version);
+    const std::string where =
+        fmt::format("{}: {} ({} {})", name, option, parser.parser, parser.version);
     if (auto it = parser.deprecated.find(option); it != parser.deprecated.end()) {
       out->deprecated.push_back(fmt::format("{} is deprecated: {}", where, it->second));
     }
@@ -38,9 +38,8 @@ void CheckPattern(const std::string& name, const Argv& pattern, const ParserOpti
 Status ParseParserOptions(std::string_view json, const std::string& where, ParserOptions* out) {
   const nlohmann::json root = nlohmann::json::parse(json, nullptr, false);
   if (root.is_discarded() || !root.contains("options") || !root["options"].is_array()) {
-    return Status::InvalidArgument(
-        fmt::format("{}: expected the JSON of engine_check.py --options, found something else",
-                    where));
+    return Status::InvalidArgument(fmt::format(
+        "{}: expected the JSON of engine_check.py --options, found something else", where));
   }
   ParserOptions p;
   p.parser = root.value("parser", "");
@@ -121,7 +120,8 @@ TableCheck CrossCheckFlagTable(const FlagTable& table, const ParserOptions& engi
                                const ParserOptions* router) {
   TableCheck out;
   CheckPattern("program", table.program, engine, &out);
-  for (const auto& [key, pattern] : table.flags) CheckPattern("flags." + key, pattern, engine, &out);
+  for (const auto& [key, pattern] : table.flags)
+    CheckPattern("flags." + key, pattern, engine, &out);
   if (router != nullptr && !table.router_program.empty()) {
     CheckPattern("router.program", table.router_program, *router, &out);
     CheckPattern("router.kv_connector", table.router_kv_connector, *router, &out);

@@ -19,8 +19,8 @@
 namespace servesweep::agent {
 
 struct ParserOptions {
-  std::string parser, version;         // "vllm-serve", "0.33.0"
-  std::set<std::string> listed;        // option strings in the parser's help
+  std::string parser, version;                    // "vllm-serve", "0.33.0"
+  std::set<std::string> listed;                   // option strings in the parser's help
   std::map<std::string, std::string> hidden;      // accepted but not listed -> what it aliases
   std::map<std::string, std::string> deprecated;  // option -> why (the parser's own marker)
 };

@@ -39,7 +39,8 @@ std::vector<RankLaunch> PlanRunLaunches(schema::RunSpec::Reader spec,
   for (uint32_t rank = 0; rank < nodes; ++rank) {
     RankLaunch one{rank, peers[rank], {}};
     if (!adapter) {
-      one.launch.error = fmt::format("this build cannot start engine '{}'", spec.getEngine().cStr());
+      one.launch.error =
+          fmt::format("this build cannot start engine '{}'", spec.getEngine().cStr());
       out.push_back(std::move(one));
       break;
     }

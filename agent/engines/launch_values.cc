@@ -78,8 +78,7 @@ Values RunValues(const LaunchContext& context) {
   return v;
 }
 
-Status MapSpeculative(const FlagTable& table, schema::EngineConfig::Reader config,
-                      ArgvBuilder& b) {
+Status MapSpeculative(const FlagTable& table, schema::EngineConfig::Reader config, ArgvBuilder& b) {
   std::string method = config.getSpecMethod().cStr();
   std::transform(method.begin(), method.end(), method.begin(),
                  [](unsigned char c) { return std::tolower(c); });
@@ -204,7 +203,6 @@ uint32_t GpusPerNode(const LaunchContext& context) {
   return (total + context.group_size - 1) / context.group_size;
 }
 
-
 std::vector<PdInstance> PdInstances(const LaunchContext& context, uint32_t gpus_per_instance,
                                     uint32_t side_ports_per_instance) {
   const auto layout = context.spec.getLayout();
@@ -243,9 +241,8 @@ Status CheckPdPorts(const std::vector<PdInstance>& instances, uint32_t side_port
   return Status::Ok();
 }
 
-bool AddPdRouter(const FlagTable& table, const KvConnector& connector,
-                 const LaunchContext& context, const std::vector<PdInstance>& instances,
-                 EngineLaunch* launch) {
+bool AddPdRouter(const FlagTable& table, const KvConnector& connector, const LaunchContext& context,
+                 const std::vector<PdInstance>& instances, EngineLaunch* launch) {
   if (table.router_program.empty()) {
     launch->error = fmt::format("{} {} flag table has no router for disaggregated layouts",
                                 table.engine, table.version);

@@ -56,7 +56,9 @@ class ArgvBuilder {
       permanent_ = permanent;
     }
   }
-  void Fail(const Status& status) { Fail(status.message(), status.code() == StatusCode::kInvalidArgument); }
+  void Fail(const Status& status) {
+    Fail(status.message(), status.code() == StatusCode::kInvalidArgument);
+  }
   // Copies the first error into the launch (false when there is none).
   bool FailLaunch(EngineLaunch* launch) const {
     if (error_.empty()) return false;
@@ -83,8 +85,7 @@ void AddBatchingSettings(ArgvBuilder& b, const FlagTable& table);
 // spec_eagle_topk and spec_num_draft_tokens together (else spec_num_draft_tokens = num_tokens +
 // 1 where the engine counts the root token). InvalidArgument, before anything starts, for a
 // method the engine lacks, a missing count it requires, or tree knobs it does not take.
-Status MapSpeculative(const FlagTable& table, schema::EngineConfig::Reader config,
-                      ArgvBuilder& b);
+Status MapSpeculative(const FlagTable& table, schema::EngineConfig::Reader config, ArgvBuilder& b);
 
 // One engine instance of a disaggregated layout: prefill instances first, then decode ones,
 // filled onto agents in rank order, `gpus` GPUs each.
@@ -111,9 +112,8 @@ Status CheckPdPorts(const std::vector<PdInstance>& instances, uint32_t side_port
 // for a bootstrap connector) / router_decode group per instance, {url} and {bootstrap_port}
 // filled) added to launch->processes. False (the reason in launch->error) when the table has no
 // router or an instance's agent address is unknown.
-bool AddPdRouter(const FlagTable& table, const KvConnector& connector,
-                 const LaunchContext& context, const std::vector<PdInstance>& instances,
-                 EngineLaunch* launch);
+bool AddPdRouter(const FlagTable& table, const KvConnector& connector, const LaunchContext& context,
+                 const std::vector<PdInstance>& instances, EngineLaunch* launch);
 
 // "0,1,2,3" for `gpus` GPUs from `first`.
 std::string GpuList(uint32_t first, uint32_t gpus);

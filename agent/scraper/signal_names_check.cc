@@ -12,14 +12,14 @@ namespace servesweep::agent {
 Status ParseDefinedMetrics(std::string_view json, const std::string& where, DefinedMetrics* out) {
   const nlohmann::json root = nlohmann::json::parse(json, nullptr, false);
   if (root.is_discarded() || !root.contains("exposed") || !root["exposed"].is_object()) {
-    return Status::InvalidArgument(
-        fmt::format("{}: expected the JSON of engine_check.py --metrics, found something else",
-                    where));
+    return Status::InvalidArgument(fmt::format(
+        "{}: expected the JSON of engine_check.py --metrics, found something else", where));
   }
   DefinedMetrics m;
   m.engine = root.value("engine", "");
   m.version = root.value("version", "");
-  for (const auto& [name, type] : root["exposed"].items()) m.exposed[name] = type.get<std::string>();
+  for (const auto& [name, type] : root["exposed"].items())
+    m.exposed[name] = type.get<std::string>();
   *out = std::move(m);
   return Status::Ok();
 }
@@ -46,8 +46,8 @@ std::vector<std::string> CheckSignalNames(const std::vector<DefinedMetrics>& ins
       for (const auto& v : installed) {
         if (v.engine == row.engine) versions += (versions.empty() ? "" : ", ") + v.version;
       }
-      problems.push_back(fmt::format("{} ({}): no installed {} defines it (checked {})",
-                                     row.metric, row.signal, row.engine, versions));
+      problems.push_back(fmt::format("{} ({}): no installed {} defines it (checked {})", row.metric,
+                                     row.signal, row.engine, versions));
     }
   }
   for (const auto& version : installed) {

@@ -14,8 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "agent/engines/engine_check.h"
@@ -26,8 +26,8 @@
 #include "common/ids.h"
 #include "common/net.h"
 #include "matrix/matrix_loader.h"
-#include "tests/support/harness.h"
 #include "testing/process_helpers.h"
+#include "tests/support/harness.h"
 
 namespace servesweep::testing {
 namespace {
@@ -58,12 +58,12 @@ std::vector<std::string> EngineEnvs(std::string* missing) {
   return found;
 }
 
-#define REQUIRE_ENGINE_ENVS(envs)                                                             \
-  std::string missing_envs;                                                                   \
-  const std::vector<std::string> envs = EngineEnvs(&missing_envs);                            \
-  if (!missing_envs.empty()) {                                                                \
-    GTEST_SKIP() << "engine environments missing: " << missing_envs                           \
-                 << " (scripts/install-engines.sh makes them; CI installs them)";            \
+#define REQUIRE_ENGINE_ENVS(envs)                                                 \
+  std::string missing_envs;                                                       \
+  const std::vector<std::string> envs = EngineEnvs(&missing_envs);                \
+  if (!missing_envs.empty()) {                                                    \
+    GTEST_SKIP() << "engine environments missing: " << missing_envs               \
+                 << " (scripts/install-engines.sh makes them; CI installs them)"; \
   }
 
 std::string ConfigDir(const std::string& name) {
@@ -104,8 +104,8 @@ struct Checked {
 };
 
 // Every engine process of `text`'s runs, planned as the agents would, each rank at 10.0.0.<r+1>.
-void AddProcesses(const std::string& title, matrix::LoadedMatrix& loaded,
-                  std::vector<Checked>* out, std::vector<std::string>* refused_before_launch) {
+void AddProcesses(const std::string& title, matrix::LoadedMatrix& loaded, std::vector<Checked>* out,
+                  std::vector<std::string>* refused_before_launch) {
   for (auto original : loaded.matrix().getRuns()) {
     capnp::MallocMessageBuilder message;
     message.setRoot(original);
@@ -115,10 +115,11 @@ void AddProcesses(const std::string& title, matrix::LoadedMatrix& loaded,
     for (uint32_t r = 0; r < std::max<uint32_t>(1, spec.getNodesNeeded()); ++r) {
       addresses.push_back(fmt::format("10.0.0.{}", r + 1));
     }
-    for (const auto& rank : agent::PlanRunLaunches(spec.asReader(), addresses, 8000, "servesweep")) {
+    for (const auto& rank :
+         agent::PlanRunLaunches(spec.asReader(), addresses, 8000, "servesweep")) {
       if (!rank.launch.error.empty()) {
-        refused_before_launch->push_back(fmt::format("{} rank {}: {}", title, rank.rank,
-                                                     rank.launch.error));
+        refused_before_launch->push_back(
+            fmt::format("{} rank {}: {}", title, rank.rank, rank.launch.error));
       }
       for (auto& p : agent::ProcessesOf(rank.launch, spec.asReader())) {
         out->push_back({fmt::format("{} [{}]: rank {} [{}]", title, original.getLabel().cStr(),
@@ -157,7 +158,8 @@ TEST(EngineCheck, EveryExampleAndGoldenLayoutIsAcceptedByTheEnginesOwnParsers) {
   REQUIRE_ENGINE_ENVS(envs);
   std::vector<Checked> checked;
   std::vector<std::string> refused_before_launch;
-  for (const auto& entry : fs::directory_iterator(std::string(SERVESWEEP_SOURCE_DIR) + "/examples")) {
+  for (const auto& entry :
+       fs::directory_iterator(std::string(SERVESWEEP_SOURCE_DIR) + "/examples")) {
     if (entry.path().extension() != ".yaml") continue;
     matrix::LoadedMatrix loaded;
     Status s = matrix::LoadMatrixFile(entry.path().string(), &loaded);
@@ -216,8 +218,10 @@ TEST(EngineCheck, EveryExampleAndGoldenLayoutIsAcceptedByTheEnginesOwnParsers) {
       }
       EXPECT_TRUE(loopback) << c.where;
     }
-    for (const auto& w : c.verdict.warnings) std::cout << "  warning: " << c.where << ": " << w << "\n";
-    for (const auto& n : c.verdict.spellings) std::cout << "  note: " << c.where << ": " << n << "\n";
+    for (const auto& w : c.verdict.warnings)
+      std::cout << "  warning: " << c.where << ": " << w << "\n";
+    for (const auto& n : c.verdict.spellings)
+      std::cout << "  note: " << c.where << ": " << n << "\n";
   }
   // The matched example resolves to the same effective settings in both engines.
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> example;
@@ -247,9 +251,10 @@ zip:
   - engine: [vllm, sglang]
     engine_flags: [["--seed", "1"], ["--speculative-algorithm", "MTP"]]
 )");
-  std::string args = fmt::format("plan {} --check-engines --check-gpu h200 --model-config "
-                                 "llama-8b={}",
-                                 matrix, ConfigDir("llama-3.1-8b-instruct"));
+  std::string args = fmt::format(
+      "plan {} --check-engines --check-gpu h200 --model-config "
+      "llama-8b={}",
+      matrix, ConfigDir("llama-3.1-8b-instruct"));
   for (const auto& env : envs) args += " --engine-env " + env;
   std::string json;
   ASSERT_EQ(RunServesweep("--log-level error " + args + " --json", &json), 1) << json;
@@ -275,18 +280,22 @@ zip:
 TEST(EngineCheck, TheSixRefusedSpeculativeLinesAreAcceptedAfterTheFix) {
   REQUIRE_ENGINE_ENVS(envs);
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"sglang eagle3", "engine: sglang\nmodel: llama-8b\nengine_config: {speculative: {method: "
-                        "eagle3, model: /models/eagle3-llama-8b, num_tokens: 3}}"},
+      {"sglang eagle3",
+       "engine: sglang\nmodel: llama-8b\nengine_config: {speculative: {method: "
+       "eagle3, model: /models/eagle3-llama-8b, num_tokens: 3}}"},
       {"sglang 1P1D eagle3",
        "engine: sglang\nmodel: llama-8b\nengine_config: {dist_port: 30000, kv_transfer: nixl, "
        "speculative: {method: eagle3, model: /models/eagle3-llama-8b, num_tokens: 3}}\nlayout: "
        "{tp: 1, prefill_instances: 1, decode_instances: 1}"},
-      {"sglang mtp", "engine: sglang\nmodel: deepseek-v3\nlayout: {tp: 8}\nengine_config: "
-                     "{speculative: {method: MTP}}"},
-      {"sglang nextn", "engine: sglang\nmodel: deepseek-v3\nlayout: {tp: 8}\nengine_config: "
-                       "{speculative: {method: nextn, num_tokens: 2}}"},
-      {"vllm eagle3", "engine: vllm\nmodel: llama-8b\nengine_config: {speculative: {method: "
-                      "eagle3, model: /models/eagle3-llama-8b, num_tokens: 3}}"},
+      {"sglang mtp",
+       "engine: sglang\nmodel: deepseek-v3\nlayout: {tp: 8}\nengine_config: "
+       "{speculative: {method: MTP}}"},
+      {"sglang nextn",
+       "engine: sglang\nmodel: deepseek-v3\nlayout: {tp: 8}\nengine_config: "
+       "{speculative: {method: nextn, num_tokens: 2}}"},
+      {"vllm eagle3",
+       "engine: vllm\nmodel: llama-8b\nengine_config: {speculative: {method: "
+       "eagle3, model: /models/eagle3-llama-8b, num_tokens: 3}}"},
   };
   std::vector<Checked> checked;
   std::vector<std::string> refused;
@@ -347,19 +356,18 @@ TEST(EngineCheck, FlagTablesAndMetricNamesMatchTheInstalledEngines) {
     ASSERT_TRUE(s.ok()) << s.message();
     const auto facts = nlohmann::json::parse(text);
     for (const auto& [parser, table] : facts["options"].items()) {
-      const std::string dist = parser.substr(0, parser.rfind("-serve") == std::string::npos
-                                                    ? parser.size()
-                                                    : parser.rfind("-serve"));
+      const std::string dist = parser.substr(
+          0, parser.rfind("-serve") == std::string::npos ? parser.size() : parser.rfind("-serve"));
       const std::string name = dist + "-" + table["version"].get<std::string>();
       if (parsers.count(name)) continue;  // a router installed in two environments
       const std::string saved = facts_dir + "options-" + name + ".json";
       if (std::getenv("SERVESWEEP_UPDATE_GOLDEN")) std::ofstream(saved) << table.dump(1) << "\n";
       ASSERT_TRUE(agent::ParseParserOptions(table.dump(), name, &parsers[name]).ok());
       agent::ParserOptions kept;
-      ASSERT_TRUE(agent::ParseParserOptions(ReadSourceFile("tests/data/engine-facts/options-" +
-                                                           name + ".json"),
-                                            saved, &kept)
-                      .ok());
+      ASSERT_TRUE(
+          agent::ParseParserOptions(
+              ReadSourceFile("tests/data/engine-facts/options-" + name + ".json"), saved, &kept)
+              .ok());
       EXPECT_EQ(kept.listed, parsers[name].listed) << saved << " is not what " << env << " says";
       EXPECT_EQ(kept.hidden, parsers[name].hidden) << saved;
     }
@@ -369,10 +377,10 @@ TEST(EngineCheck, FlagTablesAndMetricNamesMatchTheInstalledEngines) {
       if (std::getenv("SERVESWEEP_UPDATE_GOLDEN")) std::ofstream(saved) << names.dump(1) << "\n";
       agent::DefinedMetrics live, kept;
       ASSERT_TRUE(agent::ParseDefinedMetrics(names.dump(), name, &live).ok());
-      ASSERT_TRUE(agent::ParseDefinedMetrics(ReadSourceFile("tests/data/engine-facts/metrics-" +
-                                                            name + ".json"),
-                                             saved, &kept)
-                      .ok());
+      ASSERT_TRUE(
+          agent::ParseDefinedMetrics(
+              ReadSourceFile("tests/data/engine-facts/metrics-" + name + ".json"), saved, &kept)
+              .ok());
       EXPECT_EQ(kept.exposed, live.exposed) << saved << " is not what " << env << " says";
       metrics.push_back(std::move(live));
     }
@@ -381,8 +389,8 @@ TEST(EngineCheck, FlagTablesAndMetricNamesMatchTheInstalledEngines) {
   size_t checked_tables = 0;
   for (auto path : agent::EmbeddedFlagTablePaths()) {
     agent::FlagTable table;
-    ASSERT_TRUE(agent::ParseFlagTable(agent::EmbeddedFlagTable(path), std::string(path), &table)
-                    .ok());
+    ASSERT_TRUE(
+        agent::ParseFlagTable(agent::EmbeddedFlagTable(path), std::string(path), &table).ok());
     if (table.engine == "llamacpp") continue;  // llama-server: flag_table_check_test.cc
     const std::string engine = table.engine + "-" + table.checked_first;
     const std::string router = table.engine + "-router-" + table.router_version;
@@ -392,13 +400,15 @@ TEST(EngineCheck, FlagTablesAndMetricNamesMatchTheInstalledEngines) {
         agent::CrossCheckFlagTable(table, parsers[engine], &parsers[router]);
     EXPECT_TRUE(check.ok()) << path << ":\n" << fmt::format("{}", fmt::join(check.missing, "\n"));
     for (const auto& h : check.hidden) std::cout << "  hidden: " << path << ": " << h << "\n";
-    for (const auto& d : check.deprecated) std::cout << "  deprecated: " << path << ": " << d << "\n";
+    for (const auto& d : check.deprecated)
+      std::cout << "  deprecated: " << path << ": " << d << "\n";
     ++checked_tables;
   }
   EXPECT_EQ(checked_tables, 3u);
 }
 
-// bin/<name> of `h`: the stand-in engine with `python` on its #! line (tests/data/fake-python-engine).
+// bin/<name> of `h`: the stand-in engine with `python` on its #! line
+// (tests/data/fake-python-engine).
 void WriteStandInEngine(const Harness& h, const std::string& name, const std::string& python) {
   fs::create_directories(h.Path("bin"));
   const std::string path = h.Path("bin/" + name);
@@ -440,9 +450,10 @@ TEST(EngineCheck, AgentsRecordTheEnginesEffectiveSettingsAndCompareMatchesOnThem
   ScopedEnv path("PATH", h.Path("bin") + ":" + old_path);
   ScopedEnv binary("SERVESWEEP_TEST_BINARY", ServesweepBinary());
   ScopedEnv offline("HF_HUB_OFFLINE", "1");
-  for (const auto& [engine, version] : std::vector<std::pair<std::string, std::string>>{
-           {"vllm", "0.33.0"}, {"sglang", "0.5.23"}}) {
-    const std::string matrix = h.WriteFile(engine + ".yaml", fmt::format(R"(name: {}
+  for (const auto& [engine, version] :
+       std::vector<std::pair<std::string, std::string>>{{"vllm", "0.33.0"}, {"sglang", "0.5.23"}}) {
+    const std::string matrix = h.WriteFile(
+        engine + ".yaml", fmt::format(R"(name: {}
 engine: {}
 engine_version: "{}"
 model: llama-8b
@@ -450,8 +461,7 @@ max_attempts: 1
 engine_config: {{model_path: {}, max_num_seqs: 16}}
 workload: {{input_len: 16, output_len: 8, num_requests: 6, concurrency: 2}}
 )",
-                                                                         engine, engine, version,
-                                                                         ConfigDir("llama-3.1-8b-instruct")));
+                                      engine, engine, version, ConfigDir("llama-3.1-8b-instruct")));
     std::string output;
     ASSERT_EQ(RunServesweep(fmt::format("run {} --out {} --agents 1 --gpus-per-agent 1 "
                                         "--progress off",
@@ -462,7 +472,8 @@ workload: {{input_len: 16, output_len: 8, num_requests: 6, concurrency: 2}}
     const auto rows = h.Query(h.Path(engine),
                               "SELECT effective_settings, effective_settings_source FROM results");
     ASSERT_EQ(rows.rows.size(), 1u);
-    EXPECT_NE(rows.rows[0][0].find("max_running_requests=16"), std::string::npos) << rows.rows[0][0];
+    EXPECT_NE(rows.rows[0][0].find("max_running_requests=16"), std::string::npos)
+        << rows.rows[0][0];
     EXPECT_NE(rows.rows[0][0].find(engine == "vllm" ? "prefill_budget_tok=8192"
                                                     : "prefill_budget_tok=16384"),
               std::string::npos)
@@ -472,18 +483,18 @@ workload: {{input_len: 16, output_len: 8, num_requests: 6, concurrency: 2}}
         << rows.rows[0][1];
   }
   std::string compared;
-  EXPECT_EQ(RunServesweep(fmt::format("compare {} {}", h.Path("vllm"), h.Path("sglang")), &compared),
-            1)
+  EXPECT_EQ(
+      RunServesweep(fmt::format("compare {} {}", h.Path("vllm"), h.Path("sglang")), &compared), 1)
       << compared;
   EXPECT_NE(compared.find("refusing an unmatched comparison"), std::string::npos) << compared;
   EXPECT_NE(compared.find("concurrency 2: effective.prefill_budget_tok: '8192' vs '16384' (the "
                           "engines resolved the same matrix settings differently)"),
             std::string::npos)
       << compared;
-  EXPECT_EQ(RunServesweep(fmt::format("compare {} {} --allow-mismatch", h.Path("vllm"),
-                                      h.Path("sglang")),
-                          &compared),
-            0)
+  EXPECT_EQ(
+      RunServesweep(fmt::format("compare {} {} --allow-mismatch", h.Path("vllm"), h.Path("sglang")),
+                    &compared),
+      0)
       << compared;
   EXPECT_NE(compared.find("NOT matched"), std::string::npos) << compared;
 }
@@ -503,7 +514,8 @@ TEST(EngineCheck, AMissingNixlIsReportedByTheAgentsPreflight) {
   ScopedEnv hide("PYTHONPATH", h.Path("hide"));
   ScopedEnv offline("HF_HUB_OFFLINE", "1");
   const int dist_port = 42000 + static_cast<int>(std::stoul(RandomHex(4), nullptr, 16) % 150) * 100;
-  const std::string matrix = h.WriteFile("pd.yaml", fmt::format(R"(name: pd
+  const std::string matrix =
+      h.WriteFile("pd.yaml", fmt::format(R"(name: pd
 engine: vllm
 engine_version: "0.33.0"
 model: llama-8b
@@ -513,17 +525,16 @@ engine_config: {{model_path: {}, dist_port: {}, kv_transfer: nixl}}
 layout: {{tp: 1, prefill_instances: 1, decode_instances: 1}}
 workload: {{input_len: 8, output_len: 4, num_requests: 4, concurrency: 2}}
 )",
-                                                                ConfigDir("llama-3.1-8b-instruct"),
-                                                                dist_port));
+                                         ConfigDir("llama-3.1-8b-instruct"), dist_port));
   const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
   const std::string out = h.Path("out");
-  std::vector<std::string> coordinator_args = {"coordinator", matrix, "--bind", endpoint, "--out",
-                                               out};
+  std::vector<std::string> coordinator_args = {"coordinator", matrix,  "--bind",
+                                               endpoint,      "--out", out};
   for (const auto& arg : h.CoordinatorKeyArgs()) coordinator_args.push_back(arg);
   const size_t coordinator = h.Start("coordinator", coordinator_args);
-  std::vector<std::string> agent_args = {"agent",  "--connect", endpoint, "--id", "node-a",
-                                         "--emulate-gpus", "2", "--spool", h.Path("a/spool"),
-                                         "--work-dir", h.Path("a/work")};
+  std::vector<std::string> agent_args = {
+      "agent", "--connect", endpoint,          "--id",       "node-a",        "--emulate-gpus",
+      "2",     "--spool",   h.Path("a/spool"), "--work-dir", h.Path("a/work")};
   for (const auto& arg : h.AgentKeyArgs()) agent_args.push_back(arg);
   h.Start("agent", agent_args);
   ASSERT_TRUE(Harness::WaitFor([&] { return h.process(coordinator).Poll().has_value(); },
