@@ -10,6 +10,8 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <regex>
 #include <set>
 
 #include "agent/engine_processes.h"
@@ -229,6 +231,31 @@ TEST(FlagTables, EveryEmbeddedTableParsesAndNamesItsSource) {
     EXPECT_FALSE(table.source.empty()) << path;
     EXPECT_TRUE(table.Has("port")) << path;
     EXPECT_TRUE(table.Has("served_model_name")) << path;
+  }
+}
+
+// The Containerfile example builds on the published engine images at versions a flag table was
+// checked against: a table moved to a new release moves the example with it.
+TEST(FlagTables, TheContainerExampleUsesEngineImagesAtCheckedVersions) {
+  std::map<std::string, std::set<std::string>> checked;  // engine -> checked versions
+  for (auto path : EmbeddedFlagTablePaths()) {
+    FlagTable table;
+    ASSERT_TRUE(ParseFlagTable(EmbeddedFlagTable(path), std::string(path), &table).ok());
+    checked[table.engine].insert(table.checked_first);
+    checked[table.engine].insert(table.checked_last);
+  }
+  const std::string file = testing::ReadSourceFile("examples/containers/Containerfile");
+  const std::map<std::string, std::string> images = {{"vllm", R"(vllm/vllm-openai:v([0-9.]+))"},
+                                                     {"sglang", R"(lmsysorg/sglang:v([0-9.]+))"}};
+  for (const auto& [engine, pattern] : images) {
+    const std::regex re(pattern);
+    size_t found = 0;
+    for (auto it = std::sregex_iterator(file.begin(), file.end(), re); it != std::sregex_iterator();
+         ++it, ++found) {
+      EXPECT_EQ(checked[engine].count((*it)[1].str()), 1u)
+          << (*it)[0].str() << ": no " << engine << " flag table was checked at this version";
+    }
+    EXPECT_GT(found, 0u) << "examples/containers/Containerfile names no " << engine << " image";
   }
 }
 
