@@ -203,7 +203,8 @@ void Agent::StartRun(schema::Assign::Reader assign) {
   spdlog::info("run {} attempt {}: {} (rank {}/{})", run_id, assign.getAttempt(),
                assign.getRole() == schema::Role::HEAD ? "head" : "worker", assign.getRank(),
                assign.getGroupSize());
-  ExecutorContext context{settings_.agent_id, settings_.work_dir, gpu_model_, interconnect_};
+  ExecutorContext context{settings_.agent_id, settings_.work_dir, gpu_model_, interconnect_,
+                          settings_.engine_check};
   executor_ = std::make_unique<RunExecutor>(assign, context);
 }
 

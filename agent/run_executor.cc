@@ -14,6 +14,7 @@
 
 #include "agent/engine_processes.h"
 #include "agent/engines/engine_adapter.h"
+#include "agent/engines/engine_check.h"
 #include "agent/gpu_telemetry.h"
 #include "agent/loadgen/answer_client.h"
 #include "agent/loadgen/bench_metrics.h"
@@ -203,6 +204,9 @@ class HeadRun {
   // The engine's launch, the node's facts and the run's conditions (recorded whatever follows);
   // the load settings are checked here, before any engine starts.
   Status Plan();
+  // The engines' own argument handling over the launch (engine_check.h): a rejected command
+  // line is refused before anything starts; the resolved settings go into the record.
+  Status CheckEngines();
   Status StartEngines();
   // /health answers 200 (where the engine has one), the model is listed, and one real request
   // is answered; cold start ends there.
@@ -294,9 +298,53 @@ Status HeadRun::Plan() {
     }
   }
   if (!launch_.error.empty()) {
-    return Status::FailedPrecondition(fmt::format("engine not started: {}", launch_.error));
+    // The run's own settings against the engine's flag table are refused (the same anywhere);
+    // anything else (a missing peer address) may succeed on another attempt.
+    const std::string why = fmt::format("engine not started: {}", launch_.error);
+    return launch_.error_permanent ? Status::InvalidArgument(why) : Status::FailedPrecondition(why);
   }
-  return CheckPrograms(launch_, x_.context_.agent_id);
+  if (Status s = CheckPrograms(launch_, x_.context_.agent_id); !s.ok()) return s;
+  return CheckEngines();
+}
+
+Status HeadRun::CheckEngines() {
+  auto record = result_.getRecord();
+  if (!x_.context_.engine_check) {
+    record.setEffectiveSettingsSource("n/a: the engine check was skipped (--skip-engine-check)");
+    if (!launch_.unchecked.empty()) spdlog::warn("run {}: {}", x_.run_id_, launch_.unchecked);
+    return Status::Ok();
+  }
+  EngineCheckOptions options;
+  options.work_dir = x_.context_.work_dir;
+  std::vector<CheckVerdict> verdicts;
+  const auto processes = ProcessesOf(launch_, spec_);
+  if (Status s = CheckProcesses(processes, options, &verdicts); !s.ok()) return s;
+  std::vector<std::pair<std::string, CheckVerdict>> by_process;
+  for (size_t i = 0; i < verdicts.size(); ++i) {
+    const std::string& name = processes[i].process.name;
+    const CheckVerdict& v = verdicts[i];
+    for (const auto& w : v.warnings)
+      spdlog::warn("run {} [{}] {}: {}", x_.run_id_, name, v.checker, w);
+    for (const auto& n : v.spellings) spdlog::warn("run {} [{}]: {}", x_.run_id_, name, n);
+    spdlog::info("run {} [{}]: engine check {}", x_.run_id_, name, v.Describe());
+    const std::string why = fmt::format("engine check of [{}] on agent {}: {}", name,
+                                        x_.context_.agent_id, v.Describe());
+    // A refusal by the engine's own parser is the run's settings (the same anywhere); a missing
+    // library or another version is this node's.
+    if (v.outcome == CheckVerdict::Outcome::kRejected) return Status::InvalidArgument(why);
+    if (v.outcome == CheckVerdict::Outcome::kMissingPackages) {
+      return Status::FailedPrecondition(why);
+    }
+    if (!launch_.unchecked.empty() && !v.ok()) {
+      return Status::InvalidArgument(fmt::format("{}; {}", launch_.unchecked, why));
+    }
+    // The engine is on PATH (CheckPrograms) yet its check could not run there: not the asked
+    // version, or it does not import. Skippable with --skip-engine-check.
+    if (v.outcome == CheckVerdict::Outcome::kUnavailable) return Status::FailedPrecondition(why);
+    by_process.emplace_back(name, v);
+  }
+  FillEffectiveSettings(by_process, record);
+  return Status::Ok();
 }
 
 Status HeadRun::StartEngines() {
@@ -537,8 +585,20 @@ void RunExecutor::ExecuteWorker() {
     LaunchContext launch_context = LaunchContextFor(assign);
     launch_context.self_executable = SelfExecutable();
     const EngineLaunch launch = adapter->Plan(launch_context);
+    std::vector<CheckVerdict> verdicts;
+    EngineCheckOptions check;
+    check.work_dir = context_.work_dir;
     if (!launch.error.empty()) {
       spdlog::error("run {}: worker engine not started: {}", run_id_, launch.error);
+    } else if (context_.engine_check &&
+               CheckProcesses(ProcessesOf(launch, assign.getSpec()), check, &verdicts).ok() &&
+               std::any_of(verdicts.begin(), verdicts.end(),
+                           [](const CheckVerdict& v) { return v.refused(); })) {
+      // The head's check refuses the run the same way; its result carries the reason.
+      for (const auto& v : verdicts) {
+        if (v.refused())
+          spdlog::error("run {}: worker engine not started: {}", run_id_, v.Describe());
+      }
     } else if (!launch.processes.empty()) {
       std::filesystem::create_directories(context_.work_dir);
       const std::string log_prefix =

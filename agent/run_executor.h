@@ -28,6 +28,7 @@ struct ExecutorContext {
   std::string work_dir;  // engine logs go here
   std::string gpu_model;
   std::string interconnect;
+  bool engine_check = true;  // the engines' own check before they start (engine_check.h)
 };
 
 // What the adapters get of an assignment: spec, role, rank, group size, the head's address and

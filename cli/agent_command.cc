@@ -47,9 +47,14 @@ void AddAgentCommand(CLI::App& app, int* exit_code) {
                   "The coordinator's CurveZMQ public key file (its NAME.pub)");
   cmd->add_option("--secret-key", *secret_key,
                   "This agent's CurveZMQ secret key file (servesweep keygen)");
+  auto skip_engine_check = std::make_shared<bool>(false);
+  cmd->add_flag("--skip-engine-check", *skip_engine_check,
+                "Start engines without handing their command lines to the engine's own argument "
+                "handling first (docs/engines.md#engine-check)");
   cmd->add_flag("--insecure", settings->insecure,
                 "Plain TCP: coordinator unauthenticated, traffic unencrypted (not recommended)");
-  cmd->callback([settings, figures, server_key, secret_key, exit_code] {
+  cmd->callback([settings, figures, server_key, secret_key, skip_engine_check, exit_code] {
+    settings->engine_check = !*skip_engine_check;
     if (!server_key->empty() || !secret_key->empty()) {
       CurveKeypair keypair;
       Status s = server_key->empty() || secret_key->empty()

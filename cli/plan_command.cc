@@ -13,6 +13,7 @@
 #include "agent/engines/launch_plan.h"
 #include "agent/virtual_run.h"
 #include "cli/commands.h"
+#include "cli/engine_checks.h"
 #include "matrix/matrix_loader.h"
 #include "report/report.h"
 #include "results/results_store.h"
@@ -31,6 +32,8 @@ struct PlanOptions {
   std::vector<std::string> engine_profiles;  // replace the shipped choice for their engines
   bool json = false;
   bool commands = false;
+  bool check_engines = false;
+  EngineCheckFlags check;
 };
 
 // A run's GPU-hour estimate from the model, or the problem that prevents one.
@@ -81,8 +84,29 @@ Estimate EstimateRun(schema::RunSpec::Reader spec, const agent::VirtualRunOption
   return e;
 }
 
+// `--check-engines` in the plan's JSON: each checked process of `run_id`.
+nlohmann::json CheckJson(const SweepCheck& check, const std::string& run_id) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& p : check.processes) {
+    if (p.run_id != run_id) continue;
+    const auto& v = p.verdict;
+    nlohmann::json effective = nlohmann::json::object();
+    for (const auto& [name, value] : v.effective) effective[name] = value;
+    out.push_back({{"process", p.process},
+                   {"verdict", v.Describe()},
+                   {"accepted", v.ok()},
+                   {"checker", v.checker},
+                   {"message", v.message},
+                   {"warnings", v.warnings},
+                   {"spellings", v.spellings},
+                   {"missing_packages", v.missing_packages},
+                   {"effective", effective}});
+  }
+  return out;
+}
+
 int PrintPlan(matrix::LoadedMatrix& loaded, const agent::VirtualRunOptions& options, bool json,
-              bool commands) {
+              bool commands, const SweepCheck* check) {
   const auto runs = loaded.matrix().getRuns();
   nlohmann::json out{{"runs", nlohmann::json::array()}};
   double total_hours = 0;
@@ -100,7 +124,17 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const agent::VirtualRunOptions& opti
     estimates.push_back(spec.getRepeat() > 0 && spec.getIndex() >= spec.getRepeat()
                             ? estimates[spec.getIndex() - spec.getRepeat()]
                             : EstimateRun(spec, options, loaded));
-    const Estimate& e = estimates.back();
+    Estimate& e = estimates.back();
+    // A flag table outside its checked versions is a problem until the engine's check proves
+    // the run's command lines (--check-engines counts those it did not prove).
+    if (!check && spec.getEngine() != "sim") {
+      const auto launches = agent::PlanRunLaunches(spec, {}, kFrontEndPort, "servesweep");
+      if (!launches.empty() && !launches[0].launch.unchecked.empty() &&
+          std::find(e.problems.begin(), e.problems.end(), launches[0].launch.unchecked) ==
+              e.problems.end()) {
+        e.problems.push_back(launches[0].launch.unchecked);
+      }
+    }
     total_hours += e.gpu_hours;
     estimated += e.known;
     problems += e.problems.size();
@@ -131,6 +165,7 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const agent::VirtualRunOptions& opti
         out["runs"].back()["commands"] =
             agent::DescribeRunLaunches(spec, {}, kFrontEndPort, "servesweep");
       }
+      if (check) out["runs"].back()["engine_check"] = CheckJson(*check, spec.getRunId().cStr());
       continue;
     }
     fmt::print("{:<28} {:<8} {:>5} {:>9} {:>9} {:>7} {:>9} {:>8} {:<24}  {}\n",
@@ -146,12 +181,25 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const agent::VirtualRunOptions& opti
     if (commands)
       fmt::print("{}", agent::DescribeRunLaunches(spec, {}, kFrontEndPort, "servesweep"));
   }
+  if (check) problems += check->refused + check->unavailable + check->unproven.size();
   if (json) {
     out["total_gpu_hours"] = total_hours;
     out["estimated_runs"] = estimated;
     out["problems"] = problems;
+    if (check) {
+      out["engine_check"] = {
+          {"summary", check->Summary()},         {"accepted", check->accepted},
+          {"rejected", check->refused},          {"could_not_check", check->unavailable},
+          {"without_check", check->not_checked}, {"unchecked_runs", check->unproven}};
+    }
     fmt::print("{}\n", out.dump(2));
   } else {
+    if (check) {
+      fmt::print(
+          "engine check (the engines' own argument handling, no weights, no GPU; "
+          "docs/engines.md#engine-check):\n{}{}\n",
+          check->Render(), check->Summary());
+    }
     fmt::print("{} runs; the largest needs {} GPU(s); {} problem(s)\n", runs.size(), gpus,
                problems);
     if (estimated > 0) {
@@ -250,6 +298,10 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--commands", options->commands,
                 "Print, for each run and node, the engine command lines the agents would start "
                 "(nodes named node0, node1, ...; the front end on port 8000)");
+  cmd->add_flag("--check-engines", options->check_engines,
+                "Hand every engine command line to the engine's own argument handling where it "
+                "is installed (no weights, no GPU) and list what it rejects");
+  AddEngineCheckFlags(*cmd, options->check, false);
   cmd->callback([options, exit_code] {
     matrix::LoadedMatrix matrix;
     if (Status s = matrix::LoadMatrixFile(options->matrix_path, &matrix); !s.ok()) {
@@ -269,7 +321,16 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       run_options.engine_profiles.push_back(std::move(profile));
     }
     if (!options->simulate) {
-      *exit_code = PrintPlan(matrix, run_options, options->json, options->commands);
+      SweepCheck check;
+      if (options->check_engines) {
+        if (Status s = CheckSweepEngines(matrix, options->check, &check); !s.ok()) {
+          spdlog::error("{}", s.message());
+          *exit_code = kExitError;
+          return;
+        }
+      }
+      *exit_code = PrintPlan(matrix, run_options, options->json, options->commands,
+                             options->check_engines ? &check : nullptr);
       return;
     }
     if (options->out_dir.empty()) {

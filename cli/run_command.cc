@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/engine_checks.h"
 #include "cli/sweep_driver.h"
 #include "common/curve_keys.h"
 #include "common/subprocess.h"
@@ -24,6 +25,7 @@ struct RunOptions {
   std::string matrix_path;
   uint32_t agents = 0;          // 0 = the matrix's `local.agents`
   uint32_t gpus_per_agent = 0;  // 0 = the matrix's `local.gpus_per_agent`
+  EngineCheckFlags check;
 };
 
 }  // namespace
@@ -40,6 +42,9 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--insecure", o->settings.insecure,
                 "Plain TCP between the coordinator and its local agents (default: CurveZMQ with "
                 "keys made for this run)");
+  cmd->add_flag("--skip-engine-check", o->check.skip,
+                "Start the sweep without handing its engine command lines to the engines' own "
+                "argument handling first (here, and by the agents before each engine)");
   cmd->callback([o, exit_code] {
     matrix::LoadedMatrix matrix;
     if (Status s = matrix::LoadMatrixFile(o->matrix_path, &matrix); !s.ok()) {
@@ -61,6 +66,12 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
         *exit_code = kExitError;
         return;
       }
+    }
+    // The engines installed here are the ones the local agents start: their own argument
+    // handling refuses a command line before any agent starts.
+    if (const int code = RefuseRejectedSweep(matrix, o->check); code >= 0) {
+      *exit_code = code;
+      return;
     }
     o->settings.bind = "tcp://127.0.0.1:*";
     // Secure by default with no user steps: keys made for this run, the agents' secret handed
@@ -107,6 +118,7 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
                       "--heartbeat-ms", std::to_string(o->settings.heartbeat_ms),
                       "--liveness",     std::to_string(o->settings.liveness)};
         spawn.argv.insert(spawn.argv.end(), security.begin(), security.end());
+        if (o->check.skip) spawn.argv.push_back("--skip-engine-check");
         spawn.log_path = home + "/agent.log";
         ChildProcess child;
         if (Status s = ChildProcess::Spawn(spawn, &child); !s.ok()) {

@@ -5,11 +5,26 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/engine_checks.h"
 #include "common/subprocess.h"
 #include "submit/k8s_submit.h"
 #include "submit/slurm_submit.h"
 
 namespace servesweep::cli {
+namespace {
+
+// The engine check where `submit` runs (engines installed here, or --engine-env); nodes whose
+// engines are not here are checked by their agents before each run.
+int CheckBeforeSubmit(const std::string& matrix_path, const EngineCheckFlags& check) {
+  matrix::LoadedMatrix matrix;
+  if (Status s = matrix::LoadMatrixFile(matrix_path, &matrix); !s.ok()) {
+    spdlog::error("{}", s.message());
+    return kExitError;
+  }
+  return RefuseRejectedSweep(matrix, check);
+}
+
+}  // namespace
 
 void AddSubmitCommand(CLI::App& app, int* exit_code) {
   auto* submit = app.add_subcommand("submit", "Submit a sweep to Slurm or Kubernetes");
@@ -42,8 +57,15 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   slurm->add_flag("--resume", o->resume, "Finish the sweep already in --out");
   slurm->add_flag("--dry-run", o->dry_run, "Print the script; submit nothing");
-  slurm->callback([o, exit_code] {
+  auto slurm_check = std::make_shared<EngineCheckFlags>();
+  AddEngineCheckFlags(*slurm, *slurm_check, true);
+  slurm->callback([o, slurm_check, exit_code] {
     if (o->servesweep_binary.empty()) o->servesweep_binary = SelfExecutable();
+    o->skip_engine_check = slurm_check->skip;
+    if (const int code = CheckBeforeSubmit(o->matrix_path, *slurm_check); code >= 0) {
+      *exit_code = code;
+      return;
+    }
     std::string job_id, script;
     if (Status s = submit::SubmitSlurm(*o, &job_id, &script); !s.ok()) {
       spdlog::error("{}", s.message());
@@ -82,7 +104,14 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
   k8s->add_option("--dir", k->dir,
                   "Where to write the kustomization (default: ./servesweep-k8s-NAME)");
   k8s->add_flag("--dry-run", k->dry_run, "Print the rendered manifests; apply nothing");
-  k8s->callback([k, exit_code] {
+  auto k8s_check = std::make_shared<EngineCheckFlags>();
+  AddEngineCheckFlags(*k8s, *k8s_check, true);
+  k8s->callback([k, k8s_check, exit_code] {
+    k->skip_engine_check = k8s_check->skip;
+    if (const int code = CheckBeforeSubmit(k->matrix_path, *k8s_check); code >= 0) {
+      *exit_code = code;
+      return;
+    }
     if (k->dir.empty()) {
       matrix::LoadedMatrix matrix;
       if (Status s = matrix::LoadMatrixFile(k->matrix_path, &matrix); !s.ok()) {

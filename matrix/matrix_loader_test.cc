@@ -127,7 +127,7 @@ engine_config:
   context_len: 4096
   prefix_caching: false
   chunked_prefill: default
-  speculative: {method: eagle3, model: /d, num_tokens: 3}
+  speculative: {method: eagle3, model: /d, num_tokens: 3, eagle_topk: 4, num_draft_tokens: 8}
   price: {input_per_mtok: 0.25, output_per_mtok: 1.5, currency: USD}
 workload: {input_len: 10, output_len: 5, num_requests: 3}
 axes:
@@ -147,6 +147,8 @@ axes:
   EXPECT_EQ(c.getChunkedPrefill(), schema::EngineConfig::Toggle::DEFAULT);
   EXPECT_EQ(c.getSpecMethod(), "eagle3");
   EXPECT_EQ(c.getSpecNumTokens(), 3u);
+  EXPECT_EQ(c.getSpecEagleTopk(), 4u);
+  EXPECT_EQ(c.getSpecNumDraftTokens(), 8u);
   EXPECT_EQ(c.getPriceOutputPerMTok(), 1.5);
   EXPECT_NE(runs[0].getRunId(), runs[2].getRunId());
 }

@@ -388,6 +388,10 @@ void ReadSpeculative(YamlReader& r, const YAML::Node& node, schema::EngineConfig
   if (auto v = m.Get("method")) c.setSpecMethod(r.Text(v, "method"));
   if (auto v = m.Get("model")) c.setSpecModel(r.Text(v, "model"));
   if (auto v = m.Get("num_tokens")) c.setSpecNumTokens(r.Uint(v, "num_tokens", 1));
+  if (auto v = m.Get("eagle_topk")) c.setSpecEagleTopk(r.Uint(v, "eagle_topk", 1));
+  if (auto v = m.Get("num_draft_tokens")) {
+    c.setSpecNumDraftTokens(r.Uint(v, "num_draft_tokens", 2));
+  }
   m.Finish();
 }
 

@@ -202,6 +202,61 @@ QualityGate GateOf(const Configuration& a, const Configuration& b) {
   return gate;
 }
 
+// The matrix keys (system fields) that drive each effective setting: a difference in the
+// setting is the compared axis when one of them differs too, else the runs are not matched.
+const std::map<std::string, std::vector<std::string>>& EffectiveDrivers() {
+  static const std::map<std::string, std::vector<std::string>> drivers = {
+      {"prefill_budget_tok", {"engine_config.max_batched_tokens"}},
+      {"prefill_chunk_tok",
+       {"engine_config.chunked_prefill", "engine_config.chunked_prefill_tokens",
+        "engine_config.max_batched_tokens", "layout.dp"}},
+      {"max_running_requests", {"engine_config.max_num_seqs", "engine_config.speculative"}},
+      {"context_len_tok", {"engine_config.context_len"}},
+      {"kv_cache_dtype", {"kv_cache_dtype"}},
+      {"prefix_caching", {"engine_config.prefix_caching"}},
+      {"spec_method", {"engine_config.speculative"}},
+      {"spec_draft_tokens_per_step", {"engine_config.speculative"}},
+  };
+  return drivers;
+}
+
+// Effective settings of b against a: differences, and those no differing matrix key explains.
+void CompareEffective(const ComparedRun& a, const ComparedRun& b,
+                      const std::vector<FieldChange>& system_changes, ComparedPair* pair) {
+  if (a.effective.empty() || b.effective.empty()) {
+    if (!a.effective.empty() || !b.effective.empty()) {
+      pair->effective_unknown.push_back(fmt::format(
+          "effective settings of {} unknown (no engine check ran before its engine started)",
+          a.effective.empty() ? "A" : "B"));
+    }
+    return;
+  }
+  for (const auto& change : Changes(a.effective, b.effective)) {
+    if (change.a.rfind("n/a", 0) == 0 || change.b.rfind("n/a", 0) == 0 || change.a == "(absent)" ||
+        change.b == "(absent)") {
+      pair->effective_unknown.push_back(fmt::format("effective.{}: '{}' vs '{}' (not comparable)",
+                                                    change.name, change.a, change.b));
+      continue;
+    }
+    pair->effective_changes.push_back({"effective." + change.name, change.a, change.b});
+    const std::string setting = change.name.substr(change.name.find(':') + 1);
+    std::vector<std::string> explained_by;
+    if (auto it = EffectiveDrivers().find(setting); it != EffectiveDrivers().end()) {
+      for (const auto& c : system_changes) {
+        if (std::find(it->second.begin(), it->second.end(), c.name) != it->second.end()) {
+          explained_by.push_back(c.name);
+        }
+      }
+    }
+    if (explained_by.empty()) {
+      pair->mismatches.push_back(
+          fmt::format("effective.{}: '{}' vs '{}' (the engines resolved the same matrix settings "
+                      "differently)",
+                      change.name, change.a, change.b));
+    }
+  }
+}
+
 // Conditions, varied fields and figures of configuration b against configuration a.
 ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
   ComparedPair pair;
@@ -243,6 +298,7 @@ ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
                   [](const FieldChange& c) { return c.name == "gpus.count"; });
   }
   pair.mismatches = Texts(pair.condition_changes);
+  CompareEffective(*a.first, *b.first, Changes(a.first->system, b.first->system), &pair);
   for (const auto& column : kFigures) {
     ComparedFigure f;
     f.column = column.column;
@@ -351,6 +407,35 @@ void DescribeRun(schema::RunSpec::Reader spec, const std::map<std::string, std::
            ? fmt::format("{}P{}D", layout.getPrefillInstances(), layout.getDecodeInstances())
            : "none"},
   };
+  // The engine settings the matrix asked for (their effect is `effective`, below).
+  const auto config = spec.getEngineConfig();
+  const auto toggle = [](schema::EngineConfig::Toggle t) {
+    return t == schema::EngineConfig::Toggle::ON    ? std::string("on")
+           : t == schema::EngineConfig::Toggle::OFF ? std::string("off")
+                                                    : std::string("default");
+  };
+  const auto count = [](uint32_t v) { return v > 0 ? std::to_string(v) : std::string("default"); };
+  s.push_back({"engine_config.max_num_seqs", count(config.getMaxNumSeqs())});
+  s.push_back({"engine_config.max_batched_tokens", count(config.getMaxBatchedTokens())});
+  s.push_back({"engine_config.context_len", count(config.getContextLenTok())});
+  s.push_back({"engine_config.prefix_caching", toggle(config.getPrefixCaching())});
+  s.push_back({"engine_config.chunked_prefill", toggle(config.getChunkedPrefill())});
+  s.push_back({"engine_config.chunked_prefill_tokens", count(config.getChunkedPrefillTok())});
+  s.push_back({"engine_config.speculative",
+               config.getSpecMethod().size() == 0 && config.getSpecModel().size() == 0
+                   ? std::string("none")
+                   : fmt::format("{} {} x{} topk {} tree {}", config.getSpecMethod().cStr(),
+                                 config.getSpecModel().cStr(), config.getSpecNumTokens(),
+                                 config.getSpecEagleTopk(), config.getSpecNumDraftTokens())});
+  // "name=value; decode0:name=value" (results/record_columns.cc).
+  out->effective.clear();
+  std::istringstream settings(Get(record, "effective_settings"));
+  for (std::string item; std::getline(settings, item, ';');) {
+    item.erase(0, item.find_first_not_of(' '));
+    const size_t eq = item.find('=');
+    if (eq != std::string::npos)
+      out->effective.push_back({item.substr(0, eq), item.substr(eq + 1)});
+  }
   if (spec.getEngine() == "sim") {
     const auto sim = spec.getSim();
     s.push_back({"sim.ttft_ms", Number(sim.getTtftMs())});
@@ -646,6 +731,10 @@ std::string RenderComparisonText(const Comparison& comparison, const std::string
     for (const auto& m : pair.mismatches) out += fmt::format("  condition differs: {}\n", m);
     for (const auto& n : pair.notes) out += fmt::format("  note: {}\n", n);
     for (const auto& v : pair.varied) out += fmt::format("  varied: {}\n", v);
+    for (const auto& e : pair.effective_changes) {
+      out += fmt::format("  effective setting differs: {}: '{}' vs '{}'\n", e.name, e.a, e.b);
+    }
+    for (const auto& u : pair.effective_unknown) out += fmt::format("  {}\n", u);
     if (!pair.quality.text.empty()) {
       out += fmt::format("  {}{}\n", pair.quality.text,
                          pair.quality.failed ? " (B's speed-ups are not wins)" : "");
@@ -677,6 +766,11 @@ std::string RenderComparisonJson(const Comparison& comparison, const std::string
                      {"label_b", pair.label_b},       {"mismatches", pair.mismatches},
                      {"varied", pair.varied},         {"figures", nlohmann::json::array()},
                      {"refused", pair.refused},       {"notes", pair.notes}};
+    p["effective_changes"] = nlohmann::json::array();
+    for (const auto& e : pair.effective_changes) {
+      p["effective_changes"].push_back({{"name", e.name}, {"a", e.a}, {"b", e.b}});
+    }
+    p["effective_unknown"] = pair.effective_unknown;
     p["quality_gate"] = {
         {"applied", pair.quality.applied},       {"failed", pair.quality.failed},
         {"accuracy_a", pair.quality.accuracy_a}, {"accuracy_b", pair.quality.accuracy_b},

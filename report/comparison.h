@@ -35,9 +35,13 @@ struct Field {
 struct ComparedRun {
   std::string run_id;
   std::string label;
-  bool ok = false;                        // a committed ok result
-  std::vector<Field> conditions;          // must match across a comparison
-  std::vector<Field> system;              // the system under test: may differ
+  bool ok = false;                // a committed ok result
+  std::vector<Field> conditions;  // must match across a comparison
+  std::vector<Field> system;      // the system under test: may differ
+  // The engine's own resolution of the settings a comparison depends on (the record's
+  // effective_settings: budgets, running requests, speculative tokens, chunk, KV dtype); they
+  // must match unless a matrix key that drives them differs. Empty: no engine check ran.
+  std::vector<Field> effective;
   std::string load_point;                 // pairing key, e.g. "concurrency 4"
   std::map<std::string, double> figures;  // record columns by name (ok runs)
   bool baseline = false;                  // selected by the matrix's `baseline`
@@ -114,6 +118,10 @@ struct ComparedPair {
   std::vector<std::string> mismatches;         // "workload.input_len: 'fixed 128' vs 'fixed 256'"
   std::vector<FieldChange> condition_changes;  // the mismatches, field by field
   std::vector<std::string> varied;             // "engine: 'sim' vs 'vllm'"
+  // Effective settings that differ ("effective.prefill_budget_tok"); those no differing matrix
+  // key explains are mismatches too. `effective_unknown`: why some could not be compared.
+  std::vector<FieldChange> effective_changes;
+  std::vector<std::string> effective_unknown;
   std::vector<ComparedFigure> figures;
   QualityGate quality;
 };

@@ -323,3 +323,82 @@ TEST(Comparison, QualityGateFailsBelowTheBaselineByMoreThanTheMargin) {
 
 }  // namespace
 }  // namespace servesweep::report
+
+namespace servesweep::report {
+namespace {
+
+// The engines' own resolution decides whether a comparison is matched, not the matrix key:
+// SGLang's --max-prefill-tokens from max_batched_tokens is not vLLM's step budget.
+TEST(Comparison, EffectiveBudgetsThatDifferUnderTheSameMatrixKeysAreNotMatched) {
+  auto with = [](ComparedRun run, std::vector<Field> effective, const std::string& budget) {
+    run.effective = std::move(effective);
+    run.system.push_back({"engine_config.max_batched_tokens", budget});
+    return run;
+  };
+  const ComparedRun vllm = with(MakeRun("c=4", "concurrency 4", "vllm", 20, 100),
+                                {{"prefill_budget_tok", "8192"},
+                                 {"max_running_requests", "256"},
+                                 {"kv_cache_dtype", "bfloat16"}},
+                                "default");
+  const ComparedRun sglang = with(MakeRun("c=4", "concurrency 4", "sglang", 18, 110),
+                                  {{"prefill_budget_tok", "16384"},
+                                   {"max_running_requests", "256"},
+                                   {"kv_cache_dtype", "bfloat16"}},
+                                  "default");
+  Comparison c;
+  ASSERT_TRUE(CompareRuns({vllm}, {sglang}, &c).ok());
+  EXPECT_FALSE(c.matched());
+  ASSERT_EQ(c.pairs[0].mismatches.size(), 1u);
+  EXPECT_EQ(c.pairs[0].mismatches[0],
+            "effective.prefill_budget_tok: '8192' vs '16384' (the engines resolved the same "
+            "matrix settings differently)");
+  ASSERT_EQ(c.pairs[0].effective_changes.size(), 1u);
+  EXPECT_NE(RenderComparisonText(c, "a", "b").find("NOT matched"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(RenderComparisonJson(c, "a", "b"))["matched"], false);
+
+  // Budgets that differ because the matrix asked so are the compared axis, listed, matched.
+  const ComparedRun bigger = with(MakeRun("c=4", "concurrency 4", "vllm", 18, 110),
+                                  {{"prefill_budget_tok", "16384"},
+                                   {"max_running_requests", "256"},
+                                   {"kv_cache_dtype", "bfloat16"}},
+                                  "16384");
+  ASSERT_TRUE(CompareRuns({vllm}, {bigger}, &c).ok());
+  EXPECT_TRUE(c.matched());
+  EXPECT_EQ(c.pairs[0].effective_changes.size(), 1u);
+  EXPECT_NE(RenderComparisonText(c, "a", "b")
+                .find("effective setting differs: effective.prefill_budget_tok: '8192' vs "
+                      "'16384'"),
+            std::string::npos);
+  // A side without an engine check is said so, and no effective match is claimed for it.
+  ComparedRun unchecked = MakeRun("c=4", "concurrency 4", "vllm", 18, 110);
+  ASSERT_TRUE(CompareRuns({vllm}, {unchecked}, &c).ok());
+  ASSERT_EQ(c.pairs[0].effective_unknown.size(), 1u);
+  EXPECT_NE(c.pairs[0].effective_unknown[0].find("effective settings of B unknown"),
+            std::string::npos);
+}
+
+TEST(Comparison, DescribeRunReadsTheEffectiveSettingsAndTheMatrixsEngineSettings) {
+  capnp::MallocMessageBuilder message;
+  auto spec = message.initRoot<schema::RunSpec>();
+  spec.setEngine("sglang");
+  spec.getEngineConfig().setMaxNumSeqs(128);
+  ComparedRun run;
+  DescribeRun(spec.asReader(),
+              {{"effective_settings",
+                "prefill_budget_tok=16384; decode0:max_running_requests=n/a: sized from the KV "
+                "pool at load"}},
+              &run);
+  ASSERT_EQ(run.effective.size(), 2u);
+  EXPECT_EQ(run.effective[0].name, "prefill_budget_tok");
+  EXPECT_EQ(run.effective[0].value, "16384");
+  EXPECT_EQ(run.effective[1].name, "decode0:max_running_requests");
+  EXPECT_EQ(run.effective[1].value, "n/a: sized from the KV pool at load");
+  bool found = false;
+  for (const auto& f : run.system) {
+    if (f.name == "engine_config.max_num_seqs") found = f.value == "128";
+  }
+  EXPECT_TRUE(found);
+}
+
+}  // namespace
+}  // namespace servesweep::report

@@ -1,5 +1,7 @@
 #include "results/record_columns.h"
 
+#include <fmt/format.h>
+
 #include <limits>
 #include <string_view>
 
@@ -89,6 +91,19 @@ std::vector<RecordColumn> Build() {
   Text(c, "engine_version", [](Record r) { return std::string(r.getEngineVersion()); });
   Text(c, "engine_commit", [](Record r) { return std::string(r.getEngineCommit()); });
   Text(c, "image", [](Record r) { return std::string(r.getImage()); });
+  // The engine's own resolution of the settings a comparison matches on (engine check).
+  Text(c, "effective_settings", [](Record r) {
+    std::string out;
+    for (auto s : r.getEffectiveSettings()) {
+      const std::string process = s.getProcess();
+      out += fmt::format("{}{}{}={}", out.empty() ? "" : "; ",
+                         process.empty() || process == "engine" ? "" : process + ":",
+                         s.getName().cStr(), s.getValue().cStr());
+    }
+    return out;
+  });
+  Text(c, "effective_settings_source",
+       [](Record r) { return std::string(r.getEffectiveSettingsSource()); });
   Text(c, "gpu_model", [](Record r) { return std::string(r.getGpuModel()); });
   Int(c, "gpu_count", [](Record r) { return int64_t{r.getGpuCount()}; });
   Text(c, "interconnect", [](Record r) { return std::string(r.getInterconnect()); });

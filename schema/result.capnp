@@ -194,6 +194,17 @@ struct BenchmarkRecord {
   calibration @87 :Text;
   calibrationErrorPct @88 :Float64;
   calibrationStanding @89 :Text;
+  # The engine's own resolution of the settings a comparison depends on (batch and prefill
+  # budgets, running requests, speculative tokens per step, chunk size, KV dtype), read back from
+  # the engine check before it started (docs/engines.md#effective-settings); empty when none ran.
+  effectiveSettings @90 :List(EffectiveSetting);
+  effectiveSettingsSource @91 :Text;  # "vllm 0.33.0 engine config (check on agent A)" or "n/a: why"
+}
+
+struct EffectiveSetting {
+  name @0 :Text;     # servesweep's, e.g. "prefill_budget_tok"
+  value @1 :Text;    # as the engine resolved it ("8192", "off", "n/a: sized from the KV pool")
+  process @2 :Text;  # the engine process of the launch ("engine", "decode0")
 }
 
 enum RunStatus {

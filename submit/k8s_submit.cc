@@ -102,6 +102,11 @@ Status RenderK8sKustomization(matrix::LoadedMatrix& matrix, const K8sOptions& op
                      "- op: replace\n  path: /spec/template/spec/containers/0/resources/"
                      "limits/nvidia.com~1gpu\n  value: {}",
                      gpus);
+  const std::string agent_ops =
+      gpu_ops + (options.skip_engine_check
+                     ? "\n- op: add\n  path: /spec/template/spec/containers/0/args/-\n"
+                       "  value: \"--skip-engine-check\""
+                     : "");
   const std::map<std::string, std::string> values = {
       {"sweep_name", matrix.matrix().getName()},
       {"dir", options.dir},
@@ -111,7 +116,7 @@ Status RenderK8sKustomization(matrix::LoadedMatrix& matrix, const K8sOptions& op
       {"image_name", image_name},
       {"image_tag", image_tag},
       {"nodes", std::to_string(options.nodes)},
-      {"gpu_ops", gpu_ops},
+      {"gpu_ops", agent_ops},
   };
   constexpr const char* kKustomization = "k8s/sweep-kustomization.yaml.in";
   constexpr const char* kPatch = "k8s/sweep-agents-patch.yaml.in";

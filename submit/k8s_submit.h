@@ -22,6 +22,7 @@ struct K8sOptions {
   std::string namespace_name;
   std::string dir;  // where the kustomization is written
   bool dry_run = false;
+  bool skip_engine_check = false;  // agents start engines without the engines' own check
 };
 
 // Generated files of the kustomization (without the copied base), by name.

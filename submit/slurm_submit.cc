@@ -100,6 +100,8 @@ Status RenderSbatch(matrix::LoadedMatrix& matrix, const SlurmOptions& options,
   std::string agent_options;
   if (options.emulate_gpus > 0)
     agent_options = fmt::format("--emulate-gpus {}", options.emulate_gpus);
+  if (options.skip_engine_check)
+    agent_options += (agent_options.empty() ? "" : " ") + std::string("--skip-engine-check");
 
   const std::map<std::string, std::string> values = {
       {"sweep_name", matrix.matrix().getName()},

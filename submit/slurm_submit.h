@@ -30,6 +30,7 @@ struct SlurmOptions {
   std::string mpi = "pmix";       // srun --mpi for the probe step ("none" to leave it out)
   bool resume = false;
   bool dry_run = false;
+  bool skip_engine_check = false;  // agents start engines without the engines' own check
 };
 
 // Checks that every run of the matrix fits the allocation (before anything is submitted).

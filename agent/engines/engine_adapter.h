@@ -51,6 +51,12 @@ struct EngineLaunch {
   bool reuse_connections = true;  // false: the load opens a connection per request
   std::string flag_source;        // the flag table the argv was spelled from
   std::string error;              // not empty: the run cannot start as asked, and why
+  // The error is the run's own settings (a matrix value this engine version cannot take): the
+  // same on every node, so the run is refused rather than retried.
+  bool error_permanent = false;
+  // Not empty: the flag table used is outside its checked versions for the run's
+  // engine_version (why); only the engine's own check may let such a launch start.
+  std::string unchecked;
 };
 
 class EngineAdapter {

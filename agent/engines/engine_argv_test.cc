@@ -6,9 +6,13 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <regex>
+#include <set>
 
 #include "agent/engine_processes.h"
 #include "agent/engines/engine_adapter.h"
@@ -28,94 +32,16 @@ struct Case {
   std::string matrix;  // run keys; the workload is added
 };
 
+// tests/golden/engine_layouts.yaml: the layouts, shared with the engines' own check in CI.
 const std::vector<Case>& Cases() {
-  static const std::vector<Case> cases = {
-      {"vllm 0.33 one node: tp 2, fp8, kv fp8, batching, prefix caching off, EAGLE3",
-       R"(engine: vllm
-engine_version: "0.33.0"
-model: llama-70b
-engine_config:
-  model_path: /models/Llama-3.3-70B-Instruct
-  max_num_seqs: 256
-  max_batched_tokens: 8192
-  context_len: 8192
-  prefix_caching: false
-  chunked_prefill: true
-  gpu_memory_fraction: 0.9
-  speculative: {method: eagle3, model: /models/eagle3-llama-70b, num_tokens: 3}
-quantization: fp8
-kv_cache_dtype: fp8_e4m3
-engine_flags: ["--seed", "1"]
-layout: {tp: 2})"},
-      {"vllm 0.33 data parallel across 2 nodes: tp 4, dp 4, expert parallel",
-       R"(engine: vllm
-engine_version: "0.33.0"
-model: deepseek-v3
-layout: {tp: 4, dp: 4, ep: true, gpus_per_node: 8})"},
-      {"vllm 0.33 one TP group across 2 nodes: tp 16",
-       R"(engine: vllm
-engine_version: "0.33.0"
-model: deepseek-v3
-layout: {tp: 16, gpus_per_node: 8})"},
-      {"vllm 0.11 one TP group across 2 nodes (needs Ray: refused)",
-       R"(engine: vllm
-engine_version: "0.11.2"
-model: deepseek-v3
-layout: {tp: 16, gpus_per_node: 8})"},
-      {"vllm 0.33 disaggregated 1P1D tp 2 on one node",
-       R"(engine: vllm
-model: llama-8b
-engine_config: {dist_port: 30000}
-layout: {tp: 2, prefill_instances: 1, decode_instances: 1})"},
-      {"vllm 0.33 disaggregated 2P2D tp 4 over 2 nodes of 8",
-       R"(engine: vllm
-model: llama-70b
-engine_config: {dist_port: 30000, kv_transfer: NixlConnector}
-layout: {tp: 4, prefill_instances: 2, decode_instances: 2, gpus_per_node: 8})"},
-      {"sglang 0.5.23 one node: tp 8, dp attention 8, expert parallel",
-       R"(engine: sglang
-engine_version: "0.5.23"
-model: deepseek-v3
-engine_config: {model_path: deepseek-ai/DeepSeek-V3, max_num_seqs: 512, context_len: 32768}
-quantization: fp8
-layout: {tp: 8, dp: 8, dp_attention: true, ep: true})"},
-      {"sglang 0.5.23 dp replicas: tp 2, dp 2, radix cache off, chunked prefill 4096, ngram",
-       R"(engine: sglang
-model: qwen-7b
-engine_config:
-  prefix_caching: false
-  chunked_prefill_tokens: 4096
-  speculative: {method: ngram, num_tokens: 8}
-layout: {tp: 2, dp: 2})"},
-      {"sglang 0.5.23 across 2 nodes: tp 16",
-       R"(engine: sglang
-model: deepseek-v3
-engine_config: {dist_port: 25000}
-layout: {tp: 16, gpus_per_node: 8})"},
-      {"sglang 0.5.23 disaggregated 1P1D tp 1 on one node, nixl",
-       R"(engine: sglang
-model: llama-8b
-engine_config: {dist_port: 30000, kv_transfer: nixl}
-layout: {tp: 1, prefill_instances: 1, decode_instances: 1})"},
-      {"sglang 0.5.23 disaggregated 1P2D tp 8 dp attention over 3 nodes of 8",
-       R"(engine: sglang
-model: deepseek-v3
-engine_config: {dist_port: 30000, kv_transfer: mooncake}
-layout: {tp: 8, dp: 8, dp_attention: true, ep: true, prefill_instances: 1, decode_instances: 2, gpus_per_node: 8})"},
-      {"llamacpp: 4 slots, 4096 context, 2 threads",
-       R"(engine: llamacpp
-model: smollm2
-engine_config: {model_path: /opt/models/SmolLM2-135M-Instruct.Q4_1.gguf, max_num_seqs: 4, context_len: 4096, threads: 2})"},
-      {"llamacpp with tp 2 (refused)",
-       R"(engine: llamacpp
-model: smollm2
-layout: {tp: 2})"},
-      {"template: an engine servesweep does not know",
-       R"(engine: template
-model: m
-engine_config: {command: [my-engine, serve, "{model_path}", --port, "{port}", --tp, "{tp}"], health_path: /ready}
-layout: {tp: 2})"},
-  };
+  static const std::vector<Case> cases = [] {
+    std::vector<Case> out;
+    const YAML::Node root = YAML::Load(testing::ReadSourceFile("tests/golden/engine_layouts.yaml"));
+    for (const auto& item : root) {
+      out.push_back({item["title"].as<std::string>(), item["matrix"].as<std::string>()});
+    }
+    return out;
+  }();
   return cases;
 }
 
@@ -308,6 +234,31 @@ TEST(FlagTables, EveryEmbeddedTableParsesAndNamesItsSource) {
   }
 }
 
+// The Containerfile example builds on the published engine images at versions a flag table was
+// checked against: a table moved to a new release moves the example with it.
+TEST(FlagTables, TheContainerExampleUsesEngineImagesAtCheckedVersions) {
+  std::map<std::string, std::set<std::string>> checked;  // engine -> checked versions
+  for (auto path : EmbeddedFlagTablePaths()) {
+    FlagTable table;
+    ASSERT_TRUE(ParseFlagTable(EmbeddedFlagTable(path), std::string(path), &table).ok());
+    checked[table.engine].insert(table.checked_first);
+    checked[table.engine].insert(table.checked_last);
+  }
+  const std::string file = testing::ReadSourceFile("examples/containers/Containerfile");
+  const std::map<std::string, std::string> images = {{"vllm", R"(vllm/vllm-openai:v([0-9.]+))"},
+                                                     {"sglang", R"(lmsysorg/sglang:v([0-9.]+))"}};
+  for (const auto& [engine, pattern] : images) {
+    const std::regex re(pattern);
+    size_t found = 0;
+    for (auto it = std::sregex_iterator(file.begin(), file.end(), re); it != std::sregex_iterator();
+         ++it, ++found) {
+      EXPECT_EQ(checked[engine].count((*it)[1].str()), 1u)
+          << (*it)[0].str() << ": no " << engine << " flag table was checked at this version";
+    }
+    EXPECT_GT(found, 0u) << "examples/containers/Containerfile names no " << engine << " image";
+  }
+}
+
 // A misspelt key in a table is refused where it stands, with the key it was meant to be; a table
 // key is one of the settings adapters ask for (FlagKeys), nothing else.
 TEST(FlagTables, AMisspeltKeyNamesFileLineColumnAndTheClosestKey) {
@@ -344,18 +295,169 @@ flags:
       << s.message();
 }
 
-TEST(FlagTables, PicksTheNewestTableNotAfterTheVersion) {
+// A table applies to the versions whose own parsers accepted it (checked_versions); a version
+// outside them gets the nearest older table marked unchecked, never silently.
+TEST(FlagTables, AVersionOutsideEveryCheckedRangeIsMarkedUnchecked) {
   FlagTable table;
-  ASSERT_TRUE(FindFlagTable("vllm", "0.12.1", &table).ok());
-  EXPECT_EQ(table.version, "0.11.0");
   ASSERT_TRUE(FindFlagTable("vllm", "0.33.0", &table).ok());
   EXPECT_EQ(table.version, "0.33.0");
+  EXPECT_EQ(table.unchecked, "");
+  ASSERT_TRUE(FindFlagTable("vllm", "0.11.0", &table).ok());
+  EXPECT_EQ(table.version, "0.11.0");
+  EXPECT_EQ(table.unchecked, "");
   ASSERT_TRUE(FindFlagTable("vllm", "", &table).ok());
   EXPECT_EQ(table.version, "0.33.0");
+  EXPECT_EQ(table.unchecked, "");
+  for (const char* outside : {"0.11.2", "0.12.1", "0.32.0"}) {
+    ASSERT_TRUE(FindFlagTable("vllm", outside, &table).ok()) << outside;
+    EXPECT_EQ(table.version, "0.11.0") << outside;
+    EXPECT_NE(table.unchecked.find(fmt::format("vllm {} is outside every flag table's checked "
+                                               "versions (0.11.0; 0.33.0)",
+                                               outside)),
+              std::string::npos)
+        << table.unchecked;
+  }
+  ASSERT_TRUE(FindFlagTable("vllm", "0.34.1", &table).ok());
+  EXPECT_EQ(table.version, "0.33.0");
+  EXPECT_NE(table.unchecked, "");
   Status old = FindFlagTable("vllm", "0.8.5", &table);
+  EXPECT_EQ(old.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(old.message().find("older than every flag table"), std::string::npos) << old.message();
   EXPECT_EQ(CompareVersions("0.9.2", "0.11.0"), -1);
   EXPECT_EQ(CompareVersions("0.11", "0.11.0"), 0);
+  // The range is data, read with the table.
+  Status bad = ParseFlagTable(
+      "engine: vllm\nversion: '1'\nchecked_versions: ['2', '1']\nsource: x\nprogram: [v]\n"
+      "flags: {}\n",
+      "t.yaml", &table);
+  EXPECT_NE(bad.message().find("t.yaml:3:19: expected 'checked_versions' to be [first, last]"),
+            std::string::npos)
+      << bad.message();
+}
+
+EngineLaunch PlanOf(const std::string& run_keys, uint32_t rank = 0) {
+  matrix::LoadedMatrix m;
+  const std::string text = "name: t\n" + run_keys +
+                           "\nworkload: {input_len: 16, output_len: 16, num_requests: 4, "
+                           "concurrency: 1}\n";
+  Status s = matrix::ExpandMatrix("t.yaml", text, &m);
+  EXPECT_TRUE(s.ok()) << s.message();
+  if (!s.ok()) return {};
+  const auto spec = m.matrix().getRuns()[0];
+  const uint32_t nodes = std::max<uint32_t>(1, spec.getNodesNeeded());
+  std::vector<std::string> addresses;
+  for (uint32_t r = 0; r < nodes; ++r) addresses.push_back(fmt::format("10.0.0.{}", r + 1));
+  return PlanRunLaunches(spec, addresses, 8000, "servesweep")[rank].launch;
+}
+
+std::string ArgvOf(const EngineLaunch& launch, const std::string& name) {
+  for (const auto& p : launch.processes) {
+    if (p.name == name) return fmt::format("{}", fmt::join(p.argv, " "));
+  }
+  return "";
+}
+
+// vLLM 0.11.0's NIXL side channel listens on VLLM_NIXL_SIDE_CHANNEL_PORT + tp_rank on every TP
+// rank: instances on one node must be spaced by their TP size, and every port of a run is its
+// own (HTTP, bootstrap, router metrics, side channels).
+TEST(EngineArgv, Vllm0110NixlSideChannelsOfEveryTpRankAreDistinct) {
+  for (const char* layout : {"{tp: 2, prefill_instances: 1, decode_instances: 1}",
+                             "{tp: 4, prefill_instances: 2, decode_instances: 2, "
+                             "gpus_per_node: 16}"}) {
+    const EngineLaunch launch = PlanOf(fmt::format(
+        "engine: vllm\nengine_version: '0.11.0'\nmodel: m\nengine_config: {{dist_port: 30000}}\n"
+        "layout: {}",
+        layout));
+    ASSERT_EQ(launch.error, "");
+    std::set<uint32_t> ports = {30039};  // the router's Prometheus listener
+    for (const auto& p : launch.processes) {
+      if (p.name == "router") continue;
+      const std::string argv = ArgvOf(launch, p.name);
+      const uint32_t tp = std::stoul(argv.substr(argv.find("--tensor-parallel-size ") + 23));
+      for (const auto& [name, value] : p.env) {
+        if (name != "VLLM_NIXL_SIDE_CHANNEL_PORT") continue;
+        for (uint32_t rank = 0; rank < tp; ++rank) {
+          EXPECT_TRUE(ports.insert(std::stoul(value) + rank).second)
+              << p.name << " rank " << rank << " reuses port " << std::stoul(value) + rank;
+        }
+      }
+      const size_t at = argv.find("--port ");
+      ASSERT_NE(at, std::string::npos) << argv;
+      EXPECT_TRUE(ports.insert(std::stoul(argv.substr(at + 7))).second) << argv;
+    }
+    EXPECT_GE(ports.size(), 6u) << layout;
+  }
+  // 0.33 opens one side-channel port per engine: consecutive ports suffice there.
+  const EngineLaunch v033 = PlanOf(
+      "engine: vllm\nengine_version: '0.33.0'\nmodel: m\nengine_config: {dist_port: 30000}\n"
+      "layout: {tp: 2, prefill_instances: 1, decode_instances: 1}");
+  EXPECT_EQ(v033.processes[1].env[2].second, "30071");
+  // Side channels that cannot fit the run's ports are refused, not overlapped.
+  const EngineLaunch crowded = PlanOf(
+      "engine: vllm\nengine_version: '0.11.0'\nmodel: m\nengine_config: {dist_port: 30000}\n"
+      "layout: {tp: 8, prefill_instances: 2, decode_instances: 2, gpus_per_node: 32}");
+  EXPECT_TRUE(crowded.error_permanent);
+  EXPECT_NE(crowded.error.find("do not fit the run's ports 30000..30099"), std::string::npos)
+      << crowded.error;
+}
+
+// One matrix spelling of speculative decoding, turned into what each engine version wants.
+TEST(EngineArgv, SpeculativeDecodingIsSpelledPerEngineOrRefusedBeforeLaunch) {
+  const std::string deepseek = "model: deepseek-v3\nlayout: {tp: 8}\n";
+  // vLLM's MTP is SGLang's NEXTN; SGLang's EAGLE family takes steps, top-k and draft tokens
+  // together (a chain of N verifies N + 1 tokens).
+  EXPECT_NE(ArgvOf(PlanOf("engine: vllm\n" + deepseek +
+                          "engine_config: {speculative: {method: mtp, num_tokens: 2}}"),
+                   "engine")
+                .find(R"(--speculative-config {"method":"mtp","num_speculative_tokens":2})"),
+            std::string::npos);
+  EXPECT_NE(ArgvOf(PlanOf("engine: sglang\n" + deepseek +
+                          "engine_config: {speculative: {method: MTP, num_tokens: 2}}"),
+                   "engine")
+                .find("--speculative-algorithm NEXTN --speculative-num-steps 2 "
+                      "--speculative-eagle-topk 1 --speculative-num-draft-tokens 3"),
+            std::string::npos);
+  EXPECT_NE(ArgvOf(PlanOf("engine: sglang\nmodel: m\nengine_config: {speculative: {method: "
+                          "eagle3, model: /d, num_tokens: 3, eagle_topk: 4, num_draft_tokens: 8}}"),
+                   "engine")
+                .find("--speculative-algorithm EAGLE3 --speculative-draft-model-path /d "
+                      "--speculative-num-steps 3 --speculative-eagle-topk 4 "
+                      "--speculative-num-draft-tokens 8"),
+            std::string::npos);
+  // SGLang picks all three itself when none is given.
+  const std::string automatic =
+      ArgvOf(PlanOf("engine: sglang\n" + deepseek + "engine_config: {speculative: {method: mtp}}"),
+             "engine");
+  EXPECT_NE(automatic.find("--speculative-algorithm NEXTN"), std::string::npos) << automatic;
+  EXPECT_EQ(automatic.find("--speculative-num"), std::string::npos) << automatic;
+  struct Refused {
+    std::string keys, message;
+  };
+  for (const Refused& r : std::vector<Refused>{
+           {"engine: vllm\nmodel: m\nengine_config: {speculative: {method: eagle3, model: /d}}",
+            "vllm 0.33.0 needs the draft tokens per step for 'eagle3'"},
+           {"engine: vllm\nmodel: m\nengine_config: {speculative: {method: eagle3, model: /d, "
+            "num_tokens: 3, eagle_topk: 2, num_draft_tokens: 6}}",
+            "eagle_topk and num_draft_tokens shape a draft tree, which vllm 0.33.0 does not "
+            "take"},
+           {"engine: sglang\nmodel: m\nengine_config: {speculative: {method: eagle3, model: /d, "
+            "num_tokens: 3, eagle_topk: 4}}",
+            "eagle_topk 4 makes a tree; sglang 0.5.23 needs its size too"},
+           {"engine: sglang\nmodel: m\nengine_config: {speculative: {method: eagle3, model: /d, "
+            "eagle_topk: 4, num_draft_tokens: 8}}",
+            "sglang 0.5.23 takes steps, eagle_topk and num_draft_tokens together"},
+           {"engine: sglang\nmodel: m\nengine_config: {speculative: {method: medusa, "
+            "num_tokens: 2}}",
+            "'medusa' has no counterpart in sglang 0.5.23: expected one of draft, eagle, eagle3, "
+            "mtp, ngram"},
+           {"engine: vllm\nmodel: m\nengine_config: {speculative: {num_tokens: 2}}",
+            "expected a method (or a draft model) with its token counts"},
+       }) {
+    const EngineLaunch launch = PlanOf(r.keys);
+    EXPECT_NE(launch.error.find(r.message), std::string::npos) << r.keys << "\n" << launch.error;
+    EXPECT_TRUE(launch.error_permanent) << r.keys;
+    EXPECT_TRUE(launch.processes.empty()) << r.keys;
+  }
 }
 
 TEST(FlagTables, PlaceholdersFillAndUnknownOnesFail) {

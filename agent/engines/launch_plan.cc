@@ -7,8 +7,9 @@
 namespace servesweep::agent {
 
 std::string DescribeLaunch(const EngineLaunch& launch) {
-  if (!launch.error.empty()) return "  error: " + launch.error + "\n";
   std::string out;
+  if (!launch.unchecked.empty()) out += "  unchecked: " + launch.unchecked + "\n";
+  if (!launch.error.empty()) return out + "  error: " + launch.error + "\n";
   if (launch.processes.empty()) out += "  (nothing started)\n";
   for (const auto& process : launch.processes) {
     std::string line = fmt::format("  [{}]", process.name);
@@ -25,19 +26,24 @@ std::string DescribeLaunch(const EngineLaunch& launch) {
   return out;
 }
 
-std::string DescribeRunLaunches(schema::RunSpec::Reader spec,
-                                const std::vector<std::string>& addresses, uint16_t port,
-                                const std::string& self_executable) {
+std::vector<RankLaunch> PlanRunLaunches(schema::RunSpec::Reader spec,
+                                        const std::vector<std::string>& addresses, uint16_t port,
+                                        const std::string& self_executable) {
+  std::vector<RankLaunch> out;
   auto adapter = MakeEngineAdapter(spec.getEngine());
-  if (!adapter)
-    return fmt::format("  error: this build cannot start engine '{}'\n", spec.getEngine().cStr());
   const uint32_t nodes = std::max<uint32_t>(1, spec.getNodesNeeded());
   std::vector<std::string> peers;
   for (uint32_t r = 0; r < nodes; ++r) {
     peers.push_back(r < addresses.size() ? addresses[r] : fmt::format("node{}", r));
   }
-  std::string out;
   for (uint32_t rank = 0; rank < nodes; ++rank) {
+    RankLaunch one{rank, peers[rank], {}};
+    if (!adapter) {
+      one.launch.error =
+          fmt::format("this build cannot start engine '{}'", spec.getEngine().cStr());
+      out.push_back(std::move(one));
+      break;
+    }
     LaunchContext context;
     context.spec = spec;
     context.role = rank == 0 ? schema::Role::HEAD : schema::Role::WORKER;
@@ -47,8 +53,23 @@ std::string DescribeRunLaunches(schema::RunSpec::Reader spec,
     context.peer_addresses = peers;
     context.port = port;
     context.self_executable = self_executable;
-    out += fmt::format(" {} rank {} ({}):\n", rank == 0 ? "head" : "worker", rank, peers[rank]);
-    out += DescribeLaunch(adapter->Plan(context));
+    one.launch = adapter->Plan(context);
+    out.push_back(std::move(one));
+  }
+  return out;
+}
+
+std::string DescribeRunLaunches(schema::RunSpec::Reader spec,
+                                const std::vector<std::string>& addresses, uint16_t port,
+                                const std::string& self_executable) {
+  std::string out;
+  for (const auto& one : PlanRunLaunches(spec, addresses, port, self_executable)) {
+    if (one.launch.error.rfind("this build cannot start", 0) == 0) {
+      return "  error: " + one.launch.error + "\n";
+    }
+    out += fmt::format(" {} rank {} ({}):\n", one.rank == 0 ? "head" : "worker", one.rank,
+                       one.address);
+    out += DescribeLaunch(one.launch);
   }
   return out;
 }

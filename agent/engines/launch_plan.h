@@ -16,6 +16,16 @@ namespace servesweep::agent {
 // One launch as lines ("  [name] ENV=... argv..." and "  load: ... ready: ... metrics: ...").
 std::string DescribeLaunch(const EngineLaunch& launch);
 
+// What the agent of each rank would start for `spec` (addresses as for DescribeRunLaunches).
+struct RankLaunch {
+  uint32_t rank = 0;
+  std::string address;
+  EngineLaunch launch;
+};
+std::vector<RankLaunch> PlanRunLaunches(schema::RunSpec::Reader spec,
+                                        const std::vector<std::string>& addresses, uint16_t port,
+                                        const std::string& self_executable);
+
 // Every rank of `spec`'s layout, with `addresses[rank]` as that node's address (the head's first;
 // missing ones read "node<rank>"), the front end on `port`.
 std::string DescribeRunLaunches(schema::RunSpec::Reader spec,

@@ -14,11 +14,19 @@
 
 namespace servesweep::agent {
 
+// Each run owns the ports [DistPort, DistPort + kRunPortWindow): the rendezvous at +0, instance
+// i's HTTP port at +1+i, the router's Prometheus listener at +39, instance i's bootstrap port at
+// +40+i, KV side channels from +70.
+inline constexpr uint16_t kRunPortWindow = 100;
+inline constexpr uint16_t kRouterMetricsPortOffset = 39;
+inline constexpr uint16_t kBootstrapPortOffset = 40;
+inline constexpr uint16_t kSidePortOffset = 70;
+
 // Placeholders every table may use: model, model_path, host, port, tp, pp, dp, ep_size, head,
 // servesweep (this binary, for engines that are its subcommands),
 // dist_port, nnodes, node_rank, quantization, kv_cache_dtype, max_num_seqs, max_batched_tokens,
-// context_len, threads, chunked_prefill_tok, gpu_memory_fraction, spec_method,
-// spec_method_upper, spec_model, spec_num_tokens, kv_transfer. Unset settings have no value.
+// context_len, threads, chunked_prefill_tok, gpu_memory_fraction, spec_model, kv_transfer,
+// router_metrics_port. Unset settings have no value. (Speculative values: MapSpeculative.)
 Values RunValues(const LaunchContext& context);
 
 // The rendezvous port of a run: engine_config.dist_port, else derived from the sweep name and run
@@ -40,8 +48,23 @@ class ArgvBuilder {
 
   Argv& argv() { return argv_; }
   const std::string& error() const { return error_; }
-  void Fail(const std::string& error) {
-    if (error_.empty()) error_ = error;
+  // The error is the run's own settings against this table: the same on every node.
+  bool permanent() const { return permanent_; }
+  void Fail(const std::string& error, bool permanent = false) {
+    if (error_.empty()) {
+      error_ = error;
+      permanent_ = permanent;
+    }
+  }
+  void Fail(const Status& status) {
+    Fail(status.message(), status.code() == StatusCode::kInvalidArgument);
+  }
+  // Copies the first error into the launch (false when there is none).
+  bool FailLaunch(EngineLaunch* launch) const {
+    if (error_.empty()) return false;
+    launch->error = error_;
+    launch->error_permanent = permanent_;
+    return true;
   }
 
  private:
@@ -49,11 +72,20 @@ class ArgvBuilder {
   Values values_;
   Argv argv_;
   std::string error_;
+  bool permanent_ = false;
 };
 
-// The settings every engine spells the same way when the matrix gives them: quantization, KV
-// dtype, batching limits, context length and GPU memory fraction (vLLM, SGLang).
-void AddBatchingSettings(ArgvBuilder& b);
+// The settings every engine spells the same way when the matrix gives them: quantization (by
+// the table's quantization_names), KV dtype, batching limits, context length and GPU memory
+// fraction (vLLM, SGLang).
+void AddBatchingSettings(ArgvBuilder& b, const FlagTable& table);
+
+// The matrix's speculative decoding in this engine's terms (the table's `speculative`): sets
+// spec_method (the engine's name), spec_num_tokens, and for draft-tree methods spec_num_steps,
+// spec_eagle_topk and spec_num_draft_tokens together (else spec_num_draft_tokens = num_tokens +
+// 1 where the engine counts the root token). InvalidArgument, before anything starts, for a
+// method the engine lacks, a missing count it requires, or tree knobs it does not take.
+Status MapSpeculative(const FlagTable& table, schema::EngineConfig::Reader config, ArgvBuilder& b);
 
 // One engine instance of a disaggregated layout: prefill instances first, then decode ones,
 // filled onto agents in rank order, `gpus` GPUs each.
@@ -64,16 +96,23 @@ struct PdInstance {
   uint32_t first_gpu = 0;  // on that agent
   uint32_t gpus = 1;
   uint16_t port = 0;
-  uint16_t bootstrap_port = 0;  // prefill instances (SGLang)
-  uint16_t side_port = 0;       // KV side channel (vLLM NIXL)
+  uint16_t bootstrap_port = 0;  // prefill instances (SGLang, vLLM's Mooncake)
+  uint16_t side_port = 0;       // KV side channel (vLLM NIXL): the first of its ports
 };
-std::vector<PdInstance> PdInstances(const LaunchContext& context, uint32_t gpus_per_instance);
+// `side_ports_per_instance`: ports each instance's side channel takes (vLLM 0.11.0's NIXL: one
+// per TP rank), so instances on one node never share one.
+std::vector<PdInstance> PdInstances(const LaunchContext& context, uint32_t gpus_per_instance,
+                                    uint32_t side_ports_per_instance = 1);
+// InvalidArgument when the side channels run past the run's port window.
+Status CheckPdPorts(const std::vector<PdInstance>& instances, uint32_t side_ports_per_instance,
+                    uint16_t base);
 
-// The head's router in front of a disaggregated layout (the table's router_program with one
-// router_prefill / router_decode group per instance, {url} and {bootstrap_port} filled) added
-// to launch->processes. False (the reason in launch->error) when the table has no router or an
-// instance's agent address is unknown.
-bool AddPdRouter(const FlagTable& table, const LaunchContext& context,
+// The head's router in front of a disaggregated layout (the table's router_program, its
+// kv_connector group when the connector names one, one router_prefill (router_prefill_bootstrap
+// for a bootstrap connector) / router_decode group per instance, {url} and {bootstrap_port}
+// filled) added to launch->processes. False (the reason in launch->error) when the table has no
+// router or an instance's agent address is unknown.
+bool AddPdRouter(const FlagTable& table, const KvConnector& connector, const LaunchContext& context,
                  const std::vector<PdInstance>& instances, EngineLaunch* launch);
 
 // "0,1,2,3" for `gpus` GPUs from `first`.

@@ -41,16 +41,16 @@ EngineLaunch LlamacppAdapter::Plan(const LaunchContext& context) const {
   b.AddIf(config.getChunkedPrefill() != Toggle::DEFAULT, "chunked_prefill",
           "chunked_prefill (llama.cpp always splits prompts into -b batches)");
   b.AddIf(v.count("spec_model") > 0, "spec_model", "engine_config.speculative.model");
+  if (config.getSpecNumTokens() > 0) {
+    b.Set("spec_num_tokens", std::to_string(config.getSpecNumTokens()));
+  }
   b.AddIf(v.count("spec_num_tokens") > 0, "spec_num_tokens",
           "engine_config.speculative.num_tokens");
   b.AddIf(v.count("quantization") > 0, "quantization",
           "quantization (a GGUF file carries its own; name the file in model_path)");
   b.AddIf(v.count("kv_cache_dtype") > 0, "kv_cache_dtype", "kv_cache_dtype");
   for (auto flag : spec.getEngineFlags()) b.argv().push_back(flag.cStr());
-  if (!b.error().empty()) {
-    launch.error = b.error();
-    return launch;
-  }
+  if (b.FailLaunch(&launch)) return launch;
   launch.processes.push_back({"engine", b.argv(), {}});
   return launch;
 }

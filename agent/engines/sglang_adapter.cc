@@ -1,9 +1,10 @@
-// SGLang: `python3 -m sglang.launch_server` with the run's layout. One node: one process. Several
+// SGLang: `sglang serve` with the run's layout. One node: one process. Several
 // nodes: the same command on every node with --nnodes/--node-rank/--dist-init-addr (head's
 // address and the run's rendezvous port); only the head serves HTTP. Data-parallel attention
 // keeps the instance at tp GPUs (dp attention groups inside the TP group); plain dp runs dp
 // replicas of tp GPUs each. Disaggregated: --disaggregation-mode prefill|decode instances behind
-// sglang_router --pd-disaggregation on the head. Metrics need --enable-metrics (in the program).
+// `sglang-router launch --pd-disaggregation` on the head. Metrics need --enable-metrics (in the
+// program).
 #include <fmt/format.h>
 
 #include "agent/engines/adapters.h"
@@ -12,7 +13,7 @@
 namespace servesweep::agent {
 namespace {
 
-void AddSettings(ArgvBuilder& b, schema::RunSpec::Reader spec) {
+void AddSettings(ArgvBuilder& b, const FlagTable& table, schema::RunSpec::Reader spec) {
   const auto layout = spec.getLayout();
   const auto config = spec.getEngineConfig();
   const Values& v = b.values();
@@ -28,7 +29,7 @@ void AddSettings(ArgvBuilder& b, schema::RunSpec::Reader spec) {
     }
   }
   b.AddIf(layout.getExpertParallel(), "ep", "layout ep: true");
-  AddBatchingSettings(b);
+  AddBatchingSettings(b, table);
   using Toggle = schema::EngineConfig::Toggle;
   // Prefix caching (the radix cache) and chunked prefill are on by default in SGLang.
   b.AddIf(config.getPrefixCaching() == Toggle::OFF, "prefix_caching_off", "prefix_caching: false");
@@ -37,9 +38,14 @@ void AddSettings(ArgvBuilder& b, schema::RunSpec::Reader spec) {
   } else if (v.count("chunked_prefill_tok")) {
     b.Add("chunked_prefill_size", "engine_config.chunked_prefill_tok");
   }
+  if (Status s = MapSpeculative(table, config, b); !s.ok()) b.Fail(s);
   b.AddIf(v.count("spec_method") > 0, "spec_method", "engine_config.speculative.method");
   b.AddIf(v.count("spec_model") > 0, "spec_model", "engine_config.speculative.model");
-  b.AddIf(v.count("spec_num_tokens") > 0, "spec_num_tokens",
+  if (v.count("spec_num_steps")) {  // the EAGLE family: all three together
+    b.Add("spec_num_steps", "engine_config.speculative.num_tokens");
+    b.Add("spec_eagle_topk", "engine_config.speculative.eagle_topk");
+  }
+  b.AddIf(v.count("spec_num_draft_tokens") > 0, "spec_num_draft_tokens",
           "engine_config.speculative.num_tokens");
   for (auto flag : spec.getEngineFlags()) b.argv().push_back(flag.cStr());
 }
@@ -60,6 +66,15 @@ EngineLaunch SglangAdapter::Plan(const LaunchContext& context) const {
       launch.error =
           "SGLang disaggregated layouts take dp > 1 only as dp_attention (scale replicas with "
           "prefill/decode_instances)";
+      launch.error_permanent = true;
+      return launch;
+    }
+    std::string why;
+    const std::string kv_transfer = spec.getEngineConfig().getKvTransfer().cStr();
+    const KvConnector* connector = table.FindKvConnector(kv_transfer, &why);
+    if (connector == nullptr) {
+      launch.error = why;
+      launch.error_permanent = true;
       return launch;
     }
     const auto instances = PdInstances(context, layout.getTp() * layout.getPp());
@@ -73,12 +88,10 @@ EngineLaunch SglangAdapter::Plan(const LaunchContext& context) const {
       b.Add("host", "the instance's address");
       b.Add("port", "the instance's port");
       b.Add(instance.prefill ? "pd_prefill" : "pd_decode", "a disaggregated layout");
-      b.AddIf(b.values().count("kv_transfer") > 0, "kv_transfer", "engine_config.kv_transfer");
-      AddSettings(b, spec);
-      if (!b.error().empty()) {
-        launch.error = b.error();
-        return launch;
-      }
+      b.Set("kv_transfer", connector->engine_name);
+      b.AddIf(!kv_transfer.empty(), "kv_transfer", "engine_config.kv_transfer");
+      AddSettings(b, table, spec);
+      if (b.FailLaunch(&launch)) return launch;
       const std::string role = instance.prefill ? "prefill" : "decode";
       EngineProcess process{fmt::format("{}{}", role, instance.index), b.argv(), {}};
       process.env.emplace_back("CUDA_VISIBLE_DEVICES", GpuList(instance.first_gpu, instance.gpus));
@@ -87,7 +100,7 @@ EngineLaunch SglangAdapter::Plan(const LaunchContext& context) const {
         launch.metrics_url = fmt::format("http://127.0.0.1:{}/metrics", instance.port);
       }
     }
-    if (head && !AddPdRouter(table, context, instances, &launch)) return launch;
+    if (head && !AddPdRouter(table, *connector, context, instances, &launch)) return launch;
     if (launch.metrics_url.empty()) launch.metrics_persona.clear();
     return launch;
   }
@@ -98,17 +111,14 @@ EngineLaunch SglangAdapter::Plan(const LaunchContext& context) const {
     b.Add("host", "the front end's address");
     b.Add("port", "the front end's port");
   }
-  AddSettings(b, spec);
+  AddSettings(b, table, spec);
   if (nodes > 1) {
     const std::string why = fmt::format("a layout across {} nodes", nodes);
     b.Add("nnodes", why);
     b.Add("node_rank", why);
     b.Add("dist_init_addr", why);
   }
-  if (!b.error().empty()) {
-    launch.error = b.error();
-    return launch;
-  }
+  if (b.FailLaunch(&launch)) return launch;
   launch.processes.push_back(
       {head ? "engine" : fmt::format("worker{}", context.rank), b.argv(), {}});
   return launch;

@@ -8,10 +8,10 @@
 namespace servesweep::agent {
 
 const std::vector<SignalName>& SignalNames() {
-  // vLLM: v1 names (0.8+); gpu_cache_usage_perc is the pre-0.9 name of kv_cache_usage_perc.
+  // vLLM: v1 names. Every row is checked against the names the installed vLLM and SGLang
+  // define (signal_names_check.h; tests/data/engine-facts and CI's installed engines).
   static const std::vector<SignalName> table = {
       {"vllm", "vllm:kv_cache_usage_perc", "kv_cache_usage", SignalKind::kGauge, 1.0},
-      {"vllm", "vllm:gpu_cache_usage_perc", "kv_cache_usage", SignalKind::kGauge, 1.0},
       {"vllm", "vllm:num_requests_running", "running", SignalKind::kGauge, 1.0},
       {"vllm", "vllm:num_requests_waiting", "waiting", SignalKind::kGauge, 1.0},
       {"vllm", "vllm:num_preemptions_total", "preemptions", SignalKind::kCounter, 1.0},

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "agent/scraper/prometheus_text.h"
+#include "agent/scraper/signal_names_check.h"
 #include "testing/process_helpers.h"
 
 namespace servesweep::agent {
@@ -103,6 +104,45 @@ TEST(EngineSignals, GaugesTakeTheMaximumCountersTheIncrease) {
   EXPECT_EQ(ReduceSignal("running", {1, 7, 3}), 7.0);
   EXPECT_EQ(ReduceSignal("preemptions", {10, 12, 19}), 9.0);
   EXPECT_TRUE(std::isnan(ReduceSignal("running", {})));
+}
+
+}  // namespace
+}  // namespace servesweep::agent
+
+namespace servesweep::agent {
+namespace {
+
+// The names vLLM 0.33.0, vLLM 0.11.0 and SGLang 0.5.23 define (their collectors as their
+// servers register them, dumped by engine_check.py --metrics; CI checks the live packages).
+DefinedMetrics SavedMetrics(const std::string& name) {
+  const std::string path = "tests/data/engine-facts/metrics-" + name + ".json";
+  DefinedMetrics metrics;
+  Status s = ParseDefinedMetrics(testing::ReadSourceFile(path), path, &metrics);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return metrics;
+}
+
+TEST(SignalNamesCheck, EveryRowIsAMetricTheInstalledEnginesDefine) {
+  const std::vector<DefinedMetrics> installed = {
+      SavedMetrics("vllm-0.33.0"), SavedMetrics("vllm-0.11.0"), SavedMetrics("sglang-0.5.23")};
+  EXPECT_EQ(installed[0].version, "0.33.0");
+  EXPECT_EQ(CheckSignalNames(installed), std::vector<std::string>{});
+}
+
+TEST(SignalNamesCheck, ARenamedMetricFailsTheNamesCheck) {
+  DefinedMetrics vllm = SavedMetrics("vllm-0.33.0");
+  ASSERT_EQ(vllm.exposed.erase("vllm:num_requests_running"), 1u);
+  vllm.exposed["vllm:num_requests_active"] = "gauge";  // a release that renames it
+  DefinedMetrics sglang = SavedMetrics("sglang-0.5.23");
+  sglang.exposed["sglang:num_queue_reqs"] = "counter";  // and one that changes a type
+  EXPECT_EQ(CheckSignalNames({vllm, sglang}),
+            (std::vector<std::string>{
+                "vllm:num_requests_running (running): no installed vllm defines it (checked "
+                "0.33.0)",
+                "sglang 0.5.23: sglang:num_queue_reqs is a counter, the table reads it as a gauge "
+                "(waiting)",
+                "vllm 0.33.0 defines none of the metrics the table reads for 'running': it would "
+                "scrape nothing"}));
 }
 
 }  // namespace

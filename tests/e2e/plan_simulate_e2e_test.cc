@@ -231,8 +231,7 @@ TEST(Examples, ShippedMatricesPlanWithCommandsAndSimulate) {
             0);
   EXPECT_NE(commands.find("[engine] vllm serve meta-llama/Llama-3.1-8B-Instruct"),
             std::string::npos);
-  EXPECT_NE(commands.find("python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B"),
-            std::string::npos);
+  EXPECT_NE(commands.find("sglang serve --model-path meta-llama/Llama-3.1-8B"), std::string::npos);
   // Repeats are estimated once (they simulate identically) and carry that estimate.
   std::string plan_json;
   ASSERT_EQ(RunServesweep("plan " SERVESWEEP_SOURCE_DIR "/examples/vllm-vs-sglang.yaml --json",

@@ -1,0 +1,170 @@
+"""What the installed engines define, for servesweep's tables to be checked against:
+the option strings of each parser (the flag tables) and the Prometheus metric names of each
+engine (the /metrics mapping tables).
+"""
+import argparse
+import ast
+import os
+
+import check_common
+
+
+def _parser(name):
+    """The parser the engine builds for its command line, and the engine's version."""
+    if name == "vllm-serve":
+        import check_vllm
+        checker = check_vllm.VllmServeChecker(check_common.gpu_facts({}), None)
+        _, serve, _ = checker._parser()
+        return serve, checker.version
+    if name == "sglang-serve":
+        import check_sglang
+        checker = check_sglang.SglangServeChecker(check_common.gpu_facts({}), None)
+        parser = argparse.ArgumentParser(prog="sglang serve")
+        checker.ServerArgs.add_cli_args(parser)
+        return parser, checker.version
+    if name in ("vllm-router", "sglang-router"):
+        import check_routers
+        checker = check_routers.RouterChecker(name, None)
+        parser = argparse.ArgumentParser(prog=name)
+        checker.router_args.RouterArgs.add_cli_args(parser, use_router_prefix=False)
+        return parser, checker.version
+    raise ValueError("unknown parser '%s'" % name)
+
+
+def option_table(name):
+    """Every option string the parser accepts: listed ones, hidden aliases (registered but not
+    in the action's option_strings), and which are deprecated or suppressed, and why."""
+    parser, version = _parser(name)
+    deprecated_set = set(getattr(parser, "_deprecated", ()) or ())
+    options = []
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction) or not action.option_strings:
+            continue
+        why = []
+        if action in deprecated_set or getattr(action, "deprecated", False):
+            why.append("marked deprecated")
+        if type(action).__name__.startswith("Deprecated"):
+            why.append(type(action).__name__)
+        text = action.help if isinstance(action.help, str) else ""
+        if text.lstrip("([ ").lower().startswith("deprecated"):
+            why.append("help: " + text[:120])
+        hidden_aliases = [s for s, a in parser._option_string_actions.items()
+                          if a is action and s not in action.option_strings]
+        options.append({"option_strings": list(action.option_strings),
+                        "hidden_aliases": hidden_aliases,
+                        "suppressed": action.help == argparse.SUPPRESS,
+                        "deprecated": why,
+                        "takes_value": action.nargs != 0})
+    return {"parser": name, "version": version, "allow_abbrev": parser.allow_abbrev,
+            "options": options}
+
+
+def _static_names(package_dir, prefix):
+    """Metric names given as name="<prefix>..." in the package's sources (connectors and
+    optional collectors the runtime registry does not hold for one configuration)."""
+    names = set()
+    for root, _, files in os.walk(package_dir):
+        for file in files:
+            if not file.endswith(".py"):
+                continue
+            try:
+                with open(os.path.join(root, file), encoding="utf-8") as f:
+                    tree = ast.parse(f.read())
+            except (SyntaxError, UnicodeDecodeError, OSError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call):
+                    for keyword in node.keywords:
+                        value = keyword.value
+                        if (keyword.arg == "name" and isinstance(value, ast.Constant)
+                                and isinstance(value.value, str)
+                                and value.value.startswith(prefix)):
+                            names.add(value.value)
+    return names
+
+
+def _exposed(registry, prefix):
+    """Sample name -> its family's type, as /metrics exposes them (counters with _total,
+    histograms with _bucket, _sum, _count). A family with no sample yet (labelled, none seen)
+    is listed under its name as well."""
+    out = {}
+    for family in registry.collect():
+        if not family.name.startswith(prefix):
+            continue
+        for sample in family.samples:
+            out[sample.name] = family.type
+        if not family.samples:
+            out[family.name + ("_total" if family.type == "counter" else "")] = family.type
+    return out
+
+
+def metric_names(engine, model, declared=True):
+    """The metric names an engine registers: its collectors instantiated for `model` (a folder
+    holding its config.json) as the server does, with speculative decoding on (its metrics are
+    registered only then), read back from the registry as /metrics exposes them; and the names
+    its sources declare (connectors, optional collectors; `declared`: the slow part)."""
+    import prometheus_client
+    if engine == "vllm":
+        import check_vllm
+        checker = check_vllm.VllmServeChecker(check_common.gpu_facts({}), None)
+        from vllm.v1.metrics.loggers import PrometheusStatLogger
+        import vllm
+        parser, _, _ = checker._parser()
+        args = parser.parse_args(["serve", model, "--speculative-config",
+                                  '{"method": "ngram", "num_speculative_tokens": 2, '
+                                  '"prompt_lookup_max": 4}'])
+        args.model = args.model_tag
+        config = checker.AsyncEngineArgs.from_cli_args(args).create_engine_config(
+            usage_context=checker.UsageContext.OPENAI_API_SERVER)
+        PrometheusStatLogger(config, engine_indexes=[0])
+        exposed = _exposed(prometheus_client.REGISTRY, "vllm:")
+        return {"engine": "vllm", "version": checker.version, "exposed": exposed,
+                "declared": sorted(_static_names(os.path.dirname(vllm.__file__), "vllm:"))
+                if declared else []}
+    if engine == "sglang":
+        import check_sglang
+        checker = check_sglang.SglangServeChecker(check_common.gpu_facts({}), None)
+        import sglang
+        import sglang.srt.observability.metrics_collector as collectors
+        from sglang.srt.runtime_context import SpawnRanks, publish
+        server_args = checker.prepare_server_args(["--model-path", model, "--enable-metrics"])
+        server_args.resolve_once()
+        labels = {"model_name": "m"}
+        exposed = {}
+
+        def collect_and_clear():
+            # One process per role in a server: collect, then unregister before the next.
+            registry = prometheus_client.REGISTRY
+            exposed.update(_exposed(registry, "sglang:"))
+            for collector in list(registry._collector_to_names):
+                if any(n.startswith("sglang:") for n in registry._collector_to_names[collector]):
+                    registry.unregister(collector)
+
+        publish(server_args, role="tokenizer")
+        collectors.TokenizerMetricsCollector(server_args=server_args, labels=labels)
+        collect_and_clear()
+        publish(server_args, role="scheduler", ranks=SpawnRanks(world_rank=0, gpu_id=0))
+        collectors.SchedulerMetricsCollector.init_new(
+            server_args=server_args, enable_priority_scheduling=False, enable_lora=False,
+            enable_hierarchical_cache=False)
+        collect_and_clear()
+        return {"engine": "sglang", "version": checker.version, "exposed": exposed,
+                "declared": sorted(_static_names(os.path.dirname(sglang.__file__), "sglang:"))
+                if declared else []}
+    raise ValueError("unknown engine '%s'" % engine)
+
+
+def all_facts(model):
+    """Every parser and engine of this environment: {"options": {parser: option_table},
+    "metrics": {engine: metric_names}} (one import of each engine; no source scan)."""
+    have = {d: check_common.package_version(d) for d in
+            ("vllm", "vllm-router", "sglang", "sglang-router")}
+    out = {"options": {}, "metrics": {}}
+    for parser, distribution in (("vllm-serve", "vllm"), ("vllm-router", "vllm-router"),
+                                 ("sglang-serve", "sglang"), ("sglang-router", "sglang-router")):
+        if have[distribution]:
+            out["options"][parser] = option_table(parser)
+    for engine in ("vllm", "sglang"):
+        if have[engine]:
+            out["metrics"][engine] = metric_names(engine, model, declared=False)
+    return out
