@@ -246,6 +246,18 @@ perfmodel::RunShape ShapeOf(const Simulation& sim, const loadgen::BenchSummary& 
           summary.request_throughput * summary.e2el_ms.mean / 1e3};
 }
 
+// The model's typical error on pairs no profile was fitted to: the fallback profile's, measured
+// on the fidelity suite (profiles/engines/default.yaml).
+double UnfittedErrorPct() {
+  static const double pct = [] {
+    perfmodel::EngineProfile fallback;
+    return perfmodel::LoadEngineProfile("default", &fallback).ok()
+               ? fallback.calibration.typical_error_pct
+               : 0.0;
+  }();
+  return pct;
+}
+
 CalibrationLabel LabelOf(const Simulation& sim, const perfmodel::RunShape& shape) {
   CalibrationLabel label;
   const perfmodel::Calibration& c = sim.engine.calibration;
@@ -266,6 +278,9 @@ CalibrationLabel LabelOf(const Simulation& sim, const perfmodel::RunShape& shape
   } else {
     label.standing = fmt::format("extrapolated: {}{}{}", sim.engine_why,
                                  sim.engine_why.empty() || outside.empty() ? "" : "; ", outside);
+    // Outside its fit a profile's own error says little (a 2% fit on one model can miss another
+    // by 2x): expect at least what the model misses by where it was not fitted.
+    label.error_pct = std::max(label.error_pct, UnfittedErrorPct());
   }
   return label;
 }

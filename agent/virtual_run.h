@@ -38,8 +38,11 @@ struct VirtualRunOptions {
 // Which calibration a simulated run stands on (the record's calibration fields).
 struct CalibrationLabel {
   std::string calibration;  // "vllm-0.8 (fitted ...)" / "default (uncalibrated)"
-  double error_pct = 0;     // fit error, or the typical error when uncalibrated
-  std::string standing;     // "calibrated", "extrapolated: ...", "uncalibrated: ..."
+  // The error to expect, %: the fit's when calibrated; when extrapolated, the larger of the
+  // fit's and the model's typical error where it was not fitted; the typical error when
+  // uncalibrated.
+  double error_pct = 0;
+  std::string standing;  // "calibrated", "extrapolated: ...", "uncalibrated: ..."
 };
 
 // What one simulated run gave.

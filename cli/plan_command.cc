@@ -45,12 +45,11 @@ struct Estimate {
   std::vector<std::string> problems;
 };
 
-// "calibrated ±8%", "extrapolated (fit ±8%)", "uncalibrated ±40%": how far an estimate may be
-// off (an extrapolation's own error is unknown: the fit's is a lower bound).
+// "calibrated ±8%", "extrapolated ±24%", "uncalibrated ±24%": how far an estimate may be off
+// (an extrapolation's is at least the model's typical error where it was not fitted).
 std::string Standing(const agent::CalibrationLabel& label) {
   const std::string kind = label.standing.substr(0, label.standing.find(':'));
-  return kind == "extrapolated" ? fmt::format("extrapolated (fit ±{:.0f}%)", label.error_pct)
-                                : fmt::format("{} ±{:.0f}%", kind, label.error_pct);
+  return fmt::format("{} ±{:.0f}%", kind, label.error_pct);
 }
 
 Estimate EstimateRun(schema::RunSpec::Reader spec, const agent::VirtualRunOptions& options,

@@ -241,11 +241,13 @@ std::string ReportMarkdown(results::ResultsStore& store, const results::Table& s
       for (size_t k = 0; k < summary.rows.size(); ++k) {
         const Row row(summary, k);
         if (row.Text("simulation") == "none" || row.Text("simulation") == "n/a") continue;
-        // An extrapolation's own error is unknown: its fit error is a lower bound.
         const std::string standing = row.Text("calibration_standing");
+        const bool fitted = standing == "calibrated";
         const bool uncalibrated = standing.rfind("uncalibrated", 0) == 0;
         md += fmt::format("- {}: {}, {} {}%; {}\n", row.Text("label"), row.Text("calibration"),
-                          uncalibrated ? "typical error" : "fit error",
+                          fitted         ? "fit error"
+                          : uncalibrated ? "typical error"
+                                         : "expected error at least",
                           row.Number("calibration_error_pct", 0), standing);
       }
       md += "\n";
