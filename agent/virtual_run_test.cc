@@ -84,7 +84,7 @@ workload: {input_len: 200, output_len: 20, duration_s: 10, request_rate: 5, seed
 // request is due at its trace time, and one due while the cap is reached waits on the client;
 // that wait is the record's client queue time (it was lost: every request counted as sent when
 // due, i.e. the cap behaved as a closed loop).
-TEST(VirtualRun, TraceReplayWithConcurrencyQueuesOnTheClient) {
+TEST(VirtualRun, TraceReplayWithAMaxInFlightQueuesOnTheClient) {
   capnp::MallocMessageBuilder message;
   RunFirst(R"(name: r
 engine: vllm
@@ -94,13 +94,13 @@ workload:
   trace: ../tests/data/azure_conv_sample.csv
   trace_speedup: 1000
   num_requests: 20
-  concurrency: 2
+  max_in_flight: 2
 )",
            &message);
   const auto result = message.getRoot<schema::RunResult>().asReader();
   const auto record = result.getRecord();
   EXPECT_LE(record.getRunningMax(), 2);
-  EXPECT_GT(record.getClientQueueMs().getMedian(), 10) << "requests waited for a free slot";
+  EXPECT_GT(record.getClientQueueMs().getMedian(), 10) << "requests waited under the cap";
   size_t queued = 0;
   int64_t previous_due = -1;
   for (const auto r : result.getRequests()) {

@@ -209,19 +209,22 @@ void HttpSession::RouteCompletion(Api api, std::string_view path, std::string_vi
     std::raise(SIGKILL);
   }
   const RequestFaults planned = PlanFaults(faults, seq);
+  // A faulted request that produced no token, in the request log (ground truth) as such.
+  auto log_tokenless = [&](const ResponseRenderer& renderer, const char* status,
+                           const char* fault) {
+    if (!ctx_.request_log) return;
+    const std::vector<int64_t> none;
+    ctx_.request_log->Append({.id = renderer.id(),
+                              .path = path,
+                              .arrival_ns = SinceEpochNs(arrival_),
+                              .token_ns = &none,
+                              .prompt_tok = request.prompt_tok,
+                              .completion_tok = 0,
+                              .status = status,
+                              .fault = fault});
+  };
   if (planned.error) {
-    if (ctx_.request_log) {
-      const std::vector<int64_t> none;
-      const ResponseRenderer renderer(api, seq, ctx_.created_s, ctx_.model_json);
-      ctx_.request_log->Append({.id = renderer.id(),
-                                .path = path,
-                                .arrival_ns = SinceEpochNs(arrival_),
-                                .token_ns = &none,
-                                .prompt_tok = request.prompt_tok,
-                                .completion_tok = 0,
-                                .status = "error",
-                                .fault = "error"});
-    }
+    log_tokenless(ResponseRenderer(api, seq, ctx_.created_s, ctx_.model_json), "error", "error");
     const ErrorReply error =
         MakeError(500, "InternalServerError", "Injected fault: the engine failed this request.");
     return SendReply(error.status, kJson, error.body);
@@ -231,17 +234,7 @@ void HttpSession::RouteCompletion(Api api, std::string_view path, std::string_vi
     ctx_.metrics.OnRequestStart(request.prompt_tok);
     ctx_.metrics.OnRequestEnd(/*ok=*/true, 0);
     const ResponseRenderer renderer(api, seq, ctx_.created_s, ctx_.model_json);
-    if (ctx_.request_log) {
-      const std::vector<int64_t> none;
-      ctx_.request_log->Append({.id = renderer.id(),
-                                .path = path,
-                                .arrival_ns = SinceEpochNs(arrival_),
-                                .token_ns = &none,
-                                .prompt_tok = request.prompt_tok,
-                                .completion_tok = 0,
-                                .status = "ok",
-                                .fault = "empty_stream"});
-    }
+    log_tokenless(renderer, "ok", "empty_stream");
     std::string events;
     if (request.include_usage) renderer.AppendUsageEvent(events, request.prompt_tok, 0);
     ResponseRenderer::AppendDoneEvent(events);

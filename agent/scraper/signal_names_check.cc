@@ -24,9 +24,18 @@ Status ParseDefinedMetrics(std::string_view json, const std::string& where, Defi
   return Status::Ok();
 }
 
+namespace {
+
+// prometheus_client's process collector (process_start_time_seconds, ...) describes the Python
+// process, not the engine: no engine package defines it, every server exposes it.
+bool FromTheProcessCollector(const std::string& metric) { return metric.rfind("process_", 0) == 0; }
+
+}  // namespace
+
 std::vector<std::string> CheckSignalNames(const std::vector<DefinedMetrics>& installed) {
   std::vector<std::string> problems;
   for (const auto& row : SignalNames()) {
+    if (FromTheProcessCollector(row.metric)) continue;
     bool checked = false, defined = false;
     for (const auto& version : installed) {
       if (version.engine != row.engine) continue;
@@ -53,7 +62,7 @@ std::vector<std::string> CheckSignalNames(const std::vector<DefinedMetrics>& ins
   for (const auto& version : installed) {
     std::set<std::string> signals, found;
     for (const auto& row : SignalNames()) {
-      if (row.engine != version.engine) continue;
+      if (row.engine != version.engine || FromTheProcessCollector(row.metric)) continue;
       signals.insert(row.signal);
       if (version.exposed.count(row.metric)) found.insert(row.signal);
     }

@@ -18,16 +18,6 @@
 namespace servesweep::testing {
 namespace {
 
-constexpr const char* kModel = "/opt/servesweep-engines/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-
-bool OnPath(const std::string& program) {
-  std::stringstream dirs(std::getenv("PATH") ? std::getenv("PATH") : "");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    if (!dir.empty() && ::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
-  }
-  return false;
-}
-
 // Processes whose command line contains `needle`.
 int ProcessesWith(const std::string& needle) {
   int count = 0;
@@ -43,8 +33,8 @@ int ProcessesWith(const std::string& needle) {
 }
 
 TEST(RealEngine, LlamacppSweepLaunchesMeasuresScrapesAndTearsDown) {
-  if (!OnPath("llama-server") || !std::filesystem::exists(kModel)) {
-    GTEST_SKIP() << "llama-server or " << kModel
+  if (!OnPath("llama-server") || !std::filesystem::exists(kSmolLm2Gguf)) {
+    GTEST_SKIP() << "llama-server or " << kSmolLm2Gguf
                  << " is not installed: run scripts/install-engines.sh (compiles llama.cpp, "
                     "about 24 min on 2 cores) to run this real-engine test";
   }

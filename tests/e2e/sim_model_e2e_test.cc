@@ -16,6 +16,17 @@ double Figure(Harness& h, const std::string& out, const std::string& column, int
   return table.rows.empty() || table.rows[0][0].empty() ? -1 : std::stod(table.rows[0][0]);
 }
 
+// The matrix run for real (dir "real") and simulated in virtual time (dir "virtual").
+void RunRealAndVirtual(Harness& h, const std::string& matrix) {
+  std::string output;
+  ASSERT_EQ(RunServesweep(fmt::format("run {} --out {}", matrix, h.Path("real")), &output), 0)
+      << output;
+  ASSERT_EQ(
+      RunServesweep(fmt::format("plan {} --simulate --out {}", matrix, h.Path("virtual")), &output),
+      0)
+      << output;
+}
+
 TEST(SimModel, RealTimeEmulatorFollowsTheModelItsVirtualRunPredicts) {
   Harness h("sim-model");
   const std::string matrix = h.WriteFile("m.yaml", R"(name: simmodel
@@ -28,13 +39,7 @@ zip:
   - concurrency: [1, 8]
     num_requests: [16, 96]
 )");
-  std::string output;
-  ASSERT_EQ(RunServesweep(fmt::format("run {} --out {}", matrix, h.Path("real")), &output), 0)
-      << output;
-  ASSERT_EQ(
-      RunServesweep(fmt::format("plan {} --simulate --out {}", matrix, h.Path("virtual")), &output),
-      0)
-      << output;
+  ASSERT_NO_FATAL_FAILURE(RunRealAndVirtual(h, matrix));
   EXPECT_EQ(h.QueryInt(h.Path("real"),
                        "SELECT COUNT(*) FROM results WHERE result_status = 'ok' "
                        "AND failed = 0 AND completed IN (16, 96) AND simulation = 'none'"),
@@ -68,13 +73,7 @@ sim: {hardware: h200, startup_ms: 50}
 workload: {input_len: 2304, output_len: 8, num_requests: 32, warmup_requests: 0, seed: 2,
            concurrency: 2, prompt: token_ids, shared_prefix: {groups: 4, prefix_len: 2048}}
 )");
-  std::string output;
-  ASSERT_EQ(RunServesweep(fmt::format("run {} --out {}", matrix, h.Path("real")), &output), 0)
-      << output;
-  ASSERT_EQ(
-      RunServesweep(fmt::format("plan {} --simulate --out {}", matrix, h.Path("virtual")), &output),
-      0)
-      << output;
+  ASSERT_NO_FATAL_FAILURE(RunRealAndVirtual(h, matrix));
   for (const std::string& out : {h.Path("real"), h.Path("virtual")}) {
     // 28 of the 32 requests find their group's 2048 tokens cached (the first of each group does
     // not): the engine's own counters, scraped from /metrics or sampled from the model.
@@ -104,13 +103,7 @@ workload:
   warmup_requests: 0
   max_in_flight: 2
 )");
-  std::string output;
-  ASSERT_EQ(RunServesweep(fmt::format("run {} --out {}", matrix, h.Path("real")), &output), 0)
-      << output;
-  ASSERT_EQ(
-      RunServesweep(fmt::format("plan {} --simulate --out {}", matrix, h.Path("virtual")), &output),
-      0)
-      << output;
+  ASSERT_NO_FATAL_FAILURE(RunRealAndVirtual(h, matrix));
   auto figure = [&](const std::string& out, const std::string& column) {
     const auto table = h.Query(out, "SELECT " + column + " FROM results");
     return table.rows.size() != 1 || table.rows[0][0].empty() ? -1 : std::stod(table.rows[0][0]);

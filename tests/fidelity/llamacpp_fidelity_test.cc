@@ -25,16 +25,6 @@
 namespace servesweep::testing {
 namespace {
 
-constexpr const char* kModel = "/opt/servesweep-engines/models/SmolLM2-135M-Instruct.Q4_1.gguf";
-
-bool OnPath(const std::string& program) {
-  std::stringstream dirs(std::getenv("PATH") ? std::getenv("PATH") : "");
-  for (std::string dir; std::getline(dirs, dir, ':');) {
-    if (!dir.empty() && ::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
-  }
-  return false;
-}
-
 // Input 16 and 64 tokens, 16 output tokens, concurrency 1, 2 and 4, 8 measured requests each
 // after 2 warm-up ones, twice; concurrency is the outer axis, so each held-out run is measured
 // right after the fitted run of the same concurrency (a slow spell of the machine then moves
@@ -73,13 +63,13 @@ constexpr const char* kFit =
     "cpu.seq_us,cpu.request_us";
 
 TEST(LlamacppFidelity, CalibratedOnSomePointsPredictsTheHeldOutOnes) {
-  if (!OnPath("llama-server") || !std::filesystem::exists(kModel)) {
-    GTEST_SKIP() << "llama-server or " << kModel
+  if (!OnPath("llama-server") || !std::filesystem::exists(kSmolLm2Gguf)) {
+    GTEST_SKIP() << "llama-server or " << kSmolLm2Gguf
                  << " is not installed: run scripts/install-engines.sh to run this fidelity test";
   }
   Harness h("llamacpp-fidelity");
   const std::string matrix =
-      h.WriteFile("fidelity.yaml", fmt::format(kMatrix, fmt::arg("model", kModel)));
+      h.WriteFile("fidelity.yaml", fmt::format(kMatrix, fmt::arg("model", kSmolLm2Gguf)));
   const std::string out = h.Path("out");
   std::string output;
   ASSERT_EQ(RunServesweep(fmt::format("run {} --out {}", matrix, out), &output), 0) << output;

@@ -128,4 +128,12 @@ axes:
                      name, ttft_ms, itl_ms, tp, output_len, num_requests, levels);
 }
 
+bool OnPath(const std::string& program) {
+  std::stringstream dirs(std::getenv("PATH") ? std::getenv("PATH") : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    if (!dir.empty() && ::access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace servesweep::testing

@@ -63,6 +63,13 @@ class Harness {
   std::vector<std::unique_ptr<ChildProcess>> processes_;
 };
 
+// The real engine of the CPU tests, as scripts/install-engines.sh installs it: llama-server on
+// PATH and this model.
+constexpr const char* kSmolLm2Gguf =
+    "/opt/servesweep-engines/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+// Whether an executable `program` is in a folder of $PATH.
+bool OnPath(const std::string& program);
+
 // Runs `servesweep <args>` to completion; returns its exit code (-1 if it did not exit), its
 // stdout and stderr together in *output.
 int RunServesweep(const std::string& args, std::string* output);
