@@ -52,8 +52,15 @@ TEST(EngineProfile, SelectedByEngineAndVersion) {
   ASSERT_TRUE(SelectEngineProfile("vllm", "0.4.2", &p, &why).ok());
   EXPECT_EQ(p.name, "vllm-0.6");
   EXPECT_NE(why.find("outside every profile's versions"), std::string::npos) << why;
-  ASSERT_TRUE(SelectEngineProfile("sglang", "", &p, &why).ok());
+  ASSERT_TRUE(SelectEngineProfile("sglang", "0.5.19", &p, &why).ok());
   EXPECT_EQ(p.name, "sglang-0.4");
+  ASSERT_TRUE(SelectEngineProfile("sglang", "0.5.20", &p, &why).ok());
+  EXPECT_EQ(p.name, "sglang-0.5.20");
+  ASSERT_TRUE(SelectEngineProfile("sglang", "0.5.23", &p, &why).ok());
+  EXPECT_EQ(p.name, "sglang-0.5.20");
+  EXPECT_EQ(why, "");
+  ASSERT_TRUE(SelectEngineProfile("sglang", "", &p, &why).ok());
+  EXPECT_EQ(p.name, "sglang-0.5.20");
   EXPECT_NE(why.find("no sglang version given"), std::string::npos) << why;
   ASSERT_TRUE(SelectEngineProfile("sim", "", &p, &why).ok());
   EXPECT_EQ(p.name, "default");

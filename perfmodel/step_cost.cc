@@ -246,14 +246,16 @@ StepCost CostModel::Step(const std::vector<BatchEntry>& batch) const {
   const double dense_memory = dense_bytes / (achievable_hbm_ * e.weight_read_efficiency) * 1e9;
 
   // Routed experts: only those the micro-batch's tokens hit are read (over the EP group's
-  // tokens when ep > 1); their GEMMs run at the efficiency of their tokens per expert.
+  // tokens when ep > 1); their GEMMs run at the efficiency of their tokens per expert, counted
+  // over the experts hit (a lone decode token gives each of its k experts one token, not k/E:
+  // the experts no token reaches cost nothing).
   double expert_compute = 0, expert_memory = 0, expert_bytes = 0;
   if (model_.experts > 0) {
     const int expert_div = d.ep > 1 ? d.ep * d.pp : gpus;
     const double group_tokens = mb_tokens * (d.ep > 1 ? static_cast<double>(d.ep) / d.tp : 1.0);
-    expert_bytes = params_.routed_total * DistinctExperts(group_tokens) / model_.experts *
-                   bytes_per_param_ / expert_div;
-    const double per_expert = group_tokens * model_.active_experts / model_.experts;
+    const double hit = DistinctExperts(group_tokens);
+    expert_bytes = params_.routed_total * hit / model_.experts * bytes_per_param_ / expert_div;
+    const double per_expert = hit > 0 ? group_tokens * model_.active_experts / hit : 0;
     const double expert_eff =
         ShapeEfficiency(e.expert_gemm_efficiency, per_expert, e.expert_half_tok);
     const double flops =

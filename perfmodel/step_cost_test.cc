@@ -325,6 +325,23 @@ TEST(StepCostTest, ExpertEfficiencyFollowsTokensPerExpert) {
             static_cast<double>(bare.Step(big).total_ns) * 1.3);
 }
 
+// A lone decode token gives each of its k experts one token (tokens per expert counted over the
+// experts hit, not over all E): with expert_half_tok h its expert GEMMs cost (1 + h) x their
+// FLOPs at full efficiency, not (k/E + h) / (k/E) x (16 x more for Qwen3-30B-A3B's 8 of 128),
+// which made a MoE model's batch-1 step pay for every expert. Qwen3-30B-A3B: 48 MoE layers of
+// 8 active experts of 3 x 2048 x 768 parameters; H200 989 TFLOP/s x 0.6 bf16.
+TEST(StepCostTest, LoneTokenGivesEachOfItsExpertsOneToken) {
+  auto expert_ns = [](double half_tok) {
+    EngineProfile e;
+    EXPECT_TRUE(SetCoefficient(&e, "kernels.expert_gemm_efficiency", 1).ok());
+    EXPECT_TRUE(SetCoefficient(&e, "kernels.expert_half_tok", half_tok).ok());
+    return static_cast<double>(MakeWith("h200", "qwen3-30b-a3b", e).Step({{999, 1, 1}}).compute_ns);
+  };
+  const double flops = 2.0 * 48 * 8 * 3 * 2048 * 768;
+  const double full_ns = flops / (989e12 * 0.6) * 1e9;
+  EXPECT_NEAR(expert_ns(32) - expert_ns(0), 32 * full_ns, 0.01 * 32 * full_ns);
+}
+
 // Attention by kind. MLA decodes in its absorbed form (scores over the 512 + 64 latent, values
 // over 512: 2 x 128 x 1088 FLOPs per pair and layer) and prefills decompressed; a sliding
 // window reads at most its window; sparse attention reads top-k plus the indexer's keys.

@@ -38,4 +38,18 @@ for p in vllm-0.8 sglang-0.4; do
     --out "$tmp/$p.yaml" > /dev/null
   cp "$tmp/$p.yaml" $E/$p.yaml
 done
+# SGLang 0.5.20+: DeepSeek-V4.1-Flash's two "after" points, one coefficient each: the per-layer
+# floor on the concurrency-1 TPOT, then the expert GEMM efficiency on the concurrency-64
+# throughput; the rest are sglang-0.4's (its file is the start, renamed).
+sed -e 's/^name: sglang-0.4$/name: sglang-0.5.20/' -e 's/^versions: .*/versions: {from: "0.5.20"}/' \
+  -e '/^calibration:/,$d' $E/sglang-0.4.yaml > "$tmp/sglang-0.5.20-start.yaml"
+echo 'calibration: {fitted: false, typical_error_pct: 24}' >> "$tmp/sglang-0.5.20-start.yaml"
+"$S" calibrate --published $T --engine-profile "$tmp/sglang-0.5.20-start.yaml" \
+  --fit launch.layer_gpu_us:6:200 --fit-only concurrency=1 --out "$tmp/sglang-0.5.20-floor.yaml" > /dev/null
+"$S" calibrate --published $T --engine-profile "$tmp/sglang-0.5.20-floor.yaml" \
+  --fit kernels.expert_gemm_efficiency:0.05:1 --fit-only concurrency=64 \
+  --out "$tmp/sglang-0.5.20.yaml" > /dev/null
+echo "$E/sglang-0.5.20.yaml: coefficients in $tmp/sglang-0.5.20.yaml (its header comment is kept by hand)"
+grep -E 'layer_gpu_us|expert_gemm_efficiency' "$tmp/sglang-0.5.20.yaml"
+
 echo "profiles written to $E/; rebuild (they are embedded) and check: ctest -R Fidelity"
