@@ -72,8 +72,7 @@ TEST(Validity, NoOutputLowSuccessAndARestartAreEachAReason) {
   EXPECT_EQ(v.engine_restarts, 1u);
   EXPECT_NE(v.Reasons().find("the engine restarted during the run"), std::string::npos);
   // A process start time that moved is a restart too, whatever the counters did.
-  EXPECT_EQ(CountEngineRestarts({{"process_start_time", 1000}}, {},
-                                {{"process_start_time", 1001}}),
+  EXPECT_EQ(CountEngineRestarts({{"process_start_time", 1000}}, {}, {{"process_start_time", 1001}}),
             1u);
   EXPECT_EQ(CountEngineRestarts({{"process_start_time", 1000}}, {{0, "running", 1}},
                                 {{"process_start_time", 1000}}),

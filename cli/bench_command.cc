@@ -243,8 +243,7 @@ void AddBenchCommand(CLI::App& app, int* exit_code) {
     if (max_concurrency->count() > 0) {
       (open_loop ? o->load.max_in_flight : o->load.concurrency) = o->max_concurrency;
     }
-    const bool slots =
-        concurrency->count() > 0 || (!open_loop && max_concurrency->count() > 0);
+    const bool slots = concurrency->count() > 0 || (!open_loop && max_concurrency->count() > 0);
     if (!open_loop && !slots && sessions->count() == 0) {
       spdlog::error(
           "bench: expected --concurrency C (closed loop), --rate R or --ramp (open loop), or "

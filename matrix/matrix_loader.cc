@@ -256,8 +256,8 @@ std::string Expansion::ApplyCombination(YamlMap& top, size_t combo, schema::RunS
   for (size_t a = 0; a < axes_.size(); ++a) {
     const auto& values = axes_[a].positions[choice[a]];
     // A zip group moves its keys together: when one of them is compared, so are the others.
-    const bool compared = std::any_of(
-        axes_[a].keys.begin(), axes_[a].keys.end(), [&](const std::string& key) {
+    const bool compared =
+        std::any_of(axes_[a].keys.begin(), axes_[a].keys.end(), [&](const std::string& key) {
           return std::find(compare_axes_.begin(), compare_axes_.end(), key) != compare_axes_.end();
         });
     for (size_t k = 0; k < axes_[a].keys.size(); ++k) {

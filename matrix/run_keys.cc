@@ -525,8 +525,8 @@ void ReadRunKeys(YamlMap& m, const std::string& matrix_path, schema::RunSpec::Bu
   if (auto v = m.Get("layout")) ReadLayout(r, v, spec.getLayout());
   if (auto v = m.Get("workload")) ReadWorkload(r, v, matrix_path, spec.getWorkload());
   // Workload shorthands, so `concurrency: [1, 8]` can be an axis; they win over `workload:`.
-  for (const char* key :
-       {"input_len", "output_len", "num_requests", "concurrency", "max_in_flight", "request_rate"}) {
+  for (const char* key : {"input_len", "output_len", "num_requests", "concurrency", "max_in_flight",
+                          "request_rate"}) {
     if (auto v = m.Get(key)) ReadWorkloadKey(r, key, v, matrix_path, spec.getWorkload());
   }
   if (auto v = m.Get("slo")) ReadSlo(r, v, spec.getSlo());

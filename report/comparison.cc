@@ -283,7 +283,8 @@ ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
       return c.name == "gpus.model" || c.name == "gpus.count";
     });
     // Nor is its layout: the one in the matrix only places the run, so it varies with the engine.
-    if (std::erase_if(pair.varied, [](const std::string& v) { return v.rfind("layout.", 0) == 0; })) {
+    if (std::erase_if(pair.varied,
+                      [](const std::string& v) { return v.rfind("layout.", 0) == 0; })) {
       pair.notes.push_back(
           "the layout of a managed endpoint is not known: it varies with the engine, not on its "
           "own");
@@ -606,7 +607,7 @@ std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs,
     });
     // Against a managed endpoint GPU figures mean nothing: latency, reliability and cost do.
     std::vector<const char*> shown =
-        managed ? std::vector<const char*>{"success_rate", "ttft_median_ms", "ttft_p99_ms",
+        managed ? std::vector<const char*>{"success_rate",   "ttft_median_ms", "ttft_p99_ms",
                                            "tpot_median_ms", "e2el_median_ms", "e2el_p99_ms"}
                 : std::vector<const char*>{"request_throughput", "output_throughput",
                                            "ttft_median_ms", "tpot_median_ms"};

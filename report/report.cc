@@ -277,8 +277,8 @@ std::string ReportMarkdown(results::ResultsStore& store, const results::Table& s
         row.Text("gpu_count"), row.Text("tp"), row.Text("pp"), row.Text("dp"),
         // An open loop has no slots: at most its cap on requests in flight.
         row.Text("max_in_flight") != "0" ? "max " + row.Text("max_in_flight")
-        : row.Text("concurrency") != "0"   ? row.Text("concurrency")
-                                           : std::string("-"),
+        : row.Text("concurrency") != "0" ? row.Text("concurrency")
+                                         : std::string("-"),
         row.Text("arrival") == "closed-loop" ? std::string("-")
                                              : row.Number("request_rate_per_s", 1),
         row.Text("completed"), row.Text("failed"), row.Number("request_throughput", 2),

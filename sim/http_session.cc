@@ -154,11 +154,11 @@ void HttpSession::Route(const http::request<http::string_body>& request) {
 
   if (!ctx_.settings.api_key.empty() && target.rfind("/v1/", 0) == 0 &&
       request[http::field::authorization] != "Bearer " + ctx_.settings.api_key) {
-    const ErrorReply error = MakeError(
-        401, "invalid_request_error",
-        request[http::field::authorization].empty()
-            ? "You didn't provide an API key (an Authorization: Bearer header)."
-            : "Incorrect API key provided.");
+    const ErrorReply error =
+        MakeError(401, "invalid_request_error",
+                  request[http::field::authorization].empty()
+                      ? "You didn't provide an API key (an Authorization: Bearer header)."
+                      : "Incorrect API key provided.");
     return SendReply(error.status, kJson, error.body);
   }
   if (target == "/v1/completions" && post) {

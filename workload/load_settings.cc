@@ -54,7 +54,9 @@ std::optional<Broken> FirstBrokenRule(const LoadSettings& s) {
                   fmt::format("expected 'max_in_flight' to cap an open loop's requests in flight "
                               "({}), found 'concurrency: {}', which is a closed loop's slots; the "
                               "warm-up's slots are 'warmup_concurrency'",
-                              replay ? "trace replay" : ramp ? "a ramp" : "request_rate",
+                              replay ? "trace replay"
+                              : ramp ? "a ramp"
+                                     : "request_rate",
                               s.concurrency)};
   }
   if (!open_loop && s.max_in_flight > 0) {

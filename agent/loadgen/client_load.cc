@@ -46,14 +46,14 @@ std::string ClientBoundReasons(const ClientLoadFigures& f, const ClientBoundThre
                     100 * f.busiest_thread_cpu_fraction, 100 * limits.busy_fraction));
   }
   const bool has_itl = f.itl_median_ms > 0;  // false for NaN too
-  const double read_lag_limit_ms = has_itl ? std::max(limits.read_lag_floor_ms, f.itl_median_ms)
-                                           : limits.read_lag_no_itl_ms;
+  const double read_lag_limit_ms =
+      has_itl ? std::max(limits.read_lag_floor_ms, f.itl_median_ms) : limits.read_lag_no_itl_ms;
   if (f.read_lag_p99_ms >= read_lag_limit_ms) {
     add(fmt::format(
         "reads waited {:.1f} ms at p99 between arriving and being parsed (limit {:.1f} ms{})",
         f.read_lag_p99_ms, read_lag_limit_ms,
         has_itl && f.itl_median_ms >= limits.read_lag_floor_ms ? ", the median ITL: chunks merged"
-                                                                : ""));
+                                                               : ""));
   }
   if (f.send_lateness_p99_ms >= limits.send_lateness_p99_ms) {
     add(fmt::format("sends were {:.1f} ms late at p99 (limit {:g} ms)", f.send_lateness_p99_ms,

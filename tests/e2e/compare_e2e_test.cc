@@ -121,7 +121,7 @@ TEST(CompareEndToEnd, SelfHostedAndManagedServeTheSameRequestsComparedOnCost) {
     text.replace(at, from.size(), to);
   };
   replace("base_url: http://127.0.0.1:8100/v1", "base_url: " + url + "/v1");
-    const std::string matrix = h.WriteFile("self-hosted-vs-managed.yaml", text);
+  const std::string matrix = h.WriteFile("self-hosted-vs-managed.yaml", text);
   const std::string out = h.Path("out");
   std::string output;
   ASSERT_EQ(RunServesweep(fmt::format("run {} --out {}", matrix, out), &output), 0) << output;
@@ -133,14 +133,16 @@ TEST(CompareEndToEnd, SelfHostedAndManagedServeTheSameRequestsComparedOnCost) {
                        "WHERE ra.idx = 0 AND rb.idx = 1 AND a.success AND b.success "
                        "AND a.prompt_tokens != b.prompt_tokens"),
             0);
-  EXPECT_GT(h.QueryInt(out, "SELECT COUNT(*) FROM requests a JOIN requests b ON a.idx = b.idx "
-                            "AND a.run_id < b.run_id WHERE a.success AND b.success"),
+  EXPECT_GT(h.QueryInt(out,
+                       "SELECT COUNT(*) FROM requests a JOIN requests b ON a.idx = b.idx "
+                       "AND a.run_id < b.run_id WHERE a.success AND b.success"),
             30);
-  const auto rows = h.Query(out,
-                            "SELECT engine, gpu_count, duration_s, completed, failed, success_rate, "
-                            "total_input_tokens, total_output_tokens, cost_per_completed_request, "
-                            "cost_per_mtok_output, ttft_p99_ms, e2el_p99_ms FROM results "
-                            "ORDER BY engine DESC");
+  const auto rows =
+      h.Query(out,
+              "SELECT engine, gpu_count, duration_s, completed, failed, success_rate, "
+              "total_input_tokens, total_output_tokens, cost_per_completed_request, "
+              "cost_per_mtok_output, ttft_p99_ms, e2el_p99_ms FROM results "
+              "ORDER BY engine DESC");
   ASSERT_EQ(rows.rows.size(), 2u) << output;
   auto number = [&](size_t row, size_t column) { return std::stod(rows.rows[row][column]); };
   ASSERT_EQ(rows.rows[0][0], "sim");
