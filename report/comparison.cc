@@ -257,6 +257,11 @@ void CompareEffective(const ComparedRun& a, const ComparedRun& b,
   }
 }
 
+bool IsGpuCondition(const FieldChange& c) {
+  return c.name == "gpus.model" || c.name == "gpus.count";
+}
+bool IsLayoutField(const std::string& varied) { return varied.rfind("layout.", 0) == 0; }
+
 // Conditions, varied fields and figures of configuration b against configuration a.
 ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
   ComparedPair pair;
@@ -269,7 +274,7 @@ ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
   // comparable figure is the cost per request (or per token), said in a note.
   if (a.first->managed_endpoint || b.first->managed_endpoint) {
     for (const auto& change : pair.condition_changes) {
-      if (change.name == "gpus.model" || change.name == "gpus.count") {
+      if (IsGpuCondition(change)) {
         pair.notes.push_back(fmt::format(
             "{} differs ('{}' vs '{}'): {} a managed endpoint, whose hardware is not known; "
             "compare cost per completed request and per million output tokens",
@@ -279,22 +284,16 @@ ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
                                                                    : "B is"));
       }
     }
-    std::erase_if(pair.condition_changes, [](const FieldChange& c) {
-      return c.name == "gpus.model" || c.name == "gpus.count";
-    });
+    std::erase_if(pair.condition_changes, IsGpuCondition);
     // Nor is its layout: the one in the matrix only places the run, so it varies with the engine.
-    if (std::erase_if(pair.varied,
-                      [](const std::string& v) { return v.rfind("layout.", 0) == 0; })) {
+    if (std::erase_if(pair.varied, IsLayoutField)) {
       pair.notes.push_back(
           "the layout of a managed endpoint is not known: it varies with the engine, not on its "
           "own");
     }
   }
   // A compared layout brings its own GPU count: that difference is the point, not a mismatch.
-  const bool layout_varies =
-      std::any_of(pair.varied.begin(), pair.varied.end(),
-                  [](const std::string& v) { return v.rfind("layout.", 0) == 0; });
-  if (layout_varies) {
+  if (std::any_of(pair.varied.begin(), pair.varied.end(), IsLayoutField)) {
     std::erase_if(pair.condition_changes,
                   [](const FieldChange& c) { return c.name == "gpus.count"; });
   }
