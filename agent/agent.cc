@@ -9,8 +9,8 @@
 #include <cstring>
 
 #include "common/clock.h"
-#include "common/envelope_codec.h"
-#include "common/net.h"
+#include "transport/envelope_codec.h"
+#include "transport/socket_poll.h"
 
 namespace servesweep::agent {
 namespace {

@@ -38,7 +38,7 @@ struct AgentSettings {
   int resend_after_ms = 10000;  // resend an unacknowledged result after this long
   bool exit_on_bye = true;
   // Hand each run's engine command lines to the engine's own argument handling before starting
-  // it, where the engine is installed (agent/engines/engine_check.h); off: --skip-engine-check.
+  // it, where the engine is installed (engines/engine_check.h); off: --skip-engine-check.
   bool engine_check = true;
   // CurveZMQ: the coordinator's public key and this agent's keypair. Required unless `insecure`
   // asks for plain TCP explicitly.

@@ -13,7 +13,7 @@
 
 namespace servesweep::agent {
 
-Status EngineGroup::Start(const EngineLaunch& launch, const std::string& log_prefix) {
+Status EngineGroup::Start(const engines::EngineLaunch& launch, const std::string& log_prefix) {
   for (const auto& process : launch.processes) {
     Member member;
     member.name = process.name;
@@ -81,7 +81,7 @@ std::string EngineGroup::LogPaths() const {
   return out;
 }
 
-Status CheckPrograms(const EngineLaunch& launch, const std::string& agent_id) {
+Status CheckPrograms(const engines::EngineLaunch& launch, const std::string& agent_id) {
   const char* path_env = std::getenv("PATH");
   const std::string path = path_env ? path_env : "";
   for (const auto& process : launch.processes) {
@@ -147,10 +147,11 @@ void ParseVersionOutput(const std::string& output, std::string* version, std::st
   }
 }
 
-void ReadProvenance(const EngineLaunch& launch, const std::string& log_prefix, NodeFacts* node) {
+void ReadProvenance(const engines::EngineLaunch& launch, const std::string& log_prefix,
+                    record::NodeFacts* node) {
   if (!launch.model_file.empty()) node->model_fingerprint = FingerprintFile(launch.model_file);
   if (launch.version_command.empty() || !node->engine_version.empty()) return;
-  EngineLaunch probe;
+  engines::EngineLaunch probe;
   probe.processes.push_back({"version", launch.version_command, {}});
   if (!CheckPrograms(probe, "").ok()) return;
   const std::string log_path = log_prefix + ".version.log";

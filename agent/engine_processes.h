@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
-#include "agent/engines/engine_adapter.h"
-#include "agent/record_builder.h"
 #include "common/status.h"
 #include "common/subprocess.h"
+#include "engines/engine_adapter.h"
+#include "record/record_builder.h"
 
 namespace servesweep::agent {
 
@@ -23,7 +23,7 @@ class EngineGroup {
  public:
   // Starts `launch.processes` in order, logs to `<log_prefix>.<name>.log` ("engine" keeps the
   // single-process name `<log_prefix>.engine.log`). On failure, stops what was started.
-  Status Start(const EngineLaunch& launch, const std::string& log_prefix);
+  Status Start(const engines::EngineLaunch& launch, const std::string& log_prefix);
   std::vector<int> Pgids() const;
   bool AnyExited();
   // The first process that ended: its name and wait status.
@@ -45,13 +45,14 @@ class EngineGroup {
 };
 
 // Fails when a program of `launch` (argv[0] without a '/') is not on PATH, naming it.
-Status CheckPrograms(const EngineLaunch& launch, const std::string& agent_id);
+Status CheckPrograms(const engines::EngineLaunch& launch, const std::string& agent_id);
 
 // Runs the launch's version command (30 s at most; its output in `<log_prefix>.version.log`)
 // for the engine's version, commit and (Python engines) the NCCL its torch loads, and
 // fingerprints its model file into `node`. Never fails the run: what it cannot tell stays
 // empty and the record says so.
-void ReadProvenance(const EngineLaunch& launch, const std::string& log_prefix, NodeFacts* node);
+void ReadProvenance(const engines::EngineLaunch& launch, const std::string& log_prefix,
+                    record::NodeFacts* node);
 
 // The NCCL version a version command printed on a line "nccl: 2.21.5" ("" when none).
 std::string ParseNcclLine(const std::string& output);

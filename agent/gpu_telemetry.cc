@@ -80,7 +80,7 @@ bool OnPath(const std::string& program) {
 }
 
 bool ParseGpuTelemetryLine(const std::string& line, int64_t at_ns,
-                           std::vector<ScrapedSample>* out) {
+                           std::vector<scraper::ScrapedSample>* out) {
   std::vector<std::string> fields;
   std::stringstream cells(line);
   for (std::string cell; std::getline(cells, cell, ',');) fields.push_back(Trim(cell));
@@ -139,7 +139,7 @@ void GpuTelemetrySampler::ReadNewLines() {
   partial_ += chunk;
   // Rows are timed when read (every 100 ms): nvidia-smi writes one block per interval.
   const int64_t at_ns = SteadyNowNs() - origin_ns_;
-  std::vector<ScrapedSample> parsed;
+  std::vector<scraper::ScrapedSample> parsed;
   size_t start = 0;
   for (size_t newline; (newline = partial_.find('\n', start)) != std::string::npos;
        start = newline + 1) {
@@ -159,46 +159,12 @@ void GpuTelemetrySampler::Stop() {
   started_ = false;
 }
 
-std::vector<ScrapedSample> GpuTelemetrySampler::Samples() const {
+std::vector<scraper::ScrapedSample> GpuTelemetrySampler::Samples() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return samples_;
 }
 
 std::string CleanTopology(const std::string& topo_m) { return StripAnsiCodes(topo_m); }
-
-GpuTelemetrySummary SummarizeGpuSamples(const std::vector<ScrapedSample>& samples) {
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  GpuTelemetrySummary summary{nan, nan, nan, nan};
-  std::set<std::string> gpus;
-  double util_sum = 0, power_sum = 0, clock_sum = 0;
-  size_t util_n = 0, power_n = 0, clock_n = 0;
-  for (const auto& s : samples) {
-    const size_t dot = s.signal.find('.');
-    if (s.signal.rfind("gpu", 0) != 0 || dot == std::string::npos) continue;
-    gpus.insert(s.signal.substr(0, dot));
-    const std::string figure = s.signal.substr(dot + 1);
-    if (figure == "util_pct") {
-      util_sum += s.value;
-      ++util_n;
-    } else if (figure == "power_w") {
-      power_sum += s.value;
-      ++power_n;
-    } else if (figure == "sm_clock_mhz") {
-      clock_sum += s.value;
-      ++clock_n;
-    } else if (figure == "memory_used_mib") {
-      summary.memory_used_max_mib = std::isnan(summary.memory_used_max_mib)
-                                        ? s.value
-                                        : std::max(summary.memory_used_max_mib, s.value);
-    }
-  }
-  if (util_n > 0) summary.util_mean_pct = util_sum / static_cast<double>(util_n);
-  if (power_n > 0) summary.power_mean_w = power_sum / static_cast<double>(power_n);
-  if (clock_n > 0) summary.sm_clock_mean_mhz = clock_sum / static_cast<double>(clock_n);
-  summary.gpus = static_cast<uint32_t>(gpus.size());
-  summary.rows = util_n;
-  return summary;
-}
 
 void ParseNvidiaSmiBanner(const std::string& text, std::string* driver, std::string* cuda) {
   auto after = [&text](const std::string& label) {

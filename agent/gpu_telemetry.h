@@ -18,8 +18,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/scraper/metrics_scraper.h"
 #include "common/subprocess.h"
+#include "scraper/metrics_scraper.h"
 
 namespace servesweep::agent {
 
@@ -33,7 +33,8 @@ bool OnPath(const std::string& program);
 // Parses one line of the query above ("0, 87, 70123, 512.34, 1980"); appends one sample per
 // figure nvidia-smi knew (it prints "[N/A]" or "[Not Supported]" for the others). False when
 // the line is not such a row.
-bool ParseGpuTelemetryLine(const std::string& line, int64_t at_ns, std::vector<ScrapedSample>* out);
+bool ParseGpuTelemetryLine(const std::string& line, int64_t at_ns,
+                           std::vector<scraper::ScrapedSample>* out);
 
 class GpuTelemetrySampler {
  public:
@@ -44,7 +45,7 @@ class GpuTelemetrySampler {
   // Stops nvidia-smi (its group) and reads what it printed last.
   void Stop();
   bool available() const { return started_; }
-  std::vector<ScrapedSample> Samples() const;
+  std::vector<scraper::ScrapedSample> Samples() const;
 
  private:
   void ReadNewLines();
@@ -58,20 +59,8 @@ class GpuTelemetrySampler {
   uint64_t offset_ = 0;  // bytes of csv_path_ consumed (reader thread, then Stop())
   std::string partial_;  // an unfinished last line
   mutable std::mutex mutex_;
-  std::vector<ScrapedSample> samples_;  // guarded by mutex_
+  std::vector<scraper::ScrapedSample> samples_;  // guarded by mutex_
 };
-
-// The record's summary of GPU samples: mean utilisation over GPUs and samples, highest memory
-// used on any GPU, mean power per GPU, mean SM clock. NaN where no sample carried the figure.
-struct GpuTelemetrySummary {
-  double util_mean_pct;
-  double memory_used_max_mib;
-  double power_mean_w;
-  double sm_clock_mean_mhz;
-  uint32_t gpus = 0;
-  size_t rows = 0;  // samples of utilisation (one per GPU per interval)
-};
-GpuTelemetrySummary SummarizeGpuSamples(const std::vector<ScrapedSample>& samples);
 
 struct GpuProvenance {
   std::string driver_version;  // "" when unknown

@@ -16,16 +16,17 @@
 #include <thread>
 
 #include "agent/engine_processes.h"
-#include "agent/record_builder.h"
 #include "common/clock.h"
 #include "common/ids.h"
+#include "record/gpu_summary.h"
+#include "record/record_builder.h"
 #include "testing/process_helpers.h"
 
 namespace servesweep::agent {
 namespace {
 
 TEST(GpuTelemetry, ParsesRowsAndSkipsFiguresTheGpuDoesNotReport) {
-  std::vector<ScrapedSample> samples;
+  std::vector<scraper::ScrapedSample> samples;
   EXPECT_TRUE(ParseGpuTelemetryLine("3, 87, 70123, 512.34, 1980", 5, &samples));
   ASSERT_EQ(samples.size(), 4u);
   EXPECT_EQ(samples[0].signal, "gpu3.util_pct");
@@ -46,19 +47,20 @@ TEST(GpuTelemetry, ParsesRowsAndSkipsFiguresTheGpuDoesNotReport) {
 }
 
 TEST(GpuTelemetry, SummaryAveragesUtilisationAndPowerAndTakesTheHighestMemory) {
-  std::vector<ScrapedSample> samples;
+  std::vector<scraper::ScrapedSample> samples;
   for (const char* line : {"0, 80, 1000, 300, 1900", "1, 40, 3000, 100, 1700",
                            "0, 60, 2000, 200, 1900", "1, 20, 500, [N/A], 1700"}) {
     ASSERT_TRUE(ParseGpuTelemetryLine(line, 0, &samples));
   }
-  const GpuTelemetrySummary s = SummarizeGpuSamples(samples);
+  const record::GpuTelemetrySummary s = record::SummarizeGpuSamples(samples);
   EXPECT_DOUBLE_EQ(s.util_mean_pct, 50);
   EXPECT_DOUBLE_EQ(s.memory_used_max_mib, 3000);
   EXPECT_DOUBLE_EQ(s.power_mean_w, 200);
   EXPECT_DOUBLE_EQ(s.sm_clock_mean_mhz, 1800);
   EXPECT_EQ(s.gpus, 2u);
   EXPECT_EQ(s.rows, 4u);
-  const GpuTelemetrySummary none = SummarizeGpuSamples({{0, "kv_cache_usage", 0.5}});
+  const record::GpuTelemetrySummary none =
+      record::SummarizeGpuSamples({{0, "kv_cache_usage", 0.5}});
   EXPECT_TRUE(std::isnan(none.util_mean_pct));
   EXPECT_TRUE(std::isnan(none.memory_used_max_mib));
   EXPECT_EQ(none.gpus, 0u);
@@ -77,7 +79,7 @@ TEST(GpuTelemetry, ProvenanceParsers) {
   EXPECT_EQ(NcclVersionFromCode(22105), "2.21.5");
   EXPECT_EQ(NcclVersionFromCode(2804), "2.8.4");
   EXPECT_EQ(NcclVersionFromCode(0), "");
-  // The Python engines' version command (agent/engines/flags/vllm-*.yaml).
+  // The Python engines' version command (engines/flags/vllm-*.yaml).
   std::string version, commit;
   const std::string output = "version: 0.33.0 (commit 4ba787ec9)\nnccl: 2.27.3\n";
   ParseVersionOutput(output, &version, &commit);
@@ -94,12 +96,12 @@ TEST(GpuTelemetry, ParsesARealH200sOutput) {
                        &cuda);
   EXPECT_EQ(driver, "580.159.04");
   EXPECT_EQ(cuda, "13.0");
-  std::vector<ScrapedSample> samples;
+  std::vector<scraper::ScrapedSample> samples;
   std::stringstream rows(testing::ReadSourceFile("tests/data/h200-nvidia-smi/query.csv"));
   for (std::string row; std::getline(rows, row);) {
     EXPECT_TRUE(ParseGpuTelemetryLine(row, 0, &samples)) << row;
   }
-  const GpuTelemetrySummary summary = SummarizeGpuSamples(samples);
+  const record::GpuTelemetrySummary summary = record::SummarizeGpuSamples(samples);
   EXPECT_EQ(summary.gpus, 1u);
   EXPECT_EQ(summary.rows, 4u);
   EXPECT_DOUBLE_EQ(summary.util_mean_pct, 0);
@@ -181,7 +183,7 @@ TEST(GpuTelemetry, SamplerReadsARealNvidiaSmiChildAsItPrintsAndStopsIt) {
     EXPECT_GE(s.at_ns, last_ns);
     last_ns = s.at_ns;
   }
-  const GpuTelemetrySummary summary = SummarizeGpuSamples(samples);
+  const record::GpuTelemetrySummary summary = record::SummarizeGpuSamples(samples);
   EXPECT_DOUBLE_EQ(summary.util_mean_pct, 50);  // GPU 0 at 75 %, GPU 1 at 25 %
   EXPECT_DOUBLE_EQ(summary.memory_used_max_mib, 40000);
   EXPECT_DOUBLE_EQ(summary.power_mean_w, 300.5);  // GPU 1 reports no power
@@ -190,7 +192,7 @@ TEST(GpuTelemetry, SamplerReadsARealNvidiaSmiChildAsItPrintsAndStopsIt) {
 
   capnp::MallocMessageBuilder message;
   auto record = message.initRoot<schema::BenchmarkRecord>();
-  FillGpuTelemetry(samples, "unused", record);
+  record::FillGpuTelemetry(samples, "unused", record);
   EXPECT_EQ(std::string(record.getGpuTelemetry().cStr()).rfind("nvidia-smi: 2 GPU(s), ", 0), 0u)
       << record.getGpuTelemetry().cStr();
   EXPECT_DOUBLE_EQ(record.getGpuUtilMeanPct(), 50);
@@ -215,7 +217,7 @@ TEST(GpuTelemetry, WithoutNvidiaSmiThereAreNoSamplesAndTheRecordSaysWhy) {
   EXPECT_EQ(provenance.driver_version, "");
   capnp::MallocMessageBuilder message;
   auto record = message.initRoot<schema::BenchmarkRecord>();
-  FillGpuTelemetry(sampler.Samples(), provenance.why_missing, record);
+  record::FillGpuTelemetry(sampler.Samples(), provenance.why_missing, record);
   EXPECT_EQ(std::string(record.getGpuTelemetry().cStr()), "n/a: no nvidia-smi on agent a1");
   EXPECT_TRUE(std::isnan(record.getGpuUtilMeanPct()));
   EXPECT_TRUE(std::isnan(record.getGpuPowerMeanW()));
@@ -237,7 +239,7 @@ TEST(GpuTelemetry, RealNvidiaSmiWhereThereIsOne) {
   ASSERT_TRUE(sampler.available());
   std::this_thread::sleep_for(std::chrono::milliseconds(2600));
   sampler.Stop();
-  const GpuTelemetrySummary summary = SummarizeGpuSamples(sampler.Samples());
+  const record::GpuTelemetrySummary summary = record::SummarizeGpuSamples(sampler.Samples());
   EXPECT_GE(summary.gpus, 1u);
   EXPECT_GE(summary.rows, 3u * summary.gpus);
   EXPECT_GE(summary.util_mean_pct, 0);

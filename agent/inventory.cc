@@ -7,7 +7,7 @@
 #include <sstream>
 #include <thread>
 
-#include "agent/engines/engine_adapter.h"
+#include "engines/engine_adapter.h"
 
 namespace servesweep::agent {
 namespace {
@@ -93,7 +93,7 @@ void FillInventory(const InventorySettings& settings, schema::Inventory::Builder
     list[i].setMemoryBytes(gpus[i].memory_bytes);
     list[i].setUuid(gpus[i].uuid);
   }
-  const auto engines = AvailableEngines();
+  const auto engines = engines::AvailableEngines();
   auto engine_list = inventory.initEngines(static_cast<unsigned>(engines.size()));
   for (size_t i = 0; i < engines.size(); ++i) engine_list.set(i, engines[i]);
 }

@@ -13,18 +13,18 @@
 #include <optional>
 
 #include "agent/engine_processes.h"
-#include "agent/engines/engine_adapter.h"
-#include "agent/engines/engine_check.h"
 #include "agent/gpu_telemetry.h"
-#include "agent/loadgen/answer_client.h"
-#include "agent/loadgen/bench_metrics.h"
-#include "agent/loadgen/load_generator.h"
-#include "agent/record_builder.h"
-#include "agent/scraper/http_get.h"
-#include "agent/scraper/metrics_scraper.h"
 #include "common/clock.h"
 #include "common/net.h"
 #include "common/subprocess.h"
+#include "engines/engine_adapter.h"
+#include "engines/engine_check.h"
+#include "loadgen/answer_client.h"
+#include "loadgen/bench_metrics.h"
+#include "loadgen/load_generator.h"
+#include "record/record_builder.h"
+#include "scraper/http_get.h"
+#include "scraper/metrics_scraper.h"
 
 namespace servesweep::agent {
 namespace {
@@ -35,8 +35,8 @@ constexpr int kGpuTelemetryIntervalMs = 1000;
 
 }  // namespace
 
-LaunchContext LaunchContextFor(schema::Assign::Reader assign) {
-  LaunchContext context;
+engines::LaunchContext LaunchContextFor(schema::Assign::Reader assign) {
+  engines::LaunchContext context;
   context.spec = assign.getSpec();
   context.role = assign.getRole();
   context.rank = assign.getRank();
@@ -57,8 +57,8 @@ Status ProbeCompletion(const std::string& base_url, const std::string& model, bo
     body["prompt"] = "Hello";
   }
   const std::string url = base_url + (chat ? "/v1/chat/completions" : "/v1/completions");
-  HttpResponse response;
-  if (Status s = HttpPostJson(url, body.dump(), timeout_ms, &response, api_key); !s.ok()) {
+  scraper::HttpResponse response;
+  if (Status s = scraper::HttpPostJson(url, body.dump(), timeout_ms, &response, api_key); !s.ok()) {
     return Status::Unavailable(fmt::format("probe request failed: {}", s.message()));
   }
   const std::string excerpt = response.body.substr(0, 300);
@@ -232,8 +232,8 @@ class HeadRun {
   schema::Assign::Reader assign_;
   schema::RunSpec::Reader spec_;
   schema::RunResult::Builder result_;
-  EngineLaunch launch_;
-  NodeFacts node_;
+  engines::EngineLaunch launch_;
+  record::NodeFacts node_;
   std::string log_prefix_;
   bool local_engine_ = false;
   EngineGroup engines_;
@@ -250,21 +250,21 @@ class HeadRun {
   std::map<std::string, double> counters_before_, counters_after_;
   loadgen::LoadResult warm_;
   loadgen::LoadResult load_;
-  MetricsScraper scraper_;
+  scraper::MetricsScraper scraper_;
   GpuTelemetrySampler gpu_sampler_;
   bool gpu_sampled_ = false;
-  std::vector<ScrapedSample> gpu_samples_;
-  std::optional<QualityScore> quality_;
+  std::vector<scraper::ScrapedSample> gpu_samples_;
+  std::optional<record::QualityScore> quality_;
   bool engine_died_ = false;
 };
 
 Status HeadRun::Plan() {
-  auto adapter = MakeEngineAdapter(spec_.getEngine());
+  auto adapter = engines::MakeEngineAdapter(spec_.getEngine());
   if (!adapter) {
     return Status::InvalidArgument(fmt::format("engine '{}' cannot be started on agent {}",
                                                spec_.getEngine().cStr(), x_.context_.agent_id));
   }
-  LaunchContext launch_context = LaunchContextFor(assign_);
+  engines::LaunchContext launch_context = LaunchContextFor(assign_);
   launch_context.port = FreeLoopbackPort();
   launch_context.self_executable = SelfExecutable();
   launch_ = adapter->Plan(launch_context);
@@ -286,7 +286,7 @@ Status HeadRun::Plan() {
   } else {
     node_.why_no_gpu_facts = "no engine started on the agent";
   }
-  FillConditions(spec_, node_, result_.initRecord());
+  record::FillConditions(spec_, node_, result_.initRecord());
   // The same rules `plan` checked: a spec that reaches an agent broken (an older coordinator, a
   // hand-written assignment) is refused before any engine starts.
   settings_ = workload::LoadSettingsFor(spec_, launch_.error.empty() ? launch_.base_url : "");
@@ -314,15 +314,15 @@ Status HeadRun::CheckEngines() {
     if (!launch_.unchecked.empty()) spdlog::warn("run {}: {}", x_.run_id_, launch_.unchecked);
     return Status::Ok();
   }
-  EngineCheckOptions options;
+  engines::EngineCheckOptions options;
   options.work_dir = x_.context_.work_dir;
-  std::vector<CheckVerdict> verdicts;
-  const auto processes = ProcessesOf(launch_, spec_);
-  if (Status s = CheckProcesses(processes, options, &verdicts); !s.ok()) return s;
-  std::vector<std::pair<std::string, CheckVerdict>> by_process;
+  std::vector<engines::CheckVerdict> verdicts;
+  const auto processes = engines::ProcessesOf(launch_, spec_);
+  if (Status s = engines::CheckProcesses(processes, options, &verdicts); !s.ok()) return s;
+  std::vector<std::pair<std::string, engines::CheckVerdict>> by_process;
   for (size_t i = 0; i < verdicts.size(); ++i) {
     const std::string& name = processes[i].process.name;
-    const CheckVerdict& v = verdicts[i];
+    const engines::CheckVerdict& v = verdicts[i];
     for (const auto& w : v.warnings)
       spdlog::warn("run {} [{}] {}: {}", x_.run_id_, name, v.checker, w);
     for (const auto& n : v.spellings) spdlog::warn("run {} [{}]: {}", x_.run_id_, name, n);
@@ -331,8 +331,8 @@ Status HeadRun::CheckEngines() {
                                         x_.context_.agent_id, v.Describe());
     // A refusal by the engine's own parser is the run's settings (the same anywhere); a missing
     // library or another version is this node's.
-    if (v.outcome == CheckVerdict::Outcome::kRejected) return Status::InvalidArgument(why);
-    if (v.outcome == CheckVerdict::Outcome::kMissingPackages) {
+    if (v.outcome == engines::CheckVerdict::Outcome::kRejected) return Status::InvalidArgument(why);
+    if (v.outcome == engines::CheckVerdict::Outcome::kMissingPackages) {
       return Status::FailedPrecondition(why);
     }
     if (!launch_.unchecked.empty() && !v.ok()) {
@@ -340,10 +340,11 @@ Status HeadRun::CheckEngines() {
     }
     // The engine is on PATH (CheckPrograms) yet its check could not run there: not the asked
     // version, or it does not import. Skippable with --skip-engine-check.
-    if (v.outcome == CheckVerdict::Outcome::kUnavailable) return Status::FailedPrecondition(why);
+    if (v.outcome == engines::CheckVerdict::Outcome::kUnavailable)
+      return Status::FailedPrecondition(why);
     by_process.emplace_back(name, v);
   }
-  FillEffectiveSettings(by_process, record);
+  engines::FillEffectiveSettings(by_process, record);
   return Status::Ok();
 }
 
@@ -377,8 +378,8 @@ Status HeadRun::AwaitReady() {
       return EngineFailure("cancelled while the engine started: " + x_.cancel_reason());
     }
     if (engines_.AnyExited()) return EngineFailure("engine exited before it was ready");
-    HttpResponse health;
-    if (HttpGet(launch_.base_url + launch_.health_path, 1000, &health).ok() &&
+    scraper::HttpResponse health;
+    if (scraper::HttpGet(launch_.base_url + launch_.health_path, 1000, &health).ok() &&
         health.status_code == 200) {
       break;
     }
@@ -387,8 +388,8 @@ Status HeadRun::AwaitReady() {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  HttpResponse models;
-  if (!HttpGet(launch_.base_url + "/v1/models", 10000, &models, launch_.api_key).ok() ||
+  scraper::HttpResponse models;
+  if (!scraper::HttpGet(launch_.base_url + "/v1/models", 10000, &models, launch_.api_key).ok() ||
       models.status_code != 200 ||
       models.body.find(fmt::format("\"{}\"", spec_.getModel().cStr())) == std::string::npos) {
     return EngineFailure(fmt::format("engine ready but /v1/models does not list '{}' (HTTP {})",
@@ -410,7 +411,7 @@ Status HeadRun::AwaitReady() {
                                                 : launch_.base_url + launch_.metrics_path;
   if (launch_.metrics_persona.empty()) metrics_url_.clear();
   if (!metrics_url_.empty() &&
-      !ScrapeSignals(metrics_url_, launch_.metrics_persona, &counters_before_).ok()) {
+      !scraper::ScrapeSignals(metrics_url_, launch_.metrics_persona, &counters_before_).ok()) {
     counters_before_.clear();  // not reconciled: said in the record
   }
   return Status::Ok();
@@ -458,7 +459,7 @@ Status HeadRun::Measure() {
       settings_, &load_, [this](const loadgen::Progress& p) { x_.completed_.store(p.completed); });
   scraper_.Stop();
   if (!metrics_url_.empty() &&
-      !ScrapeSignals(metrics_url_, launch_.metrics_persona, &counters_after_).ok()) {
+      !scraper::ScrapeSignals(metrics_url_, launch_.metrics_persona, &counters_after_).ok()) {
     counters_after_.clear();
   }
   gpu_sampled_ = gpu_sampler_.available();
@@ -479,7 +480,7 @@ void HeadRun::QualityGate() {
   ask.concurrency = settings_.concurrency > 0 ? std::min<uint32_t>(8, settings_.concurrency) : 8;
   std::vector<std::string> prompts;
   for (auto task : spec_.getQuality().getTasks()) prompts.emplace_back(task.getPrompt());
-  quality_ = ScoreQuality(spec_, loadgen::AskAll(ask, prompts));
+  quality_ = record::ScoreQuality(spec_, loadgen::AskAll(ask, prompts));
   if (quality_->failed > 0) {
     spdlog::warn("run {}: {} of {} quality tasks got no answer (first error: {})", x_.run_id_,
                  quality_->failed, quality_->tasks, quality_->first_error);
@@ -510,20 +511,21 @@ Status HeadRun::Record() {
   slo.e2el_ms = spec_.getSlo().getE2elMs();
   const loadgen::BenchSummary summary = loadgen::Summarize(load_, slo);
   auto samples = scraper_.Samples();
-  FillFigures(spec_, summary, samples, cold_start_ms_, result_.getRecord());
-  FillGpuTelemetry(gpu_samples_,
-                   !local_engine_ ? "no engine started on the agent"
-                   : gpu_sampled_ ? "nvidia-smi printed no samples"
-                   : node_.why_no_gpu_facts.empty()
-                       ? fmt::format("nvidia-smi did not start on agent {}", x_.context_.agent_id)
-                       : node_.why_no_gpu_facts,
-                   result_.getRecord());
+  record::FillFigures(spec_, summary, samples, cold_start_ms_, result_.getRecord());
+  record::FillGpuTelemetry(
+      gpu_samples_,
+      !local_engine_ ? "no engine started on the agent"
+      : gpu_sampled_ ? "nvidia-smi printed no samples"
+      : node_.why_no_gpu_facts.empty()
+          ? fmt::format("nvidia-smi did not start on agent {}", x_.context_.agent_id)
+          : node_.why_no_gpu_facts,
+      result_.getRecord());
   samples.insert(samples.end(), gpu_samples_.begin(), gpu_samples_.end());
-  if (quality_) FillQuality(*quality_, result_.getRecord());
+  if (quality_) record::FillQuality(*quality_, result_.getRecord());
 
   auto requests = result_.initRequests(static_cast<unsigned>(load_.requests.size()));
   for (size_t i = 0; i < load_.requests.size(); ++i) {
-    CopyRequestRecord(load_.requests[i], requests[i]);
+    record::CopyRequestRecord(load_.requests[i], requests[i]);
   }
   auto engine_samples = result_.initEngineSamples(static_cast<unsigned>(samples.size()));
   for (size_t i = 0; i < samples.size(); ++i) {
@@ -532,7 +534,7 @@ Status HeadRun::Record() {
     engine_samples[i].setValue(samples[i].value);
   }
   auto record = result_.getRecord();
-  record.setScrapeIntervalMs(metrics_url_.empty() ? 0 : MetricsScraper::kFirstIntervalMs);
+  record.setScrapeIntervalMs(metrics_url_.empty() ? 0 : scraper::MetricsScraper::kFirstIntervalMs);
   record.setMeasuredScrapes(static_cast<uint32_t>(scraper_.scrapes()));
   if (engine_died_ && !x_.cancelled()) {
     return EngineFailure(
@@ -540,7 +542,7 @@ Status HeadRun::Record() {
   }
   // The validity gate: a run that measured is recorded, valid or not; an invalid one (nothing
   // generated, too many failures, counts that disagree, a restart) is not retried.
-  ValidityInputs gate;
+  record::ValidityInputs gate;
   for (const auto* phase : {&warm_.requests, &load_.requests}) {
     for (const auto& r : *phase) gate.requests.push_back(&r);
   }
@@ -551,7 +553,7 @@ Status HeadRun::Record() {
   gate.before = counters_before_;
   gate.after = counters_after_;
   gate.during = scraper_.Samples();
-  FillValidity(JudgeValidity(gate), record);
+  record::FillValidity(record::JudgeValidity(gate), record);
   return Status::Ok();
 }
 
@@ -579,21 +581,23 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
 
 void RunExecutor::ExecuteWorker() {
   auto assign = assign_message_.getRoot<schema::Assign>().asReader();
-  auto adapter = MakeEngineAdapter(assign.getSpec().getEngine());
+  auto adapter = engines::MakeEngineAdapter(assign.getSpec().getEngine());
   EngineGroup engines;
   if (adapter) {
-    LaunchContext launch_context = LaunchContextFor(assign);
+    engines::LaunchContext launch_context = LaunchContextFor(assign);
     launch_context.self_executable = SelfExecutable();
-    const EngineLaunch launch = adapter->Plan(launch_context);
-    std::vector<CheckVerdict> verdicts;
-    EngineCheckOptions check;
+    const engines::EngineLaunch launch = adapter->Plan(launch_context);
+    std::vector<engines::CheckVerdict> verdicts;
+    engines::EngineCheckOptions check;
     check.work_dir = context_.work_dir;
     if (!launch.error.empty()) {
       spdlog::error("run {}: worker engine not started: {}", run_id_, launch.error);
     } else if (context_.engine_check &&
-               CheckProcesses(ProcessesOf(launch, assign.getSpec()), check, &verdicts).ok() &&
+               engines::CheckProcesses(engines::ProcessesOf(launch, assign.getSpec()), check,
+                                       &verdicts)
+                   .ok() &&
                std::any_of(verdicts.begin(), verdicts.end(),
-                           [](const CheckVerdict& v) { return v.refused(); })) {
+                           [](const engines::CheckVerdict& v) { return v.refused(); })) {
       // The head's check refuses the run the same way; its result carries the reason.
       for (const auto& v : verdicts) {
         if (v.refused())

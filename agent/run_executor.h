@@ -17,8 +17,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/engines/engine_adapter.h"
 #include "common/status.h"
+#include "engines/engine_adapter.h"
 #include "schema/wire.capnp.h"
 
 namespace servesweep::agent {
@@ -34,7 +34,7 @@ struct ExecutorContext {
 // What the adapters get of an assignment: spec, role, rank, group size, the head's address and
 // every agent's address in placement order (port and executable are the executor's to set).
 // The context reads `assign`, which must outlive it.
-LaunchContext LaunchContextFor(schema::Assign::Reader assign);
+engines::LaunchContext LaunchContextFor(schema::Assign::Reader assign);
 
 // Readiness's last step: one tiny completion (1 token, not streamed) on the run's API
 // (/v1/completions, or /v1/chat/completions), which must answer 200 with choices.

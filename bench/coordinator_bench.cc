@@ -6,10 +6,10 @@
 
 #include <filesystem>
 
-#include "common/envelope_codec.h"
 #include "common/ids.h"
 #include "matrix/matrix_loader.h"
 #include "results/results_store.h"
+#include "transport/envelope_codec.h"
 
 namespace servesweep {
 namespace {

@@ -26,11 +26,11 @@
 #include <zmq.hpp>
 
 #include "common/clock.h"
-#include "common/curve_keys.h"
-#include "common/envelope_codec.h"
 #include "common/net.h"
 #include "coordinator/coordinator.h"
 #include "matrix/matrix_loader.h"
+#include "transport/curve_keys.h"
+#include "transport/envelope_codec.h"
 
 namespace servesweep {
 namespace {

@@ -23,7 +23,7 @@
 #include <thread>
 #include <vector>
 
-#include "agent/loadgen/load_generator.h"
+#include "loadgen/load_generator.h"
 
 namespace {
 

@@ -15,11 +15,11 @@
 #include <sstream>
 #include <thread>
 
-#include "agent/loadgen/bench_metrics.h"
-#include "agent/loadgen/load_generator.h"
-#include "agent/scraper/http_get.h"
 #include "common/net.h"
 #include "common/subprocess.h"
+#include "loadgen/bench_metrics.h"
+#include "loadgen/load_generator.h"
+#include "scraper/http_get.h"
 
 namespace {
 
@@ -64,8 +64,9 @@ int main(int argc, char** argv) {
   }
   const std::string url = fmt::format("http://127.0.0.1:{}", port);
   for (int i = 0; i < 500; ++i) {
-    agent::HttpResponse response;
-    if (agent::HttpGet(url + "/health", 200, &response).ok() && response.status_code == 200) break;
+    scraper::HttpResponse response;
+    if (scraper::HttpGet(url + "/health", 200, &response).ok() && response.status_code == 200)
+      break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   fmt::print("load generator -> emulator (ttft=itl=0), {} requests per level, {} tokens each\n",

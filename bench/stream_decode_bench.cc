@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
-#include "agent/loadgen/openai_stream.h"
-#include "agent/loadgen/sse_parser.h"
+#include "loadgen/openai_stream.h"
+#include "loadgen/sse_parser.h"
 #include "testing/openai_stream_reference.h"
 
 namespace {

@@ -14,8 +14,8 @@
 #include <fstream>
 #include <string>
 
-#include "agent/virtual_run.h"
 #include "matrix/matrix_loader.h"
+#include "record/virtual_run.h"
 
 namespace servesweep::agent {
 namespace {
@@ -67,7 +67,7 @@ void RunAll(benchmark::State& state, const char* yaml) {
     for (auto spec : runs) {
       capnp::MallocMessageBuilder message;
       auto result = message.initRoot<schema::RunResult>();
-      ExecuteVirtualRun(spec, VirtualRunOptions{}, result);
+      record::ExecuteVirtualRun(spec, record::VirtualRunOptions{}, result);
       if (result.getStatus() != schema::RunStatus::OK) {
         state.SkipWithError(result.getError().cStr());
         return;

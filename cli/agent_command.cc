@@ -7,7 +7,7 @@
 #include "agent/inventory.h"
 #include "cli/commands.h"
 #include "cli/stop_signals.h"
-#include "common/curve_keys.h"
+#include "transport/curve_keys.h"
 
 namespace servesweep::cli {
 

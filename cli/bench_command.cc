@@ -9,11 +9,11 @@
 #include <memory>
 #include <optional>
 
-#include "agent/loadgen/bench_metrics.h"
-#include "agent/loadgen/load_generator.h"
-#include "agent/loadgen/vllm_compat.h"
 #include "cli/commands.h"
 #include "common/api_key.h"
+#include "loadgen/bench_metrics.h"
+#include "loadgen/load_generator.h"
+#include "loadgen/vllm_compat.h"
 #include "workload/custom_prompts.h"
 
 namespace servesweep::cli {

@@ -79,9 +79,9 @@ std::string Today() {
 
 // The profile a point is costed with: the fitted one for the points it fits (its engine), else
 // the case's override, else the run's own choice (empty options).
-agent::VirtualRunOptions OptionsFor(const CalibrationPoint& p, const CalibrateOptions& o,
-                                    const perfmodel::EngineProfile* candidate) {
-  agent::VirtualRunOptions options;
+record::VirtualRunOptions OptionsFor(const CalibrationPoint& p, const CalibrateOptions& o,
+                                     const perfmodel::EngineProfile* candidate) {
+  record::VirtualRunOptions options;
   options.default_hardware = o.hardware;
   if (candidate != nullptr) {
     options.engine_profiles.push_back(*candidate);

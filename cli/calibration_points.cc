@@ -281,12 +281,12 @@ Status Select(const std::string& selector, const PointSet& set, std::vector<bool
   return Status::Ok();
 }
 
-Prediction Predict(const CalibrationPoint& point, const agent::VirtualRunOptions& options) {
+Prediction Predict(const CalibrationPoint& point, const record::VirtualRunOptions& options) {
   Prediction out;
   out.figures.assign(point.metrics.size(), kNaN);
   capnp::MallocMessageBuilder message;
   auto result = message.initRoot<schema::RunResult>();
-  agent::ExecuteVirtualRun(point.Spec(), options, result);
+  record::ExecuteVirtualRun(point.Spec(), options, result);
   if (result.getStatus() != schema::RunStatus::OK) {
     out.error = result.getError().cStr();
     return out;
@@ -302,7 +302,7 @@ Prediction Predict(const CalibrationPoint& point, const agent::VirtualRunOptions
   for (size_t m = 0; m < point.metrics.size(); ++m) out.figures[m] = value[point.metrics[m]];
   const auto record = reader.getRecord();
   const double n = record.getCompleted() > 0 ? record.getCompleted() : 1;
-  if (Status s = agent::RunShapeOf(
+  if (Status s = record::RunShapeOf(
           point.Spec(), options, static_cast<double>(record.getTotalInputTokens()) / n,
           static_cast<double>(record.getTotalOutputTokens()) / n,
           record.getRequestThroughput() * record.getE2elMs().getMean() / 1e3, &out.shape);

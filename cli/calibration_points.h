@@ -29,9 +29,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/virtual_run.h"
 #include "common/status.h"
 #include "perfmodel/calibration.h"
+#include "record/virtual_run.h"
 #include "schema/run_spec.capnp.h"
 
 namespace servesweep::cli {
@@ -83,6 +83,6 @@ struct Prediction {
 };
 
 // The point's figures from a virtual run of its spec.
-Prediction Predict(const CalibrationPoint& point, const agent::VirtualRunOptions& options);
+Prediction Predict(const CalibrationPoint& point, const record::VirtualRunOptions& options);
 
 }  // namespace servesweep::cli

@@ -6,7 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/sweep_driver.h"
-#include "common/curve_keys.h"
+#include "transport/curve_keys.h"
 
 namespace servesweep::cli {
 

@@ -6,8 +6,8 @@
 
 #include <map>
 
-#include "agent/engines/launch_plan.h"
 #include "cli/commands.h"
+#include "engines/launch_plan.h"
 
 namespace servesweep::cli {
 namespace {
@@ -66,8 +66,8 @@ std::string SweepCheck::Render(bool refused_only) const {
   std::string out;
   for (const auto& p : processes) {
     const auto& v = p.verdict;
-    if (v.outcome == agent::CheckVerdict::Outcome::kNotChecked) continue;
-    if (refused_only && v.outcome == agent::CheckVerdict::Outcome::kUnavailable) continue;
+    if (v.outcome == engines::CheckVerdict::Outcome::kNotChecked) continue;
+    if (refused_only && v.outcome == engines::CheckVerdict::Outcome::kUnavailable) continue;
     if (!v.ok()) {
       out += fmt::format("  {} [{}] {}: {}\n", p.run_id, p.label, p.process, v.Describe());
       continue;
@@ -90,11 +90,11 @@ Status CheckSweepEngines(matrix::LoadedMatrix& matrix, const EngineCheckFlags& f
                          SweepCheck* out) {
   std::map<std::string, std::string> configs;
   if (Status s = ParseModelConfigs(flags.model_configs, &configs); !s.ok()) return s;
-  agent::EngineCheckOptions options;
+  engines::EngineCheckOptions options;
   options.engine_envs = flags.engine_envs;
   options.gpu_preset = flags.gpu;
   options.timeout_s = flags.timeout_s;
-  std::vector<agent::CheckedProcess> processes;
+  std::vector<engines::CheckedProcess> processes;
   std::vector<ProcessVerdict> described;
   struct RunStart {
     size_t first;
@@ -105,15 +105,15 @@ Status CheckSweepEngines(matrix::LoadedMatrix& matrix, const EngineCheckFlags& f
     capnp::MallocMessageBuilder message;
     message.setRoot(original);
     auto spec = message.getRoot<schema::RunSpec>();
-    agent::SubstituteModelConfigs(configs, spec);
+    engines::SubstituteModelConfigs(configs, spec);
     const uint32_t nodes = std::max<uint32_t>(1, spec.getNodesNeeded());
     std::vector<std::string> addresses;
     for (uint32_t r = 0; r < nodes; ++r) addresses.push_back(fmt::format("10.0.0.{}", r + 1));
     RunStart start{processes.size(), "", original.getRunId().cStr()};
     for (const auto& rank :
-         agent::PlanRunLaunches(spec.asReader(), addresses, kCheckedFrontEndPort, "servesweep")) {
+         engines::PlanRunLaunches(spec.asReader(), addresses, kCheckedFrontEndPort, "servesweep")) {
       if (!rank.launch.unchecked.empty()) start.unchecked = rank.launch.unchecked;
-      for (auto& process : agent::ProcessesOf(rank.launch, spec.asReader())) {
+      for (auto& process : engines::ProcessesOf(rank.launch, spec.asReader())) {
         described.push_back({original.getRunId().cStr(),
                              original.getLabel().cStr(),
                              fmt::format("{} rank {} [{}]", rank.rank == 0 ? "head" : "worker",
@@ -124,23 +124,23 @@ Status CheckSweepEngines(matrix::LoadedMatrix& matrix, const EngineCheckFlags& f
     }
     runs.push_back(std::move(start));
   }
-  std::vector<agent::CheckVerdict> verdicts;
-  if (Status s = agent::CheckProcesses(processes, options, &verdicts); !s.ok()) return s;
+  std::vector<engines::CheckVerdict> verdicts;
+  if (Status s = engines::CheckProcesses(processes, options, &verdicts); !s.ok()) return s;
   *out = SweepCheck{};
   for (size_t i = 0; i < verdicts.size(); ++i) {
     described[i].verdict = verdicts[i];
     switch (verdicts[i].outcome) {
-      case agent::CheckVerdict::Outcome::kAccepted:
+      case engines::CheckVerdict::Outcome::kAccepted:
         ++out->accepted;
         break;
-      case agent::CheckVerdict::Outcome::kRejected:
-      case agent::CheckVerdict::Outcome::kMissingPackages:
+      case engines::CheckVerdict::Outcome::kRejected:
+      case engines::CheckVerdict::Outcome::kMissingPackages:
         ++out->refused;
         break;
-      case agent::CheckVerdict::Outcome::kNotChecked:
+      case engines::CheckVerdict::Outcome::kNotChecked:
         ++out->not_checked;
         break;
-      case agent::CheckVerdict::Outcome::kUnavailable:
+      case engines::CheckVerdict::Outcome::kUnavailable:
         ++out->unavailable;
         break;
     }

@@ -1,7 +1,7 @@
 // The engine check over a whole sweep, before it starts: `plan --check-engines` prints it, `run`
 // and `submit` refuse a sweep with a rejected command line unless --skip-engine-check. Every
-// engine process of every run and rank (agent/engines/launch_plan.h) goes to the engine's own
-// argument handling where it is installed (agent/engines/engine_check.h).
+// engine process of every run and rank (engines/launch_plan.h) goes to the engine's own
+// argument handling where it is installed (engines/engine_check.h).
 //
 // Thread-safety: call from the main thread.
 #pragma once
@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "agent/engines/engine_check.h"
 #include "common/status.h"
+#include "engines/engine_check.h"
 #include "matrix/matrix_loader.h"
 
 namespace servesweep::cli {
@@ -29,7 +29,7 @@ void AddEngineCheckFlags(CLI::App& cmd, EngineCheckFlags& flags, bool skippable)
 
 struct ProcessVerdict {
   std::string run_id, label, process;  // process: "head rank 0 [prefill0]"
-  agent::CheckVerdict verdict;
+  engines::CheckVerdict verdict;
 };
 
 struct SweepCheck {

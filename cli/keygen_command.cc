@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "cli/commands.h"
-#include "common/curve_keys.h"
+#include "transport/curve_keys.h"
 
 namespace servesweep::cli {
 

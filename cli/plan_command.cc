@@ -10,11 +10,11 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
-#include "agent/engines/launch_plan.h"
-#include "agent/virtual_run.h"
 #include "cli/commands.h"
 #include "cli/engine_checks.h"
+#include "engines/launch_plan.h"
 #include "matrix/matrix_loader.h"
+#include "record/virtual_run.h"
 #include "report/report.h"
 #include "results/results_store.h"
 
@@ -41,18 +41,18 @@ struct Estimate {
   bool known = false;
   double duration_s = 0;  // cold start + warm-up + measured phase
   double gpu_hours = 0;
-  agent::CalibrationLabel label;  // the model's standing for this run
+  record::CalibrationLabel label;  // the model's standing for this run
   std::vector<std::string> problems;
 };
 
 // "calibrated ±8%", "extrapolated ±24%", "uncalibrated ±24%": how far an estimate may be off
 // (an extrapolation's is at least the model's typical error where it was not fitted).
-std::string Standing(const agent::CalibrationLabel& label) {
+std::string Standing(const record::CalibrationLabel& label) {
   const std::string kind = label.standing.substr(0, label.standing.find(':'));
   return fmt::format("{} ±{:.0f}%", kind, label.error_pct);
 }
 
-Estimate EstimateRun(schema::RunSpec::Reader spec, const agent::VirtualRunOptions& options,
+Estimate EstimateRun(schema::RunSpec::Reader spec, const record::VirtualRunOptions& options,
                      const matrix::LoadedMatrix& loaded) {
   Estimate e;
   const auto& cluster = loaded.cluster;
@@ -65,8 +65,8 @@ Estimate EstimateRun(schema::RunSpec::Reader spec, const agent::VirtualRunOption
   if (spec.getSim().getHardware().size() == 0 && options.default_hardware.empty()) return e;
   // A managed endpoint's hardware is not ours to model: nothing to estimate, nothing to refuse.
   if (spec.getEngine() == "external") return e;
-  agent::SimulatedRun sim;
-  if (Status s = agent::SimulateRun(spec, options, &sim); !s.ok()) {
+  record::SimulatedRun sim;
+  if (Status s = record::SimulateRun(spec, options, &sim); !s.ok()) {
     e.problems.push_back(s.message());
     return e;
   }
@@ -104,7 +104,7 @@ nlohmann::json CheckJson(const SweepCheck& check, const std::string& run_id) {
   return out;
 }
 
-int PrintPlan(matrix::LoadedMatrix& loaded, const agent::VirtualRunOptions& options, bool json,
+int PrintPlan(matrix::LoadedMatrix& loaded, const record::VirtualRunOptions& options, bool json,
               bool commands, const SweepCheck* check) {
   const auto runs = loaded.matrix().getRuns();
   nlohmann::json out{{"runs", nlohmann::json::array()}};
@@ -127,7 +127,7 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const agent::VirtualRunOptions& opti
     // A flag table outside its checked versions is a problem until the engine's check proves
     // the run's command lines (--check-engines counts those it did not prove).
     if (!check && spec.getEngine() != "sim") {
-      const auto launches = agent::PlanRunLaunches(spec, {}, kFrontEndPort, "servesweep");
+      const auto launches = engines::PlanRunLaunches(spec, {}, kFrontEndPort, "servesweep");
       if (!launches.empty() && !launches[0].launch.unchecked.empty() &&
           std::find(e.problems.begin(), e.problems.end(), launches[0].launch.unchecked) ==
               e.problems.end()) {
@@ -162,7 +162,7 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const agent::VirtualRunOptions& opti
            {"problems", e.problems}});
       if (commands) {
         out["runs"].back()["commands"] =
-            agent::DescribeRunLaunches(spec, {}, kFrontEndPort, "servesweep");
+            engines::DescribeRunLaunches(spec, {}, kFrontEndPort, "servesweep");
       }
       if (check) out["runs"].back()["engine_check"] = CheckJson(*check, spec.getRunId().cStr());
       continue;
@@ -178,7 +178,7 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const agent::VirtualRunOptions& opti
     }
     for (const auto& problem : e.problems) fmt::print("  problem: {}\n", problem);
     if (commands)
-      fmt::print("{}", agent::DescribeRunLaunches(spec, {}, kFrontEndPort, "servesweep"));
+      fmt::print("{}", engines::DescribeRunLaunches(spec, {}, kFrontEndPort, "servesweep"));
   }
   if (check) problems += check->refused + check->unavailable + check->unproven.size();
   if (json) {
@@ -216,7 +216,7 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const agent::VirtualRunOptions& opti
 
 // Every run through the model, committed to DIR/results.db as a sweep would; then the reports.
 int Simulate(matrix::LoadedMatrix& loaded, const PlanOptions& options,
-             const agent::VirtualRunOptions& run_options) {
+             const record::VirtualRunOptions& run_options) {
   namespace fs = std::filesystem;
   const std::string db = options.out_dir + "/results.db";
   if (fs::exists(db)) {
@@ -241,7 +241,7 @@ int Simulate(matrix::LoadedMatrix& loaded, const PlanOptions& options,
     const auto started = std::chrono::steady_clock::now();
     capnp::MallocMessageBuilder message;
     auto result = message.initRoot<schema::RunResult>();
-    agent::ExecuteVirtualRun(spec, run_options, result);
+    record::ExecuteVirtualRun(spec, run_options, result);
     const double sim_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
             .count();
@@ -260,8 +260,8 @@ int Simulate(matrix::LoadedMatrix& loaded, const PlanOptions& options,
       continue;
     }
     const auto r = result.asReader().getRecord();
-    const agent::CalibrationLabel label{r.getCalibration(), r.getCalibrationErrorPct(),
-                                        r.getCalibrationStanding()};
+    const record::CalibrationLabel label{r.getCalibration(), r.getCalibrationErrorPct(),
+                                         r.getCalibrationStanding()};
     fmt::print("{:<36} {:>5} {:>9.2f} {:>11.1f} {:>10.1f} {:>10.2f} {:>9.1f}  {}\n",
                spec.getLabel().cStr(), spec.getGpusNeeded(), r.getRequestThroughput(),
                r.getOutputThroughput(), r.getTtftMs().getMedian(), r.getTpotMs().getMedian(),
@@ -308,7 +308,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       *exit_code = kExitError;
       return;
     }
-    agent::VirtualRunOptions run_options;
+    record::VirtualRunOptions run_options;
     run_options.default_hardware = options->hardware;
     for (const auto& name : options->engine_profiles) {
       perfmodel::EngineProfile profile;

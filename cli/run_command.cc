@@ -12,9 +12,9 @@
 #include "cli/commands.h"
 #include "cli/engine_checks.h"
 #include "cli/sweep_driver.h"
-#include "common/curve_keys.h"
 #include "common/subprocess.h"
 #include "matrix/feasibility.h"
+#include "transport/curve_keys.h"
 
 namespace servesweep::cli {
 namespace {

@@ -18,7 +18,7 @@ function(servesweep_warnings target)
 endfunction()
 
 # servesweep_include_view(<target> <folder>...): "<folder>/x.h" resolves for <target> and its
-# users. <folder> is relative to the project root (e.g. agent/loadgen).
+# users. <folder> is relative to the project root (e.g. loadgen).
 function(servesweep_include_view target)
   set(view ${PROJECT_BINARY_DIR}/include-views/${target})
   foreach(folder IN LISTS ARGN)

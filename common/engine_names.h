@@ -1,6 +1,6 @@
 // The engines this build can launch, by the name a matrix gives (`engine: vllm`). One list: the
 // matrix loader refuses any other name before a GPU is spent, agents announce these in their
-// inventory, and agent/engines/engine_registry.cc has an adapter for each (its test checks).
+// inventory, and engines/engine_registry.cc has an adapter for each (its test checks).
 //
 // Thread-safety: a constant.
 #pragma once

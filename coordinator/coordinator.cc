@@ -10,10 +10,10 @@
 #include <filesystem>
 
 #include "common/clock.h"
-#include "common/envelope_codec.h"
-#include "common/net.h"
 #include "coordinator/placement.h"
 #include "coordinator/progress_display.h"
+#include "transport/envelope_codec.h"
+#include "transport/socket_poll.h"
 
 namespace servesweep::coordinator {
 namespace {

@@ -3,11 +3,11 @@
 #include <cstdint>
 #include <string_view>
 
-#include "agent/scraper/prometheus_text.h"
+#include "scraper/prometheus_text.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t skipped = 0;
-  auto samples = servesweep::agent::ParsePrometheusText(
+  auto samples = servesweep::scraper::ParsePrometheusText(
       std::string_view(reinterpret_cast<const char*>(data), size), &skipped);
   (void)samples;
   return 0;

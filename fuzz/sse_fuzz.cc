@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/loadgen/sse_parser.h"
+#include "loadgen/sse_parser.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;

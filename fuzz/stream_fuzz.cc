@@ -1,4 +1,4 @@
-// Fuzz target: the stream decoder (agent/loadgen/openai_stream.cc, a hand-written validating
+// Fuzz target: the stream decoder (loadgen/openai_stream.cc, a hand-written validating
 // scanner) against the reference decoder on a full nlohmann::json parse. The input is a stream
 // of payloads, one per line (the decoders are stateful); every field of every chunk must agree.
 #include <cstddef>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "agent/loadgen/openai_stream.h"
+#include "loadgen/openai_stream.h"
 #include "testing/openai_stream_reference.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

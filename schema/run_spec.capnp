@@ -82,7 +82,7 @@ struct Workload {
   # other requests of group i mod sharedPrefixGroups (expanded into the plan's prefix blocks).
   sharedPrefixGroups @20 :UInt32;
   sharedPrefixLenTok @21 :UInt32;
-  # Load modes (agent/loadgen/load_generator.h LoadSettings; docs/matrix.md).
+  # Load modes (loadgen/load_generator.h LoadSettings; docs/matrix.md).
   arrival @22 :Text;               # "poisson" or "" (gamma when burstiness != 1), "constant"
   ramp @23 :Text;                  # "", "linear" or "exponential": the rate from start to end
   rampStartRatePerS @24 :Float64;
@@ -136,7 +136,7 @@ struct SimSettings {
 
 struct EngineConfig {
   # How the agent starts (or reaches) the engine. Adapters map these to each engine's own flags
-  # through the flag tables in agent/engines/flags/ (one per engine version). 0, "" and
+  # through the flag tables in engines/flags/ (one per engine version). 0, "" and
   # `default` leave the engine's own default (no flag is passed).
   enum Toggle {
     default @0;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Python engines whose own argument handling checks servesweep's command lines
-# (agent/engines/engine_check.h) and whose metric names and option strings the tables are
+# (engines/engine_check.h) and whose metric names and option strings the tables are
 # checked against (tests/e2e/engine_check_e2e_test.cc), at the versions the flag tables were
 # checked against, each in a virtual environment outside the clone that later runs reuse:
 #   /opt/servesweep-pyengines/vllm         vllm 0.33.0, vllm-router 0.1.17

@@ -7,10 +7,10 @@
 #include <fstream>
 #include <iterator>
 
-#include "common/curve_keys.h"
 #include "common/subprocess.h"
 #include "matrix/feasibility.h"
 #include "submit/template_renderer.h"
+#include "transport/curve_keys.h"
 
 namespace servesweep::submit {
 namespace {

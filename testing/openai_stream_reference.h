@@ -8,7 +8,7 @@
 
 #include <string_view>
 
-#include "agent/loadgen/openai_stream.h"
+#include "loadgen/openai_stream.h"
 
 namespace servesweep::testing {
 

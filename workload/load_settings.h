@@ -17,7 +17,7 @@
 namespace servesweep::workload {
 
 // Open-loop gap shape: kPoisson (exponential gaps), kGamma (gamma gaps of shape `burstiness`, the
-// mean gap unchanged) or kConstant (every gap one mean gap). agent/loadgen/arrival_schedule.h.
+// mean gap unchanged) or kConstant (every gap one mean gap). loadgen/arrival_schedule.h.
 enum class ArrivalKind { kPoisson, kGamma, kConstant };
 enum class RampKind { kNone, kLinear, kExponential };
 

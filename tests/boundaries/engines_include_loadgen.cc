@@ -1,2 +1,2 @@
 // Must not compile: engine adapters start and stop engines; they do not measure them.
-#include "agent/loadgen/load_generator.h"
+#include "loadgen/load_generator.h"

@@ -1,2 +1,2 @@
 // Must not compile: the load generator knows a URL, never an engine.
-#include "agent/engines/engine_adapter.h"
+#include "engines/engine_adapter.h"

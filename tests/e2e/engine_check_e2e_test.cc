@@ -19,14 +19,14 @@
 #include <set>
 #include <sstream>
 
-#include "agent/engines/engine_check.h"
-#include "agent/engines/flag_table.h"
-#include "agent/engines/flag_table_check.h"
-#include "agent/engines/launch_plan.h"
-#include "agent/scraper/signal_names_check.h"
 #include "common/ids.h"
 #include "common/net.h"
+#include "engines/engine_check.h"
+#include "engines/flag_table.h"
+#include "engines/flag_table_check.h"
+#include "engines/launch_plan.h"
 #include "matrix/matrix_loader.h"
+#include "scraper/signal_names_check.h"
 #include "testing/process_helpers.h"
 #include "tests/support/harness.h"
 
@@ -34,7 +34,7 @@ namespace servesweep::testing {
 namespace {
 
 namespace fs = std::filesystem;
-using agent::CheckVerdict;
+using engines::CheckVerdict;
 
 // The engine environments: SERVESWEEP_ENGINE_ENVS (colon-separated), else the three that
 // scripts/install-engines.sh makes.
@@ -95,8 +95,8 @@ const std::map<std::string, std::string>& ModelConfigs() {
   return configs;
 }
 
-agent::EngineCheckOptions CheckOptions(const std::vector<std::string>& envs) {
-  agent::EngineCheckOptions options;
+engines::EngineCheckOptions CheckOptions(const std::vector<std::string>& envs) {
+  engines::EngineCheckOptions options;
   options.engine_envs = envs;
   options.search_path = false;
   options.prefer_node_gpu = false;
@@ -107,7 +107,7 @@ agent::EngineCheckOptions CheckOptions(const std::vector<std::string>& envs) {
 
 struct Checked {
   std::string where;  // "title: head rank 0 [engine]"
-  agent::CheckedProcess process;
+  engines::CheckedProcess process;
   CheckVerdict verdict;
 };
 
@@ -118,18 +118,18 @@ void AddProcesses(const std::string& title, matrix::LoadedMatrix& loaded, std::v
     capnp::MallocMessageBuilder message;
     message.setRoot(original);
     auto spec = message.getRoot<schema::RunSpec>();
-    agent::SubstituteModelConfigs(ModelConfigs(), spec);
+    engines::SubstituteModelConfigs(ModelConfigs(), spec);
     std::vector<std::string> addresses;
     for (uint32_t r = 0; r < std::max<uint32_t>(1, spec.getNodesNeeded()); ++r) {
       addresses.push_back(fmt::format("10.0.0.{}", r + 1));
     }
     for (const auto& rank :
-         agent::PlanRunLaunches(spec.asReader(), addresses, 8000, "servesweep")) {
+         engines::PlanRunLaunches(spec.asReader(), addresses, 8000, "servesweep")) {
       if (!rank.launch.error.empty()) {
         refused_before_launch->push_back(
             fmt::format("{} rank {}: {}", title, rank.rank, rank.launch.error));
       }
-      for (auto& p : agent::ProcessesOf(rank.launch, spec.asReader())) {
+      for (auto& p : engines::ProcessesOf(rank.launch, spec.asReader())) {
         out->push_back({fmt::format("{} [{}]: rank {} [{}]", title, original.getLabel().cStr(),
                                     rank.rank, p.process.name),
                         std::move(p),
@@ -140,10 +140,10 @@ void AddProcesses(const std::string& title, matrix::LoadedMatrix& loaded, std::v
 }
 
 void CheckAll(const std::vector<std::string>& envs, std::vector<Checked>* checked) {
-  std::vector<agent::CheckedProcess> processes;
+  std::vector<engines::CheckedProcess> processes;
   for (const auto& c : *checked) processes.push_back(c.process);
   std::vector<CheckVerdict> verdicts;
-  Status s = agent::CheckProcesses(processes, CheckOptions(envs), &verdicts);
+  Status s = engines::CheckProcesses(processes, CheckOptions(envs), &verdicts);
   ASSERT_TRUE(s.ok()) << s.message();
   for (size_t i = 0; i < verdicts.size(); ++i) (*checked)[i].verdict = verdicts[i];
 }
@@ -344,7 +344,7 @@ workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
                                    &loaded)
                   .ok());
   const auto launch =
-      agent::PlanRunLaunches(loaded.matrix().getRuns()[0], {}, 8000, "servesweep")[0].launch;
+      engines::PlanRunLaunches(loaded.matrix().getRuns()[0], {}, 8000, "servesweep")[0].launch;
   EXPECT_TRUE(launch.error_permanent);
   EXPECT_NE(launch.error.find("needs the draft tokens per step for 'eagle3'"), std::string::npos)
       << launch.error;
@@ -357,12 +357,12 @@ workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
 TEST(EngineCheck, FlagTablesAndMetricNamesMatchTheInstalledEngines) {
   REQUIRE_ENGINE_ENVS(envs);
   const std::string facts_dir = std::string(SERVESWEEP_SOURCE_DIR) + "/tests/data/engine-facts/";
-  std::map<std::string, agent::ParserOptions> parsers;  // "vllm-0.33.0", "vllm-router-0.1.17"
-  std::vector<agent::DefinedMetrics> metrics;
+  std::map<std::string, engines::ParserOptions> parsers;  // "vllm-0.33.0", "vllm-router-0.1.17"
+  std::vector<scraper::DefinedMetrics> metrics;
   for (const auto& env : envs) {
     std::string text;
-    Status s = agent::EngineFacts(env + "/bin/python", ConfigDir("llama-3.1-8b-instruct"),
-                                  CheckOptions(envs), &text);
+    Status s = engines::EngineFacts(env + "/bin/python", ConfigDir("llama-3.1-8b-instruct"),
+                                    CheckOptions(envs), &text);
     ASSERT_TRUE(s.ok()) << s.message();
     const auto facts = nlohmann::json::parse(text);
     for (const auto& [parser, table] : facts["options"].items()) {
@@ -372,10 +372,10 @@ TEST(EngineCheck, FlagTablesAndMetricNamesMatchTheInstalledEngines) {
       if (parsers.count(name)) continue;  // a router installed in two environments
       const std::string saved = facts_dir + "options-" + name + ".json";
       if (std::getenv("SERVESWEEP_UPDATE_GOLDEN")) std::ofstream(saved) << table.dump(1) << "\n";
-      ASSERT_TRUE(agent::ParseParserOptions(table.dump(), name, &parsers[name]).ok());
-      agent::ParserOptions kept;
+      ASSERT_TRUE(engines::ParseParserOptions(table.dump(), name, &parsers[name]).ok());
+      engines::ParserOptions kept;
       ASSERT_TRUE(
-          agent::ParseParserOptions(
+          engines::ParseParserOptions(
               ReadSourceFile("tests/data/engine-facts/options-" + name + ".json"), saved, &kept)
               .ok());
       EXPECT_EQ(kept.listed, parsers[name].listed) << saved << " is not what " << env << " says";
@@ -385,29 +385,29 @@ TEST(EngineCheck, FlagTablesAndMetricNamesMatchTheInstalledEngines) {
       const std::string name = engine + "-" + names["version"].get<std::string>();
       const std::string saved = facts_dir + "metrics-" + name + ".json";
       if (std::getenv("SERVESWEEP_UPDATE_GOLDEN")) std::ofstream(saved) << names.dump(1) << "\n";
-      agent::DefinedMetrics live, kept;
-      ASSERT_TRUE(agent::ParseDefinedMetrics(names.dump(), name, &live).ok());
+      scraper::DefinedMetrics live, kept;
+      ASSERT_TRUE(scraper::ParseDefinedMetrics(names.dump(), name, &live).ok());
       ASSERT_TRUE(
-          agent::ParseDefinedMetrics(
+          scraper::ParseDefinedMetrics(
               ReadSourceFile("tests/data/engine-facts/metrics-" + name + ".json"), saved, &kept)
               .ok());
       EXPECT_EQ(kept.exposed, live.exposed) << saved << " is not what " << env << " says";
       metrics.push_back(std::move(live));
     }
   }
-  EXPECT_EQ(agent::CheckSignalNames(metrics), std::vector<std::string>{});
+  EXPECT_EQ(scraper::CheckSignalNames(metrics), std::vector<std::string>{});
   size_t checked_tables = 0;
-  for (auto path : agent::EmbeddedFlagTablePaths()) {
-    agent::FlagTable table;
+  for (auto path : engines::EmbeddedFlagTablePaths()) {
+    engines::FlagTable table;
     ASSERT_TRUE(
-        agent::ParseFlagTable(agent::EmbeddedFlagTable(path), std::string(path), &table).ok());
+        engines::ParseFlagTable(engines::EmbeddedFlagTable(path), std::string(path), &table).ok());
     if (table.engine == "llamacpp") continue;  // llama-server: flag_table_check_test.cc
     const std::string engine = table.engine + "-" + table.checked_first;
     const std::string router = table.engine + "-router-" + table.router_version;
     ASSERT_TRUE(parsers.count(engine)) << path << ": " << engine << " is not installed";
     ASSERT_TRUE(parsers.count(router)) << path << ": " << router << " is not installed";
-    const agent::TableCheck check =
-        agent::CrossCheckFlagTable(table, parsers[engine], &parsers[router]);
+    const engines::TableCheck check =
+        engines::CrossCheckFlagTable(table, parsers[engine], &parsers[router]);
     EXPECT_TRUE(check.ok()) << path << ":\n" << fmt::format("{}", fmt::join(check.missing, "\n"));
     for (const auto& h : check.hidden) std::cout << "  hidden: " << path << ": " << h << "\n";
     for (const auto& d : check.deprecated)

@@ -10,11 +10,11 @@
 #include <set>
 #include <sstream>
 
-#include "agent/loadgen/bench_metrics.h"
-#include "agent/loadgen/load_generator.h"
-#include "agent/scraper/http_get.h"
 #include "common/net.h"
 #include "common/subprocess.h"
+#include "loadgen/bench_metrics.h"
+#include "loadgen/load_generator.h"
+#include "scraper/http_get.h"
 #include "tests/support/harness.h"
 
 namespace servesweep::testing {

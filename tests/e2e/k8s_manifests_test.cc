@@ -6,8 +6,8 @@
 
 #include <fstream>
 
-#include "common/curve_keys.h"
 #include "tests/support/harness.h"
+#include "transport/curve_keys.h"
 
 namespace servesweep::testing {
 namespace {

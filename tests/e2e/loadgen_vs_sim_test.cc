@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "agent/loadgen/bench_metrics.h"
-#include "agent/loadgen/load_generator.h"
+#include "loadgen/bench_metrics.h"
+#include "loadgen/load_generator.h"
 #include "tests/support/harness.h"
 
 namespace servesweep::testing {

@@ -11,10 +11,10 @@
 #include <filesystem>
 #include <zmq.hpp>
 
-#include "common/curve_keys.h"
-#include "common/envelope_codec.h"
 #include "matrix/matrix_loader.h"
 #include "tests/support/harness.h"
+#include "transport/curve_keys.h"
+#include "transport/envelope_codec.h"
 
 namespace servesweep::testing {
 namespace {

@@ -16,10 +16,10 @@
 #include <thread>
 #include <zmq.hpp>
 
-#include "common/curve_keys.h"
-#include "common/envelope_codec.h"
 #include "matrix/matrix_loader.h"
 #include "tests/support/harness.h"
+#include "transport/curve_keys.h"
+#include "transport/envelope_codec.h"
 
 namespace servesweep::testing {
 namespace {

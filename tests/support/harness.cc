@@ -12,10 +12,10 @@
 #include <sstream>
 #include <thread>
 
-#include "agent/scraper/http_get.h"
-#include "common/curve_keys.h"
 #include "common/ids.h"
 #include "common/net.h"
+#include "scraper/http_get.h"
+#include "transport/curve_keys.h"
 
 namespace servesweep::testing {
 
@@ -85,8 +85,8 @@ bool Harness::WaitFor(const std::function<bool()>& condition, std::chrono::milli
 bool Harness::WaitForHealthy(const std::string& base_url) {
   return WaitFor(
       [&] {
-        agent::HttpResponse r;
-        return agent::HttpGet(base_url + "/health", 200, &r).ok() && r.status_code == 200;
+        scraper::HttpResponse r;
+        return scraper::HttpGet(base_url + "/health", 200, &r).ok() && r.status_code == 200;
       },
       std::chrono::seconds(10));
 }

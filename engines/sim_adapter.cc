@@ -1,0 +1,55 @@
+#include "engines/sim_adapter.h"
+
+#include <fmt/format.h>
+
+#include "perfmodel/run_deployment.h"
+
+namespace servesweep::engines {
+
+EngineLaunch SimAdapter::Plan(const LaunchContext& context) const {
+  EngineLaunch launch;
+  launch.metrics_persona = "vllm";
+  launch.version = SERVESWEEP_VERSION;
+  if (context.role != schema::Role::HEAD) return launch;
+  const auto sim = context.spec.getSim();
+  EngineProcess process;
+  process.name = "engine";
+  process.argv = {context.self_executable, "sim", "--host", "127.0.0.1"};
+  auto flag = [&process](const char* name, std::string value) {
+    process.argv.push_back(name);
+    process.argv.push_back(std::move(value));
+  };
+  flag("--port", std::to_string(context.port));
+  flag("--model", context.spec.getModel());
+  flag("--ttft-ms", fmt::format("{}", sim.getTtftMs()));
+  flag("--itl-ms", fmt::format("{}", sim.getItlMs()));
+  const bool model = sim.getHardware().size() > 0;
+  // With the performance model and startup_ms 0, the model's own cold start applies.
+  if (!model || sim.getStartupMs() != 0)
+    flag("--startup-ms", fmt::format("{}", sim.getStartupMs()));
+  if (model) {
+    const perfmodel::DeploymentConfig d = perfmodel::DeploymentFor(context.spec);
+    flag("--hardware", sim.getHardware());
+    flag("--tp", std::to_string(d.tp));
+    flag("--pp", std::to_string(d.pp));
+    flag("--dp", std::to_string(d.dp));
+    flag("--prefill-instances", std::to_string(d.prefill_instances));
+    flag("--decode-instances", std::to_string(d.decode_instances));
+    flag("--precision", d.precision);
+    flag("--kv-cache-dtype", d.kv_dtype);
+    flag("--max-num-seqs", std::to_string(d.max_num_seqs));
+    flag("--max-num-batched-tokens", std::to_string(d.max_num_batched_tokens));
+    flag("--spec-tokens", std::to_string(d.spec_num_tok));
+    flag("--spec-accepted", fmt::format("{}", d.spec_mean_accepted_tok));
+    if (d.ep > 1) process.argv.push_back("--expert-parallel");
+    if (sim.getModelProfile().size() > 0) flag("--model-profile", sim.getModelProfile());
+  }
+  // Quality tasks: passed only when not the default (always right), so argv stays as it was.
+  if (sim.getAnswerAccuracy() != 1)
+    flag("--answer-accuracy", fmt::format("{}", sim.getAnswerAccuracy()));
+  launch.processes.push_back(std::move(process));
+  launch.base_url = fmt::format("http://127.0.0.1:{}", context.port);
+  return launch;
+}
+
+}  // namespace servesweep::engines

@@ -1,0 +1,294 @@
+// The decoder reads each payload once with JsonCursor (no DOM, no allocation on the common
+// path) and keeps only the fields the definitions in openai_stream.h name. It must agree with a
+// full parse (nlohmann::json) on every input: tests/openai_stream_reference.{h,cc} keeps that
+// logic as the oracle for the differential test and the stream fuzz target. JSON objects keep
+// the LAST of duplicate keys (as nlohmann does), so each captured field is reset whenever its
+// key is seen again.
+#include "loadgen/openai_stream.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "loadgen/json_cursor.h"
+
+namespace servesweep::loadgen {
+namespace {
+
+constexpr size_t kMaxErrorChars = 200;
+
+std::string Truncate(std::string_view s) {
+  return std::string(s.substr(0, std::min(s.size(), kMaxErrorChars)));
+}
+
+// A key compared by its decoded value: raw bytes when it has no escape (the common case; a
+// compile-time length lets the compiler inline the comparison).
+template <size_t N>
+[[gnu::always_inline]] inline bool KeyIs(const JsonString& key, const char (&name)[N]) {
+  if (!key.escaped) return key.raw.size() == N - 1 && std::memcmp(key.raw.data(), name, N - 1) == 0;
+  return StringEquals(key, std::string_view(name, N - 1));
+}
+
+// What one payload says, as far as the definitions care.
+struct Facts {
+  // Top level.
+  bool error_present = false;         // an "error" member, of any type
+  char error_kind = 0;                // first byte of its value: '{', '"', 'n' (null), other
+  bool error_message_string = false;  // error object's "message" is a string
+  JsonString error_message;
+  JsonString error_string;     // "error" as a string
+  bool object_string = false;  // "object" is a string
+  JsonString object;
+  bool message_string = false;  // top-level "message" is a string (older vLLM errors)
+  JsonString message;
+  bool usage_object = false;
+  double prompt_tokens = 0;
+  double completion_tokens = 0;
+  // choices[0], when choices is a non-empty array whose first element is an object.
+  bool choice_object = false;
+  bool text = false;  // non-empty "text"
+  bool delta_object = false;
+  bool content = false, reasoning_content = false, reasoning = false, tool_calls = false;
+  bool logprobs_object = false;
+  size_t logprob_tokens = 0;   // "tokens" array size (0: absent, empty or not an array)
+  size_t logprob_content = 0;  // "content" array size
+};
+
+// The usage numbers, as nlohmann's get<double>() then our cast: non-numbers count 0, negatives
+// 0, fractions truncate, anything at or above 2^32 saturates.
+uint32_t ToTokens(double v) {
+  if (!(v > 0)) return 0;
+  if (v >= 4294967296.0) return UINT32_MAX;
+  return static_cast<uint32_t>(v);
+}
+
+class PayloadReader {
+ public:
+  PayloadReader(std::string_view payload, std::vector<char>* stack, Facts* facts)
+      : cur_(payload, stack), f_(*facts) {}
+
+  bool Read() {
+    if (!cur_.SkipBom()) return false;
+    if (cur_.Peek() != '{') {
+      not_object_ = true;
+      return cur_.Skip() && cur_.AtEnd();
+    }
+    if (!Object([this](const JsonString& key) { return RootMember(key); })) return false;
+    return cur_.AtEnd();
+  }
+
+  // The payload was valid JSON but not an object.
+  bool not_object() const { return not_object_; }
+
+ private:
+  template <typename OnMember>
+  bool Object(OnMember&& on_member) {
+    if (!cur_.Consume('{')) return false;
+    JsonString key;
+    bool done = false;
+    for (bool first = true;; first = false) {
+      if (!cur_.NextMember(first, &key, &done)) return done;
+      if (!on_member(key)) return false;
+    }
+  }
+
+  // A string member value: sets *is_string and *value, or validates and skips a non-string.
+  bool StringOrSkip(bool* is_string, JsonString* value) {
+    *is_string = cur_.Peek() == '"';
+    return *is_string ? cur_.ReadString(value) : cur_.Skip();
+  }
+
+  bool NonEmptyStringOrSkip(bool* non_empty) {
+    bool is_string = false;
+    JsonString s;
+    if (!StringOrSkip(&is_string, &s)) return false;
+    *non_empty = is_string && !s.raw.empty();  // an escape decodes to >= 1 byte
+    return true;
+  }
+
+  // The size of an array member, 0 when it is not an array.
+  bool ArraySizeOrSkip(size_t* size) {
+    *size = 0;
+    return cur_.Peek() == '[' ? cur_.CountElements(size) : cur_.Skip();
+  }
+
+  bool NumberOrSkip(double* value) {
+    *value = 0;
+    const char c = cur_.Peek();
+    return c == '-' || (c >= '0' && c <= '9') ? cur_.ReadNumber(value) : cur_.Skip();
+  }
+
+  bool RootMember(const JsonString& key) {
+    if (KeyIs(key, "choices")) return Choices();
+    if (KeyIs(key, "usage")) {
+      f_.usage_object = false;
+      f_.prompt_tokens = f_.completion_tokens = 0;
+      if (cur_.Peek() != '{') return cur_.Skip();
+      f_.usage_object = true;
+      return Object([this](const JsonString& k) {
+        if (KeyIs(k, "prompt_tokens")) return NumberOrSkip(&f_.prompt_tokens);
+        if (KeyIs(k, "completion_tokens")) return NumberOrSkip(&f_.completion_tokens);
+        return cur_.Skip();
+      });
+    }
+    if (KeyIs(key, "object")) return StringOrSkip(&f_.object_string, &f_.object);
+    if (KeyIs(key, "error")) return Error();
+    if (KeyIs(key, "message")) return StringOrSkip(&f_.message_string, &f_.message);
+    return cur_.Skip();
+  }
+
+  bool Error() {
+    f_.error_present = true;
+    f_.error_message_string = false;
+    f_.error_kind = cur_.Peek();
+    if (f_.error_kind == '"') return cur_.ReadString(&f_.error_string);
+    if (f_.error_kind != '{') return cur_.Skip();
+    return Object([this](const JsonString& k) {
+      if (KeyIs(k, "message")) return StringOrSkip(&f_.error_message_string, &f_.error_message);
+      return cur_.Skip();
+    });
+  }
+
+  bool Choices() {
+    f_.choice_object = false;
+    ResetChoice();
+    if (cur_.Peek() != '[') return cur_.Skip();
+    cur_.Consume('[');
+    bool done = false;
+    for (bool first = true;; first = false) {
+      if (!cur_.NextElement(first, &done)) return done;
+      if (first && cur_.Peek() == '{') {
+        f_.choice_object = true;
+        if (!Object([this](const JsonString& k) { return ChoiceMember(k); })) return false;
+      } else if (!cur_.Skip()) {
+        return false;
+      }
+    }
+  }
+
+  void ResetChoice() {
+    f_.text = false;
+    f_.delta_object = false;
+    f_.content = f_.reasoning_content = f_.reasoning = f_.tool_calls = false;
+    f_.logprobs_object = false;
+    f_.logprob_tokens = f_.logprob_content = 0;
+  }
+
+  bool ChoiceMember(const JsonString& key) {
+    if (KeyIs(key, "text")) return NonEmptyStringOrSkip(&f_.text);
+    if (KeyIs(key, "delta")) {
+      f_.delta_object = false;
+      f_.content = f_.reasoning_content = f_.reasoning = f_.tool_calls = false;
+      if (cur_.Peek() != '{') return cur_.Skip();
+      f_.delta_object = true;
+      return Object([this](const JsonString& k) {
+        if (KeyIs(k, "content")) return NonEmptyStringOrSkip(&f_.content);
+        // `reasoning` is the field name newer vLLM uses for reasoning_content.
+        if (KeyIs(k, "reasoning_content")) return NonEmptyStringOrSkip(&f_.reasoning_content);
+        if (KeyIs(k, "reasoning")) return NonEmptyStringOrSkip(&f_.reasoning);
+        if (KeyIs(k, "tool_calls")) {
+          size_t n = 0;
+          if (!ArraySizeOrSkip(&n)) return false;
+          f_.tool_calls = n > 0;
+          return true;
+        }
+        return cur_.Skip();
+      });
+    }
+    if (KeyIs(key, "logprobs")) {
+      f_.logprobs_object = false;
+      f_.logprob_tokens = f_.logprob_content = 0;
+      if (cur_.Peek() != '{') return cur_.Skip();
+      f_.logprobs_object = true;
+      return Object([this](const JsonString& k) {
+        if (KeyIs(k, "tokens")) return ArraySizeOrSkip(&f_.logprob_tokens);
+        if (KeyIs(k, "content")) return ArraySizeOrSkip(&f_.logprob_content);
+        return cur_.Skip();
+      });
+    }
+    return cur_.Skip();
+  }
+
+  JsonCursor cur_;
+  Facts& f_;
+  bool not_object_ = false;
+};
+
+}  // namespace
+
+void OpenAiStreamDecoder::Reset() {
+  usage_on_every_output_chunk_ = true;
+  last_completion_tokens_ = 0;
+}
+
+StreamChunk OpenAiStreamDecoder::Decode(std::string_view payload) {
+  StreamChunk chunk;
+  // Servers pad with spaces or newlines now and then; [DONE] must still be recognised.
+  size_t b = payload.find_first_not_of(" \t\r\n");
+  size_t e = payload.find_last_not_of(" \t\r\n");
+  payload = b == std::string_view::npos ? std::string_view{} : payload.substr(b, e - b + 1);
+  if (payload == "[DONE]") {
+    chunk.done = true;
+    return chunk;
+  }
+  if (payload.empty()) return chunk;  // an empty data line carries nothing
+
+  Facts f;
+  PayloadReader reader(payload, &stack_, &f);
+  if (!reader.Read() || reader.not_object()) {
+    chunk.error = true;
+    chunk.error_text = "bad stream payload: " + Truncate(payload);
+    return chunk;
+  }
+
+  // OpenAI's shape {"error": {...}}; older vLLM sent {"object": "error", "message": ...}.
+  const bool object_error =
+      f.object_string && !f.object.raw.empty() && StringEquals(f.object, "error");
+  if ((f.error_present && f.error_kind != 'n') || object_error) {
+    chunk.error = true;
+    std::string message;
+    if (object_error && f.message_string && !f.message.raw.empty()) {
+      message = Unescape(f.message);
+    } else if (f.error_present && f.error_kind == '{' && f.error_message_string &&
+               !f.error_message.raw.empty()) {
+      message = Unescape(f.error_message);
+    } else if (f.error_present && f.error_kind == '"') {
+      message = Unescape(f.error_string);
+    } else {
+      message = payload;
+    }
+    chunk.error_text = "server error: " + Truncate(message);
+    return chunk;
+  }
+
+  if (f.usage_object) {
+    chunk.has_usage = true;
+    chunk.prompt_tokens = ToTokens(f.prompt_tokens);
+    chunk.completion_tokens = ToTokens(f.completion_tokens);
+  }
+
+  if (f.choice_object) {
+    chunk.output = f.text || (f.delta_object &&
+                              (f.content || f.reasoning_content || f.reasoning || f.tool_calls));
+  }
+
+  if (chunk.output) {
+    // Tokens in an output chunk when the server says: per-token logprobs list one entry per
+    // token (completions: logprobs.tokens; chat: logprobs.content).
+    uint32_t tokens = 0;
+    if (f.logprobs_object) {
+      tokens = static_cast<uint32_t>(f.logprob_tokens > 0 ? f.logprob_tokens : f.logprob_content);
+    }
+    if (!chunk.has_usage) usage_on_every_output_chunk_ = false;
+    if (tokens == 0 && chunk.has_usage && usage_on_every_output_chunk_ &&
+        chunk.completion_tokens > last_completion_tokens_) {
+      tokens = chunk.completion_tokens - last_completion_tokens_;
+    }
+    chunk.tokens = std::max<uint32_t>(tokens, 1);
+  }
+  if (chunk.has_usage) {
+    last_completion_tokens_ = std::max(last_completion_tokens_, chunk.completion_tokens);
+  }
+  return chunk;
+}
+
+}  // namespace servesweep::loadgen
