@@ -66,14 +66,23 @@ void BM_CommitResult(benchmark::State& state) {
        ("servesweep-bench-" + std::to_string(::getpid()) + RandomHex(6) + ".db"))
           .string();
   std::unique_ptr<results::ResultsStore> store;
-  results::ResultsStore::Open(path, &store);
+  if (Status s = results::ResultsStore::Open(path, &store); !s.ok()) {
+    state.SkipWithError(s.message().c_str());
+    return;
+  }
   // Enough runs for every iteration: a run commits once.
   std::string matrix_text =
       "name: bench\nengine: sim\nmodel: m\nworkload: {input_len: 1, output_len: 1, "
       "num_requests: 1, concurrency: 1}\nrepeats: 20000\n";
   matrix::LoadedMatrix matrix;
-  matrix::ExpandMatrix("bench.yaml", matrix_text, &matrix);
-  store->InitSweep(matrix.matrix(), matrix.text);
+  if (Status s = matrix::ExpandMatrix("bench.yaml", matrix_text, &matrix); !s.ok()) {
+    state.SkipWithError(s.message().c_str());
+    return;
+  }
+  if (Status s = store->InitSweep(matrix.matrix(), matrix.text); !s.ok()) {
+    state.SkipWithError(s.message().c_str());
+    return;
+  }
   size_t next = 0;
   for (auto _ : state) {
     state.PauseTiming();

@@ -16,6 +16,7 @@
 #include "common/yaml_reader.h"
 #include "matrix/matrix_loader.h"
 #include "results/record_columns.h"
+#include "results/result_reads.h"
 #include "results/results_store.h"
 
 namespace servesweep::cli {
@@ -203,28 +204,20 @@ Status LoadMeasuredRuns(const std::string& db_path, const std::vector<std::strin
   if (Status s = results::ResultsStore::Open(db_path, &store); !s.ok()) return s;
   std::vector<results::StoredRun> runs;
   if (Status s = store->LoadRuns(&runs); !s.ok()) return s;
-  std::string columns = "run_id, simulation";
   const std::vector<std::string> known = MetricNames();
   for (const auto& m : metrics) {
     if (std::find(known.begin(), known.end(), m) == known.end()) {
       return Status::InvalidArgument(UnknownKeyMessage(m, "--metrics", known));
     }
-    columns += fmt::format(", \"{}\"", m);
   }
-  results::Table table;
-  if (Status s = store->Query(
-          fmt::format("SELECT {} FROM results WHERE result_status = 'ok'", columns), &table);
-      !s.ok()) {
-    return s;
-  }
-  std::map<std::string, size_t> row_of;
-  for (size_t r = 0; r < table.rows.size(); ++r) row_of[table.rows[r][0]] = r;
+  std::map<std::string, results::ResultFigures> figures_of;
+  if (Status s = results::LoadOkResultFigures(*store, metrics, &figures_of); !s.ok()) return s;
   size_t added = 0;
   for (const auto& run : runs) {
-    auto it = row_of.find(run.run_id);
-    if (run.state != results::RunState::kDone || it == row_of.end()) continue;
-    const auto& row = table.rows[it->second];
-    if (row[1] != "none") continue;  // a simulated run measures nothing
+    auto it = figures_of.find(run.run_id);
+    if (run.state != results::RunState::kDone || it == figures_of.end()) continue;
+    const results::ResultFigures& figures = it->second;
+    if (figures.simulation != "none") continue;  // a simulated run measures nothing
     auto words = kj::heapArray<capnp::word>(run.spec_bytes.size() / sizeof(capnp::word));
     std::memcpy(words.begin(), run.spec_bytes.data(), words.size() * sizeof(capnp::word));
     capnp::FlatArrayMessageReader reader(words);
@@ -239,9 +232,9 @@ Status LoadMeasuredRuns(const std::string& db_path, const std::vector<std::strin
     point.case_name = db_path;
     point.source = db_path;
     for (size_t m = 0; m < metrics.size(); ++m) {
-      if (table.is_null[it->second][m + 2]) continue;
+      if (!figures.values[m]) continue;
       point.metrics.push_back(metrics[m]);
-      point.measured.push_back(std::stod(row[m + 2]));
+      point.measured.push_back(*figures.values[m]);
     }
     out->points.push_back(std::move(point));
     ++added;

@@ -11,6 +11,7 @@
 #include "common/clock.h"
 #include "coordinator/progress_display.h"
 #include "report/report.h"
+#include "results/result_reads.h"
 
 namespace servesweep::cli {
 namespace {
@@ -18,23 +19,19 @@ namespace {
 // The runs a user must look at first, one line each, at the end of the sweep's output: every
 // request failed, invalid, client-bound (their reasons are in report.md too).
 void PrintUncertifiedRuns(results::ResultsStore& store) {
-  results::Table rows;
-  if (!store
-           .Query("SELECT r.label, s.completed, s.failed, s.validity, s.validity_reasons, "
-                  "s.client_bound, s.client_bound_reasons, s.failure_reasons FROM results s JOIN "
-                  "runs r USING(run_id) WHERE s.result_status = 'ok' AND (s.validity = 'invalid' "
-                  "OR s.client_bound = 1) ORDER BY r.idx",
-                  &rows)
-           .ok()) {
+  std::vector<results::UncertifiedRun> runs;
+  if (Status s = results::LoadUncertifiedRuns(store, &runs); !s.ok()) {
+    fmt::print("  (could not list the uncertified runs: {})\n", s.message());
     return;
   }
-  for (const auto& row : rows.rows) {
-    if (row[1] == "0" && row[2] != "0") {
-      fmt::print("  every request of [{}] failed ({}): {}\n", row[0], row[2], row[7]);
-    } else if (row[3] == "invalid") {
-      fmt::print("  invalid [{}]: {}\n", row[0], row[4]);
+  for (const auto& run : runs) {
+    if (run.completed == 0 && run.failed > 0) {
+      fmt::print("  every request of [{}] failed ({}): {}\n", run.label, run.failed,
+                 run.failure_reasons);
+    } else if (run.validity == schema::Validity::INVALID) {
+      fmt::print("  invalid [{}]: {}\n", run.label, run.validity_reasons);
     }
-    if (row[5] == "1") fmt::print("  client-bound [{}]: {}\n", row[0], row[6]);
+    if (run.client_bound) fmt::print("  client-bound [{}]: {}\n", run.label, run.client_bound_reasons);
   }
 }
 

@@ -8,6 +8,9 @@
 // deadline exceeded) is worth another attempt. Messages say what was expected, what was found,
 // and where (file:line:column for inputs).
 //
+// A Status is [[nodiscard]]: a caller that drops one fails to compile. Where a failure is
+// deliberately of no consequence (best-effort cleanup), say so with IgnoreError() and a comment.
+//
 // Thread-safety: a Status is a value; copies are independent.
 #pragma once
 
@@ -33,7 +36,7 @@ enum class StatusCode {
 // "invalid argument", "not found", ...: for logs and stored attempt outcomes.
 std::string_view StatusCodeName(StatusCode code);
 
-class Status {
+class [[nodiscard]] Status {
  public:
   Status() = default;
   static Status Ok() { return Status(); }
@@ -77,6 +80,9 @@ class Status {
   bool transient() const {
     return code_ == StatusCode::kUnavailable || code_ == StatusCode::kDeadlineExceeded;
   }
+
+  // Drops this status on purpose; the call site's comment says why nothing follows from it.
+  void IgnoreError() const {}
 
   // The same failure with "prefix: " before its message (where it happened); Ok stays Ok.
   Status Prefixed(std::string_view prefix) const {

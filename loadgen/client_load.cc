@@ -59,10 +59,25 @@ std::string ClientBoundReasons(const ClientLoadFigures& f, const ClientBoundThre
     add(fmt::format("sends were {:.1f} ms late at p99 (limit {:g} ms)", f.send_lateness_p99_ms,
                     limits.send_lateness_p99_ms));
   }
-  if (!out.empty()) {
+  if (out.empty()) return out;
+  // The advice follows the figures: a busy load thread wants more threads; late reads or sends
+  // while every thread was mostly idle mean the machine (other processes, the engine on the same
+  // cores) kept the threads from running, which more threads would not fix.
+  const bool threads_busy = f.busiest_thread_cpu_fraction >= limits.busy_fraction;
+  const bool threads_idle = f.busiest_thread_cpu_fraction < limits.busy_fraction / 2;
+  if (threads_busy) {
     out += fmt::format(
-        ": the figures may be the client's; run with more load threads "
-        "(client_threads, now {}) or on a less busy client machine",
+        ": the figures may be the client's; run with more load threads (client_threads, now {})",
+        f.threads);
+  } else if (threads_idle) {
+    out += fmt::format(
+        ": the figures may be the client's; the load threads were not busy (the busiest {:.0f}%), "
+        "so the machine was: run the client on a less busy machine or on cores of its own",
+        100 * f.busiest_thread_cpu_fraction);
+  } else {
+    out += fmt::format(
+        ": the figures may be the client's; run with more load threads (client_threads, now {}) "
+        "or on a less busy client machine",
         f.threads);
   }
   return out;

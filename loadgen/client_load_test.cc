@@ -45,6 +45,25 @@ TEST(ClientBound, EachThresholdIsAReasonAndAQuietClientHasNone) {
   EXPECT_EQ(ClientBoundReasons(Figures(NAN, 10, NAN, NAN, NAN)), "");  // a virtual run
 }
 
+// The advice follows the figures: more threads for a busy thread, a quieter machine when late
+// reads or sends came while every load thread was mostly idle, both in between or unmeasured.
+TEST(ClientBound, TheAdviceFollowsTheFigures) {
+  const std::string busy = ClientBoundReasons(Figures(0.95, 10, 25, 0.1, 20, 1));
+  EXPECT_NE(busy.find("more load threads (client_threads, now 1)"), std::string::npos) << busy;
+  EXPECT_EQ(busy.find("less busy"), std::string::npos) << busy;
+  const std::string idle = ClientBoundReasons(Figures(0.018, 10, 25, 0.1, 20, 1));
+  EXPECT_NE(idle.find("the load threads were not busy (the busiest 2%), so the machine was"),
+            std::string::npos)
+      << idle;
+  EXPECT_EQ(idle.find("client_threads"), std::string::npos) << idle;
+  const std::string between = ClientBoundReasons(Figures(0.6, 10, 25, 0.1, 20, 2));
+  EXPECT_NE(between.find("client_threads, now 2) or on a less busy client machine"),
+            std::string::npos)
+      << between;
+  const std::string unmeasured = ClientBoundReasons(Figures(NAN, 10, 25, 0.1, 20, 1));
+  EXPECT_NE(unmeasured.find("or on a less busy client machine"), std::string::npos) << unmeasured;
+}
+
 // A read lag costs a figure only when it outlasts the gap to a stream's next chunk.
 TEST(ClientBound, TheReadLagLimitIsTheMedianItlAboveAFloor) {
   // 11 ms late reads of 100 ms gaps merged nothing; of 5 ms gaps they did.

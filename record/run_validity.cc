@@ -129,17 +129,17 @@ Validity JudgeValidity(const ValidityInputs& in) {
                                     c.name, c.client, c.engine, c.tolerance));
   }
   if (!v.reasons.empty()) {
-    v.verdict = "invalid";
+    v.verdict = schema::Validity::INVALID;
     return v;
   }
   const bool any_checked =
       std::any_of(v.counters.begin(), v.counters.end(), [](const auto& c) { return c.checked(); });
   if (!any_checked) {
-    v.verdict = "not reconciled";
+    v.verdict = schema::Validity::NOT_RECONCILED;
     for (const auto& c : v.counters) v.reasons.push_back(c.why_unchecked);
     return v;
   }
-  v.verdict = "valid";
+  v.verdict = schema::Validity::VALID;
   return v;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "loadgen/load_generator.h"
+#include "schema/result.capnp.h"
 #include "scraper/metrics_scraper.h"
 
 namespace servesweep::record {
@@ -33,7 +34,7 @@ struct CounterCheck {
 };
 
 struct Validity {
-  std::string verdict;               // "valid", "invalid" or "not reconciled"
+  schema::Validity verdict = schema::Validity::NOT_JUDGED;
   std::vector<std::string> reasons;  // why invalid (every failed check), or why not reconciled
   std::vector<CounterCheck> counters;
   uint32_t engine_restarts = 0;

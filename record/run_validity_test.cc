@@ -37,7 +37,7 @@ ValidityInputs Inputs(const std::vector<loadgen::RequestRecord>& requests, doubl
 TEST(Validity, AgreeingCountsAreValid) {
   const auto requests = Requests(100);
   const Validity v = JudgeValidity(Inputs(requests, 100, 1000, 2000));
-  EXPECT_EQ(v.verdict, "valid") << v.Reasons();
+  EXPECT_EQ(v.verdict, schema::Validity::VALID) << v.Reasons();
   ASSERT_EQ(v.counters.size(), 3u);
   EXPECT_EQ(v.counters[2].client, 2000);
   EXPECT_EQ(v.counters[2].engine, 2000);
@@ -46,9 +46,9 @@ TEST(Validity, AgreeingCountsAreValid) {
 
 TEST(Validity, TokensOutsideTheToleranceAndAMissingRequestAreInvalid) {
   const auto requests = Requests(100);
-  EXPECT_EQ(JudgeValidity(Inputs(requests, 100, 1000, 2020)).verdict, "valid");  // at the edge
+  EXPECT_EQ(JudgeValidity(Inputs(requests, 100, 1000, 2020)).verdict, schema::Validity::VALID);  // at the edge
   const Validity v = JudgeValidity(Inputs(requests, 99, 1000, 2021));
-  EXPECT_EQ(v.verdict, "invalid");
+  EXPECT_EQ(v.verdict, schema::Validity::INVALID);
   EXPECT_EQ(v.Reasons(),
             "requests: the client counted 100, the engine 99 (tolerance 0); generation tokens: "
             "the client counted 2000, the engine 2021 (tolerance 20)");
@@ -59,10 +59,10 @@ TEST(Validity, NoOutputLowSuccessAndARestartAreEachAReason) {
   ValidityInputs in = Inputs(requests, 20, 200, 400);
   in.completed = 18;  // 90% < 95%
   Validity v = JudgeValidity(in);
-  EXPECT_EQ(v.verdict, "invalid");
+  EXPECT_EQ(v.verdict, schema::Validity::INVALID);
   EXPECT_EQ(v.Reasons(), "success rate 90.0% (18 of 20) below min_success_rate 95%");
   in.min_success_rate = 0.9;
-  EXPECT_EQ(JudgeValidity(in).verdict, "valid");
+  EXPECT_EQ(JudgeValidity(in).verdict, schema::Validity::VALID);
   in.measured_output_tok = 0;
   EXPECT_NE(JudgeValidity(in).Reasons().find("no output tokens"), std::string::npos);
   in.measured_output_tok = 400;
@@ -85,7 +85,7 @@ TEST(Validity, NoMeasuredRequestIsOneReasonThatSaysWhy) {
   std::vector<loadgen::RequestRecord> none;
   ValidityInputs in = Inputs(none, 0, 0, 0);
   const Validity v = JudgeValidity(in);
-  EXPECT_EQ(v.verdict, "invalid");
+  EXPECT_EQ(v.verdict, schema::Validity::INVALID);
   EXPECT_EQ(v.reasons.size(), 1u) << v.Reasons();
   EXPECT_EQ(v.Reasons().rfind("no request was measured", 0), 0u) << v.Reasons();
 }
@@ -96,18 +96,18 @@ TEST(Validity, WithoutCountersTheRunIsNotReconciledAndWithoutUsageTokensAreUnche
   in.before.clear();
   in.after.clear();
   Validity v = JudgeValidity(in);
-  EXPECT_EQ(v.verdict, "not reconciled");
+  EXPECT_EQ(v.verdict, schema::Validity::NOT_RECONCILED);
   EXPECT_EQ(v.reasons.size(), 3u);
   auto chunk_counted = Requests(10);
   chunk_counted[3].output_tokens_from_usage = false;
   v = JudgeValidity(Inputs(chunk_counted, 10, 100, 999));
-  EXPECT_EQ(v.verdict, "valid");  // requests agree; the tokens are not the server's own count
+  EXPECT_EQ(v.verdict, schema::Validity::VALID);  // requests agree; the tokens are not the server's own count
   EXPECT_FALSE(v.counters[2].checked());
   EXPECT_NE(v.counters[2].why_unchecked.find("no usage for 1 request"), std::string::npos);
   // A request the server refused (no 200 stream) never reached the engine's counters.
   auto refused = Requests(10);
   refused[0].http_status = 404;
-  EXPECT_EQ(JudgeValidity(Inputs(refused, 9, 90, 180)).verdict, "valid");
+  EXPECT_EQ(JudgeValidity(Inputs(refused, 9, 90, 180)).verdict, schema::Validity::VALID);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "results/record_columns.h"
 #include "results/results_store.h"
 
 namespace servesweep::report {
@@ -343,7 +344,7 @@ std::string SpreadText(const Spread& s) {
 
 std::string ComparedRun::UncertifiedReason() const {
   if (!ok) return "";
-  if (validity == "invalid") return "invalid: " + validity_reasons;
+  if (validity == schema::Validity::INVALID) return "invalid: " + validity_reasons;
   if (client_bound) return "client-bound: " + client_bound_reasons;
   return "";
 }
@@ -451,7 +452,6 @@ void DescribeRun(schema::RunSpec::Reader spec, const std::map<std::string, std::
   }
   out->baseline = spec.getBaseline();
   out->compare_group = spec.getCompareGroup();
-  out->validity = Get(record, "validity");
   out->validity_reasons = Get(record, "validity_reasons");
   out->client_bound = Get(record, "client_bound") == "1";
   out->client_bound_reasons = Get(record, "client_bound_reasons");
@@ -503,6 +503,9 @@ Status LoadComparedRuns(results::ResultsStore& store, std::vector<ComparedRun>* 
     run.label = stored.label;
     const auto& record = records[stored.run_id];
     run.ok = Get(record, "result_status") == "ok";
+    if (Status s = results::ParseValidity(Get(record, "validity"), &run.validity); !s.ok()) {
+      return s.Prefixed(fmt::format("results.db, run {}", stored.run_id));
+    }
     kj::Maybe<kj::Exception> corrupt = kj::runCatchingExceptions([&]() {
       capnp::FlatArrayMessageReader reader(words);
       DescribeRun(reader.getRoot<schema::RunSpec>(), record, &run);

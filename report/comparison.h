@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "schema/result.capnp.h"
 #include "schema/run_spec.capnp.h"
 
 namespace servesweep::results {
@@ -52,15 +53,15 @@ struct ComparedRun {
   std::string quality_task_set;
   double quality_margin = 0;
   // The run's certificate (docs/metrics.md#certified-runs): the validity gate's verdict and the
-  // client-bound verdict, with their reasons; "" for a run without a result.
-  std::string validity;
+  // client-bound verdict, with their reasons; not judged for a run without a result.
+  schema::Validity validity = schema::Validity::NOT_JUDGED;
   std::string validity_reasons;
   bool client_bound = false;
   std::string client_bound_reasons;
   bool managed_endpoint = false;  // engine: external (its hardware is not known)
   // An ok result the gate did not reject and whose client was not the bottleneck: its figures
   // enter knees, frontiers and comparisons.
-  bool certified() const { return ok && validity != "invalid" && !client_bound; }
+  bool certified() const { return ok && validity != schema::Validity::INVALID && !client_bound; }
   // Why not certified ("" when it is, or has no result): "invalid: ...", "client-bound: ...".
   std::string UncertifiedReason() const;
 };

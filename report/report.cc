@@ -11,6 +11,8 @@
 #include "report/comparison.h"
 #include "report/report_data.h"
 #include "report/report_html.h"
+#include "results/record_columns.h"
+#include "results/result_reads.h"
 
 namespace servesweep::report {
 namespace {
@@ -24,6 +26,13 @@ class Row {
   bool Null(const std::string& column) const { return table_.is_null[row_][index_.at(column)]; }
   std::string Text(const std::string& column) const {
     return Null(column) ? "n/a" : table_.rows[row_][index_.at(column)];
+  }
+  // The validity verdict of the row's run. A name that is none of the verdicts' was refused when
+  // the report's runs were loaded (LoadComparedRuns), so it cannot reach here.
+  schema::Validity Validity() const {
+    schema::Validity v = schema::Validity::NOT_JUDGED;
+    if (!Null("validity")) results::ParseValidity(Text("validity"), &v).IgnoreError();
+    return v;
   }
   std::string Number(const std::string& column, int decimals) const {
     if (Null(column)) return "n/a";
@@ -62,37 +71,29 @@ std::string SummaryCsv(const results::Table& table) {
 
 // The agents' pre-flight probes: one line per agent, then every figure that was flagged.
 std::string NodeProbesMarkdown(results::ResultsStore& store) {
-  results::Table reports, flagged;
-  if (!store
-           .Query("SELECT agent_id, gpu_model, status, healthy, excluded FROM node_probe_reports "
-                  "ORDER BY agent_id",
-                  &reports)
-           .ok() ||
-      reports.rows.empty()) {
-    return "";
+  std::vector<results::NodeProbeReport> reports;
+  std::vector<results::FlaggedProbe> flagged;
+  if (Status s = results::LoadNodeProbes(store, &reports, &flagged); !s.ok()) {
+    return fmt::format("\n## Node probes\n\nNot read: {}\n", s.message());
   }
+  if (reports.empty()) return "";
   std::string md =
       "\n## Node probes\n\n| agent | GPU | probes | healthy | in the sweep "
       "|\n|---|---|---|---|---|\n";
-  for (const auto& row : reports.rows) {
-    md += fmt::format("| {} | {} | {} | {} | {} |\n", row[0], row[1], row[2],
-                      row[3] == "1" ? "yes" : "**no**", row[4] == "1" ? "**left out**" : "yes");
+  for (const auto& r : reports) {
+    md += fmt::format("| {} | {} | {} | {} | {} |\n", r.agent_id, r.gpu_model, r.status,
+                      r.healthy ? "yes" : "**no**", r.excluded ? "**left out**" : "yes");
   }
-  if (store
-          .Query("SELECT agent_id, reason FROM node_probes WHERE verdict NOT IN ('ok', '') "
-                 "ORDER BY agent_id, name, gpu",
-                 &flagged)
-          .ok()) {
-    for (const auto& row : flagged.rows) md += fmt::format("- {}: {}\n", row[0], row[1]);
-  }
+  for (const auto& f : flagged) md += fmt::format("- {}: {}\n", f.agent_id, f.reason);
   return md;
 }
 
 // A run's certificate in the runs table ("-" without a result).
 std::string CertificateText(const Row& row) {
-  if (row.Null("validity") || row.Text("validity").empty()) return "-";
-  std::string out = row.Text("validity");
-  if (out == "invalid") out = "**invalid**";
+  const schema::Validity validity = row.Validity();
+  if (validity == schema::Validity::NOT_JUDGED) return "-";
+  std::string out(results::ValidityName(validity));
+  if (validity == schema::Validity::INVALID) out = "**invalid**";
   if (row.Text("client_bound") == "1") out += ", **client-bound**";
   return out;
 }
@@ -104,9 +105,10 @@ std::string CertificatesMarkdown(const results::Table& summary) {
     const Row row(summary, r);
     if (row.Null("validity")) continue;
     const std::string label = row.Text("label");
-    const std::string validity = row.Text("validity");
-    if (validity != "valid") {
-      lines += fmt::format("- {}: {}: {}\n", label, validity, row.Text("validity_reasons"));
+    const schema::Validity validity = row.Validity();
+    if (validity != schema::Validity::VALID && validity != schema::Validity::NOT_JUDGED) {
+      lines += fmt::format("- {}: {}: {}\n", label, results::ValidityName(validity),
+                           row.Text("validity_reasons"));
     }
     if (row.Text("client_bound") == "1") {
       lines += fmt::format("- {}: client-bound: {}\n", label, row.Text("client_bound_reasons"));
@@ -214,10 +216,9 @@ std::string DiagnosisMarkdown(const ReportData& data) {
 
 std::string ReportMarkdown(results::ResultsStore& store, const results::Table& summary,
                            const ReportData& data) {
-  results::Table meta;
   std::map<std::string, std::string> info;
-  if (store.Query("SELECT key, value FROM meta WHERE key != 'matrix_text'", &meta).ok()) {
-    for (const auto& row : meta.rows) info[row[0]] = row[1];
+  if (Status s = results::LoadSweepMeta(store, &info); !s.ok()) {
+    info["sweep_name"] = "(meta not read: " + s.message() + ")";
   }
   size_t done = 0, failed = 0, other = 0;
   for (size_t r = 0; r < summary.rows.size(); ++r) {

@@ -14,6 +14,7 @@
 
 #include "perfmodel/profiles.h"
 #include "perfmodel/step_cost.h"
+#include "results/result_reads.h"
 
 namespace servesweep::report {
 namespace {
@@ -105,18 +106,8 @@ Status ReadRuns(results::ResultsStore& store, ReportData* out, ReportInputs* in)
     return Status::Unavailable(
         "runs changed while the report was read; run `servesweep report` again");
   }
-  results::Table simulation, gpu_models;
-  if (store
-          .Query("SELECT simulation FROM results WHERE simulation IS NOT NULL AND "
-                 "simulation != 'none' LIMIT 1",
-                 &simulation)
-          .ok() &&
-      !simulation.rows.empty()) {
-    out->simulation = simulation.rows[0][0];
-  }
-  if (store.Query("SELECT run_id, gpu_model FROM results", &gpu_models).ok()) {
-    for (const auto& row : gpu_models.rows) in->gpu_model_of[row[0]] = row[1];
-  }
+  if (Status s = results::LoadSimulationKind(store, &out->simulation); !s.ok()) return s;
+  if (Status s = results::LoadGpuModels(store, &in->gpu_model_of); !s.ok()) return s;
   std::map<std::string, std::string> name_of_key;  // configuration key -> unique name
   std::set<std::string> names;
   for (size_t i = 0; i < stored.size(); ++i) {
@@ -200,36 +191,21 @@ void BuildConfigCurves(ReportData* out) {
 
 // Engine signals and requests, for the plots and the per-run rules.
 Status ReadSignalsAndRequests(results::ResultsStore& store, ReportData* out, ReportInputs* in) {
-  results::Table samples, requests;
-  if (Status s = store.Query(
-          "SELECT run_id, at_ns, name, value FROM engine_samples WHERE name IN "
-          "('kv_cache_usage', 'running', 'waiting', 'preemptions') AND value IS NOT NULL "
-          "ORDER BY run_id, at_ns",
-          &samples);
-      !s.ok()) {
-    return s;
-  }
-  if (Status s =
-          store.Query("SELECT run_id, prompt_tokens, (first_token_ns - "
-                      "CASE WHEN sent_ns >= 0 THEN sent_ns ELSE start_ns END) / 1e6, start_ns "
-                      "FROM requests WHERE success = 1 ORDER BY run_id, idx",
-                      &requests);
-      !s.ok()) {
-    return s;
-  }
+  std::vector<results::EngineSample> samples;
+  std::vector<results::RequestTtft> requests;
+  if (Status s = results::LoadPlottedSignals(store, &samples); !s.ok()) return s;
+  if (Status s = results::LoadRequestTtfts(store, &requests); !s.ok()) return s;
   std::map<std::string, std::map<std::string, std::vector<XY>>> series;
-  for (const auto& row : samples.rows) {
-    const double at_ns = std::strtod(row[1].c_str(), nullptr);
-    const double value = std::strtod(row[3].c_str(), nullptr);
-    series[row[0]][row[2]].push_back({at_ns / 1e9, value});
-    if (row[2] == "preemptions") {
-      in->preemptions[row[0]].push_back({static_cast<int64_t>(at_ns), value});
+  for (const auto& sample : samples) {
+    series[sample.run_id][sample.name].push_back(
+        {static_cast<double>(sample.at_ns) / 1e9, sample.value});
+    if (sample.name == "preemptions") {
+      in->preemptions[sample.run_id].push_back({sample.at_ns, sample.value});
     }
   }
-  for (const auto& row : requests.rows) {
-    const double prompt = std::strtod(row[1].c_str(), nullptr);
-    in->prompt_ttft[row[0]].push_back({prompt, std::strtod(row[2].c_str(), nullptr)});
-    in->starts[row[0]].push_back({std::strtoll(row[3].c_str(), nullptr, 10), prompt});
+  for (const auto& r : requests) {
+    in->prompt_ttft[r.run_id].push_back({r.prompt_tok, r.ttft_ms});
+    in->starts[r.run_id].push_back({r.start_ns, r.prompt_tok});
   }
   for (const auto& r : out->runs) {
     if (!r.run.ok) continue;

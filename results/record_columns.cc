@@ -190,7 +190,7 @@ std::vector<RecordColumn> Build() {
 
   // The run's certificate (docs/metrics.md#certified-runs): the validity gate, the client-bound
   // verdict and what they were judged on.
-  Text(c, "validity", [](Record r) { return std::string(r.getValidity()); });
+  Text(c, "validity", [](Record r) { return std::string(ValidityName(r.getValidity())); });
   Text(c, "validity_reasons", [](Record r) { return std::string(r.getValidityReasons()); });
   Text(c, "reconciliation", [](Record r) { return std::string(r.getReconciliation()); });
   Int(c, "engine_restarts", [](Record r) { return int64_t{r.getEngineRestarts()}; });
@@ -271,6 +271,32 @@ std::vector<RecordColumn> Build() {
 const std::vector<RecordColumn>& RecordColumns() {
   static const std::vector<RecordColumn> columns = Build();
   return columns;
+}
+
+std::string_view ValidityName(schema::Validity validity) {
+  switch (validity) {
+    case schema::Validity::NOT_JUDGED:
+      return "";
+    case schema::Validity::VALID:
+      return "valid";
+    case schema::Validity::INVALID:
+      return "invalid";
+    case schema::Validity::NOT_RECONCILED:
+      return "not reconciled";
+  }
+  return "";
+}
+
+Status ParseValidity(std::string_view name, schema::Validity* out) {
+  for (const auto v : {schema::Validity::NOT_JUDGED, schema::Validity::VALID,
+                       schema::Validity::INVALID, schema::Validity::NOT_RECONCILED}) {
+    if (ValidityName(v) == name) {
+      *out = v;
+      return Status::Ok();
+    }
+  }
+  return Status::InvalidArgument(fmt::format(
+      "validity: expected \"\", \"valid\", \"invalid\" or \"not reconciled\", found \"{}\"", name));
 }
 
 }  // namespace servesweep::results

@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
+#include "common/status.h"
 #include "schema/result.capnp.h"
 
 namespace servesweep::results {
@@ -30,5 +32,11 @@ struct RecordColumn {
 };
 
 const std::vector<RecordColumn>& RecordColumns();
+
+// The validity verdict as results.db and summary.csv store it: "" (not judged), "valid",
+// "invalid", "not reconciled"; and back. Readers of the database compare the enum, never the text.
+std::string_view ValidityName(schema::Validity validity);
+// InvalidArgument for a name that is none of the four (a database of another servesweep).
+Status ParseValidity(std::string_view name, schema::Validity* out);
 
 }  // namespace servesweep::results

@@ -297,11 +297,13 @@ Status ResultsStore::InTransaction(const std::function<Status()>& body) {
     status = Status::Internal(exception->getDescription().cStr());
   }
   if (!status.ok()) {
+    // The body's failure is the one to report; a failed rollback leaves SQLite's own (it rolls
+    // back an open transaction when the connection closes).
     if (nested) {
-      Exec("ROLLBACK TO one_write");
-      Exec("RELEASE one_write");
+      Exec("ROLLBACK TO one_write").IgnoreError();
+      Exec("RELEASE one_write").IgnoreError();
     } else {
-      Exec("ROLLBACK");
+      Exec("ROLLBACK").IgnoreError();
     }
     return status;
   }
@@ -315,7 +317,7 @@ Status ResultsStore::CommitBatch() {
   if (!batch_open_) return Status::Ok();
   batch_open_ = false;
   Status status = Exec("COMMIT");
-  if (!status.ok()) Exec("ROLLBACK");
+  if (!status.ok()) Exec("ROLLBACK").IgnoreError();  // the commit's failure is the one to report
   return status;
 }
 

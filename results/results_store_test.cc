@@ -12,6 +12,7 @@
 #include "common/ids.h"
 #include "matrix/matrix_loader.h"
 #include "results/record_columns.h"
+#include "results/result_reads.h"
 
 namespace servesweep::results {
 namespace {
@@ -259,6 +260,56 @@ TEST_F(ResultsStoreTest, GroupCommitIsDurableOnlyAtCommitBatchAndKeepsEachWriteA
   // An empty batch commits nothing and is fine.
   store_->BeginBatch();
   EXPECT_TRUE(store_->CommitBatch().ok());
+}
+
+TEST(ValidityNames, RoundTripAndAnUnknownNameIsRefusedWithWhatWasExpected) {
+  for (const auto v : {schema::Validity::NOT_JUDGED, schema::Validity::VALID,
+                       schema::Validity::INVALID, schema::Validity::NOT_RECONCILED}) {
+    schema::Validity back = schema::Validity::VALID;
+    ASSERT_TRUE(ParseValidity(ValidityName(v), &back).ok());
+    EXPECT_EQ(back, v);
+  }
+  EXPECT_EQ(ValidityName(schema::Validity::NOT_RECONCILED), "not reconciled");
+  schema::Validity v;
+  const Status s = ParseValidity("Valid", &v);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("found \"Valid\""), std::string::npos) << s.message();
+}
+
+TEST_F(ResultsStoreTest, TypedReadsGiveTheCommittedFieldsVerdictsAndNulls) {
+  capnp::MallocMessageBuilder message;
+  BuildResult(message, 1);
+  auto record = message.getRoot<schema::RunResult>().getRecord();
+  record.setValidity(schema::Validity::INVALID);
+  record.setValidityReasons("requests: the client counted 3, the engine 2 (tolerance 0)");
+  record.setClientBound(true);
+  record.setClientBoundReasons("busy load thread");
+  record.setGpuModel("H200");
+  bool duplicate = false;
+  ASSERT_TRUE(store_->CommitResult(message.getRoot<schema::RunResult>(), true, &duplicate).ok());
+
+  std::vector<UncertifiedRun> uncertified;
+  ASSERT_TRUE(LoadUncertifiedRuns(*store_, &uncertified).ok());
+  ASSERT_EQ(uncertified.size(), 1u);
+  EXPECT_EQ(uncertified[0].label, "concurrency=1");
+  EXPECT_EQ(uncertified[0].completed, 3);
+  EXPECT_EQ(uncertified[0].validity, schema::Validity::INVALID);
+  EXPECT_TRUE(uncertified[0].client_bound);
+  EXPECT_EQ(uncertified[0].client_bound_reasons, "busy load thread");
+
+  std::map<std::string, ResultFigures> figures;
+  ASSERT_TRUE(LoadOkResultFigures(*store_, {"output_throughput", "goodput"}, &figures).ok());
+  ASSERT_EQ(figures.count(run0_), 1u);
+  ASSERT_TRUE(figures[run0_].values[0].has_value());
+  EXPECT_DOUBLE_EQ(*figures[run0_].values[0], 123.5);
+  EXPECT_FALSE(figures[run0_].values[1].has_value());  // NaN is stored as NULL
+  EXPECT_EQ(LoadOkResultFigures(*store_, {"output_throughput\"; DROP TABLE results; --"}, &figures)
+                .code(),
+            StatusCode::kInvalidArgument);
+
+  std::map<std::string, std::string> gpu_models;
+  ASSERT_TRUE(LoadGpuModels(*store_, &gpu_models).ok());
+  EXPECT_EQ(gpu_models[run0_], "H200");
 }
 
 }  // namespace

@@ -170,7 +170,7 @@ struct BenchmarkRecord {
   # The run's certificate (docs/metrics.md#certified-runs): the validity gate and the
   # client-bound verdict. Invalid and client-bound runs stay recorded; reports, knees, frontiers
   # and comparisons leave them out unless asked (--include-invalid).
-  validity @73 :Text;              # "valid", "invalid" or "not reconciled"
+  validity @73 :Validity;          # notJudged until the gate ran (results.db stores its name)
   validityReasons @74 :Text;       # every failed check (invalid), or why nothing was checked
   reconciliation @75 :Text;        # per counter: the client's count and the engine's, or why not
   engineRestarts @76 :UInt32;
@@ -205,6 +205,15 @@ struct EffectiveSetting {
   name @0 :Text;     # servesweep's, e.g. "prefill_budget_tok"
   value @1 :Text;    # as the engine resolved it ("8192", "off", "n/a: sized from the KV pool")
   process @2 :Text;  # the engine process of the launch ("engine", "decode0")
+}
+
+# The validity gate's verdict (record/run_validity.h); results.db and summary.csv store its name:
+# "" (not judged), "valid", "invalid", "not reconciled" (results/record_columns.h).
+enum Validity {
+  notJudged @0;      # the run did not reach the gate (no measured phase)
+  valid @1;
+  invalid @2;        # every failed check in validityReasons
+  notReconciled @3;  # the engine exposes no counter to check against; why in validityReasons
 }
 
 enum RunStatus {

@@ -20,7 +20,7 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 ROOT=/opt/servesweep-pyengines
 HERE="$(cd "$(dirname "$0")/.." && pwd)"
-STUB="$HERE/agent/engines/check/make_cuda_stub.py"
+STUB="$HERE/engines/check/make_cuda_stub.py"
 # name|requirements (pip specifiers, space-separated)
 ENVIRONMENTS=(
   "vllm|vllm==0.33.0 vllm-router==0.1.17 nixl==1.5.1 mooncake-transfer-engine-cuda13==0.3.14"
@@ -47,13 +47,14 @@ install_one() {
   $SUDO rm -rf "$venv"
   $SUDO /usr/bin/python3 -m venv "$venv"
   $SUDO "$venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir --progress-bar off \
-    --upgrade pip
+    --upgrade pip || return 1
   # shellcheck disable=SC2086 # the requirements are words
   $SUDO "$venv/bin/pip" install -q --disable-pip-version-check --no-cache-dir --progress-bar off \
-    $requirements
+    $requirements || return 1
   # The first import compiles every module; compiled here, the checks pay only the import.
   $SUDO "$venv/bin/python" -m compileall -q -j 0 "$venv/lib" >/dev/null 2>&1 || true
-  $SUDO "$venv/bin/python" "$STUB"
+  # Inside `install_one ... || status=1` set -e does not apply: each step that must succeed says so.
+  $SUDO "$venv/bin/python" "$STUB" || return 1
   echo "$requirements" | $SUDO tee "$venv/.servesweep-installed" >/dev/null
   echo "install-pyengines: $name installed in $(( $(date +%s) - start )) s, $($SUDO du -sh "$venv" | cut -f1)"
 }

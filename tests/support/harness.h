@@ -54,7 +54,8 @@ class Harness {
   // Waits until `base_url`/health answers 200 (an emulator or engine is up), 10 s at most.
   static bool WaitForHealthy(const std::string& base_url);
 
-  // Rows of `sql` against dir/out/results.db (opened fresh each call).
+  // Rows of `sql` against dir/out/results.db (opened fresh each call); none while the database
+  // or its tables do not exist yet, or the query fails (the reason on stderr).
   results::Table Query(const std::string& out_dir, const std::string& sql) const;
   int64_t QueryInt(const std::string& out_dir, const std::string& sql) const;
 
