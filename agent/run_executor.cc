@@ -23,6 +23,7 @@
 #include "loadgen/bench_metrics.h"
 #include "loadgen/load_generator.h"
 #include "record/record_builder.h"
+#include "record/run_settings.h"
 #include "scraper/http_get.h"
 #include "scraper/metrics_scraper.h"
 
@@ -244,8 +245,8 @@ class HeadRun {
   } pgid_reset_{x_};
   int64_t spawn_ns_ = 0;
   double cold_start_ms_ = std::numeric_limits<double>::quiet_NaN();
-  loadgen::LoadSettings settings_;
-  std::string metrics_url_;  // "" when the engine has none (an external endpoint)
+  record::RunSettings run_settings_;  // derived once from the spec (record/run_settings.h)
+  std::string metrics_url_;           // "" when the engine has none (an external endpoint)
   // The engine's counters before warm-up and after the measured phase: the validity gate's.
   std::map<std::string, double> counters_before_, counters_after_;
   loadgen::LoadResult warm_;
@@ -286,14 +287,14 @@ Status HeadRun::Plan() {
   } else {
     node_.why_no_gpu_facts = "no engine started on the agent";
   }
-  record::FillConditions(spec_, node_, result_.initRecord());
+  run_settings_ = record::RunSettingsFor(spec_, launch_.error.empty() ? launch_.base_url : "");
+  record::FillConditions(spec_, node_, run_settings_.load, result_.initRecord());
   // The same rules `plan` checked: a spec that reaches an agent broken (an older coordinator, a
   // hand-written assignment) is refused before any engine starts.
-  settings_ = workload::LoadSettingsFor(spec_, launch_.error.empty() ? launch_.base_url : "");
-  settings_.api_key = launch_.api_key;
-  settings_.reuse_connections = launch_.reuse_connections;
+  run_settings_.load.api_key = launch_.api_key;
+  run_settings_.load.reuse_connections = launch_.reuse_connections;
   if (launch_.error.empty()) {
-    if (Status s = workload::ValidateLoadSettings(settings_); !s.ok()) {
+    if (Status s = workload::ValidateLoadSettings(run_settings_.load); !s.ok()) {
       return s.Prefixed("the run's load settings");
     }
   }
@@ -418,11 +419,11 @@ Status HeadRun::AwaitReady() {
 }
 
 Status HeadRun::WarmUp() {
-  if (settings_.warmup_requests > 0) {
+  if (run_settings_.load.warmup_requests > 0) {
     x_.completed_.store(0);
-    x_.total_.store(settings_.warmup_requests);
+    x_.total_.store(run_settings_.load.warmup_requests);
     x_.SetPhase("warmup");
-    const loadgen::LoadSettings warmup = workload::WarmupLoadSettings(settings_);
+    const loadgen::LoadSettings warmup = workload::WarmupLoadSettings(run_settings_.load);
     if (Status s = loadgen::RunLoad(
             warmup, &warm_,
             [this](const loadgen::Progress& p) { x_.completed_.store(p.completed); });
@@ -436,7 +437,7 @@ Status HeadRun::WarmUp() {
       spdlog::warn("run {}: {} of {} warm-up requests failed: {}", x_.run_id_, warm.failed,
                    warmup.num_requests, loadgen::DescribeFailureReasons(warm.failure_reasons));
     }
-    settings_.warmup_requests = 0;
+    run_settings_.load.warmup_requests = 0;
   }
   if (x_.cancelled()) return EngineFailure("cancelled during warm-up: " + x_.cancel_reason());
   return Status::Ok();
@@ -446,7 +447,7 @@ Status HeadRun::Measure() {
   // Counts before the phase: a report between the two reads the old phase, never warm-up
   // counts under "measuring".
   x_.completed_.store(0);
-  x_.total_.store(settings_.num_requests);
+  x_.total_.store(run_settings_.load.num_requests);
   x_.SetPhase("measuring");
   const int64_t measured_origin_ns = SteadyNowNs();
   if (!metrics_url_.empty()) {
@@ -455,8 +456,9 @@ Status HeadRun::Measure() {
   if (local_engine_) {
     gpu_sampler_.Start(log_prefix_ + ".gpu.csv", kGpuTelemetryIntervalMs, measured_origin_ns);
   }
-  const Status status = loadgen::RunLoad(
-      settings_, &load_, [this](const loadgen::Progress& p) { x_.completed_.store(p.completed); });
+  const Status status =
+      loadgen::RunLoad(run_settings_.load, &load_,
+                       [this](const loadgen::Progress& p) { x_.completed_.store(p.completed); });
   scraper_.Stop();
   if (!metrics_url_.empty() &&
       !scraper::ScrapeSignals(metrics_url_, launch_.metrics_persona, &counters_after_).ok()) {
@@ -473,11 +475,13 @@ void HeadRun::QualityGate() {
   x_.SetPhase("quality");
   loadgen::AnswerSettings ask;
   ask.base_url = launch_.base_url;
-  ask.api = settings_.api;
+  ask.api = run_settings_.load.api;
   ask.model = spec_.getModel();
   ask.api_key = launch_.api_key;
   ask.max_tokens = spec_.getQuality().getMaxTokens();
-  ask.concurrency = settings_.concurrency > 0 ? std::min<uint32_t>(8, settings_.concurrency) : 8;
+  ask.concurrency = run_settings_.load.concurrency > 0
+                        ? std::min<uint32_t>(8, run_settings_.load.concurrency)
+                        : 8;
   std::vector<std::string> prompts;
   for (auto task : spec_.getQuality().getTasks()) prompts.emplace_back(task.getPrompt());
   quality_ = record::ScoreQuality(spec_, loadgen::AskAll(ask, prompts));
@@ -505,11 +509,7 @@ void HeadRun::Drain() {
 }
 
 Status HeadRun::Record() {
-  loadgen::SloLimits slo;
-  slo.ttft_ms = spec_.getSlo().getTtftMs();
-  slo.tpot_ms = spec_.getSlo().getTpotMs();
-  slo.e2el_ms = spec_.getSlo().getE2elMs();
-  const loadgen::BenchSummary summary = loadgen::Summarize(load_, slo);
+  const loadgen::BenchSummary summary = loadgen::Summarize(load_, run_settings_.slo);
   auto samples = scraper_.Samples();
   record::FillFigures(spec_, summary, samples, cold_start_ms_, result_.getRecord());
   record::FillGpuTelemetry(

@@ -99,10 +99,10 @@ Status ReadFile(const std::string& path, std::string* out) {
 Status LoadPublishedTable(const std::string& path, PointSet* out) {
   std::string text;
   if (Status s = ReadFile(path, &text); !s.ok()) return s;
-  YamlReader reader(path);
-  YAML::Node root;
-  if (!reader.Parse(text, &root)) return reader.status();
-  YamlMap table(reader, root, "the published table");
+  YamlDocument document(path, text, "the published table");
+  if (!document.ok()) return document.status();
+  YamlReader& reader = document.reader();
+  YamlMap& table = document.root();
   table.ReadNumber("median_bound_pct", &out->median_bound_pct);
   const YAML::Node cases = table.Required("cases");
   table.Finish();

@@ -1,7 +1,6 @@
-// The engine check over a whole sweep, before it starts: `plan --check-engines` prints it, `run`
-// and `submit` refuse a sweep with a rejected command line unless --skip-engine-check. Every
-// engine process of every run and rank (engines/launch_plan.h) goes to the engine's own
-// argument handling where it is installed (engines/engine_check.h).
+// The engine check's flags and its verdict at the command line: `plan --check-engines` prints it,
+// `run` and `submit` refuse a sweep with a rejected command line unless --skip-engine-check. The
+// check itself is engines/sweep_check.h.
 //
 // Thread-safety: call from the main thread.
 #pragma once
@@ -11,7 +10,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "engines/engine_check.h"
+#include "engines/sweep_check.h"
 #include "matrix/matrix_loader.h"
 
 namespace servesweep::cli {
@@ -27,25 +26,9 @@ struct EngineCheckFlags {
 // --engine-env, --model-config, --check-gpu (and --skip-engine-check when `skippable`).
 void AddEngineCheckFlags(CLI::App& cmd, EngineCheckFlags& flags, bool skippable);
 
-struct ProcessVerdict {
-  std::string run_id, label, process;  // process: "head rank 0 [prefill0]"
-  engines::CheckVerdict verdict;
-};
-
-struct SweepCheck {
-  std::vector<ProcessVerdict> processes;
-  std::vector<std::string> unproven;  // runs outside a checked flag table the check did not prove
-  size_t accepted = 0, refused = 0, not_checked = 0, unavailable = 0;
-  bool ok() const { return refused == 0 && unproven.empty(); }
-  std::string Summary() const;  // "engine check: 14 of 16 command lines accepted (...)"
-  // Every process not accepted (or only the refused ones), and the engines' warnings on the
-  // accepted ones.
-  std::string Render(bool refused_only = false) const;
-};
-
 // Checks every engine process of `matrix`'s runs (each rank, addresses 10.0.0.<rank+1>).
 Status CheckSweepEngines(matrix::LoadedMatrix& matrix, const EngineCheckFlags& flags,
-                         SweepCheck* out);
+                         engines::SweepCheck* out);
 
 // run/submit: the check where they are started; a rejected command line refuses the sweep
 // (kExitError after printing why) unless flags.skip. Returns the exit code, or -1 to go on.

@@ -84,7 +84,7 @@ Estimate EstimateRun(schema::RunSpec::Reader spec, const record::VirtualRunOptio
 }
 
 // `--check-engines` in the plan's JSON: each checked process of `run_id`.
-nlohmann::json CheckJson(const SweepCheck& check, const std::string& run_id) {
+nlohmann::json CheckJson(const engines::SweepCheck& check, const std::string& run_id) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& p : check.processes) {
     if (p.run_id != run_id) continue;
@@ -105,7 +105,7 @@ nlohmann::json CheckJson(const SweepCheck& check, const std::string& run_id) {
 }
 
 int PrintPlan(matrix::LoadedMatrix& loaded, const record::VirtualRunOptions& options, bool json,
-              bool commands, const SweepCheck* check) {
+              bool commands, const engines::SweepCheck* check) {
   const auto runs = loaded.matrix().getRuns();
   nlohmann::json out{{"runs", nlohmann::json::array()}};
   double total_hours = 0;
@@ -320,7 +320,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       run_options.engine_profiles.push_back(std::move(profile));
     }
     if (!options->simulate) {
-      SweepCheck check;
+      engines::SweepCheck check;
       if (options->check_engines) {
         if (Status s = CheckSweepEngines(matrix, options->check, &check); !s.ok()) {
           spdlog::error("{}", s.message());

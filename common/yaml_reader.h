@@ -123,4 +123,30 @@ class YamlMap {
   std::vector<std::string> known_in_order_;  // for "expected one of" in reading order
 };
 
+// A whole document read as one top-level mapping: the opening every table and profile reader
+// shares. When the text is not YAML or not a mapping, status() says where and root() finds
+// nothing.
+class YamlDocument {
+ public:
+  // `what` names the top-level mapping in messages ("the engine profile").
+  YamlDocument(std::string origin, std::string_view text, std::string what)
+      : reader_(std::move(origin)), root_(reader_, Parsed(reader_, text), std::move(what)) {}
+  YamlDocument(const YamlDocument&) = delete;
+  YamlDocument& operator=(const YamlDocument&) = delete;
+
+  YamlReader& reader() { return reader_; }
+  YamlMap& root() { return root_; }
+  bool ok() const { return reader_.ok(); }
+  const Status& status() const { return reader_.status(); }
+
+ private:
+  static YAML::Node Parsed(YamlReader& reader, std::string_view text) {
+    YAML::Node root;
+    reader.Parse(text, &root);
+    return root;
+  }
+  YamlReader reader_;  // declared before root_, which refers to it
+  YamlMap root_;
+};
+
 }  // namespace servesweep

@@ -255,6 +255,13 @@ CheckVerdict VerdictOf(const Json& line, const std::string& python) {
   v.seconds = line.value("seconds", 0.0);
   if (line.value("not_installed", false)) {
     v.outcome = CheckVerdict::Outcome::kUnavailable;
+  } else if (line.value("model_unavailable", false)) {
+    // The model's files could not be read there: the engine never judged the flags.
+    v.outcome = CheckVerdict::Outcome::kUnavailable;
+    v.message = fmt::format(
+        "{} could not load the model's config there ({}: {}); give its config folder with "
+        "--model-config NAME=DIR, or check on a node that has the weights",
+        v.checker, v.stage, v.message);
   } else if (line.value("accepted", false)) {
     v.outcome = CheckVerdict::Outcome::kAccepted;
   } else if (!v.missing_packages.empty()) {

@@ -43,7 +43,8 @@ struct CheckVerdict {
     kRejected,         // the engine refused it (message: the engine's own words)
     kMissingPackages,  // accepted, but a library it loads at start does not import there
     kNotChecked,       // no engine check applies (llama.cpp, a template, a shell script)
-    kUnavailable,      // the engine is not installed there (at that version), or timed out
+    kUnavailable,      // the engine is not installed there (at that version), timed out, or
+                       // could not load the model's config there (no weights, no network)
   };
   Outcome outcome = Outcome::kNotChecked;
   std::string checker;                 // "vllm-serve 0.33.0 (/opt/.../bin/python3)"

@@ -164,10 +164,10 @@ const KvConnector* FlagTable::FindKvConnector(const std::string& kv_transfer,
 }
 
 Status ParseFlagTable(std::string_view text, const std::string& where, FlagTable* table) {
-  YamlReader r(where);
-  YAML::Node root;
-  if (!r.Parse(text, &root)) return r.status();
-  YamlMap m(r, root, "the flag table");
+  YamlDocument document(where, text, "the flag table");
+  if (!document.ok()) return document.status();
+  YamlReader& r = document.reader();
+  YamlMap& m = document.root();
   FlagTable t;
   m.ReadText("engine", &t.engine, YamlMap::kRequired);
   m.ReadText("version", &t.version, YamlMap::kRequired);
@@ -217,7 +217,7 @@ Status ParseFlagTable(std::string_view text, const std::string& where, FlagTable
   }
   m.Finish();
   if (r.ok() && !t.default_kv_transfer.empty() && !t.kv_connectors.count(t.default_kv_transfer)) {
-    r.Fail(root["default_kv_transfer"],
+    r.Fail(m.Get("default_kv_transfer"),
            fmt::format("expected 'default_kv_transfer' to name one of kv_connectors, found '{}'",
                        t.default_kv_transfer));
   }

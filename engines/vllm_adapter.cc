@@ -45,6 +45,20 @@ void AddUserFlags(ArgvBuilder& b, schema::RunSpec::Reader spec) {
   for (auto flag : spec.getEngineFlags()) b.argv().push_back(flag.cStr());
 }
 
+// A node of a layout across nodes: the head serves the front end, a worker runs headless; both
+// carry the model-parallel sizes.
+void AddNodeRoleAndModelParallel(ArgvBuilder& b, bool head, const std::string& worker_why,
+                                 uint32_t tp, uint32_t pp) {
+  if (head) {
+    b.Add("host", "the front end's address");
+    b.Add("port", "the front end's port");
+  } else {
+    b.Add("headless", worker_why);
+  }
+  b.AddIf(tp > 1, "tp", "layout tp");
+  b.AddIf(pp > 1, "pp", "layout pp");
+}
+
 }  // namespace
 
 EngineLaunch VllmAdapter::Plan(const LaunchContext& context) const {
@@ -152,14 +166,7 @@ EngineLaunch VllmAdapter::Plan(const LaunchContext& context) const {
     }
     b.Set("dp_local", std::to_string(dp / nodes));
     b.Set("dp_start_rank", std::to_string(context.rank * (dp / nodes)));
-    if (head) {
-      b.Add("host", "the front end's address");
-      b.Add("port", "the front end's port");
-    } else {
-      b.Add("headless", "a worker node of data parallelism across nodes");
-    }
-    b.AddIf(tp > 1, "tp", "layout tp");
-    b.AddIf(pp > 1, "pp", "layout pp");
+    AddNodeRoleAndModelParallel(b, head, "a worker node of data parallelism across nodes", tp, pp);
     b.Add("dp", "layout dp across nodes");
     b.Add("dp_local", "layout dp across nodes");
     b.AddIf(!head, "dp_start_rank", "a worker node of data parallelism across nodes");
@@ -175,14 +182,7 @@ EngineLaunch VllmAdapter::Plan(const LaunchContext& context) const {
       launch.error_permanent = true;
       return launch;
     }
-    if (head) {
-      b.Add("host", "the front end's address");
-      b.Add("port", "the front end's port");
-    } else {
-      b.Add("headless", "a worker node of a TP*PP group across nodes");
-    }
-    b.AddIf(tp > 1, "tp", "layout tp");
-    b.AddIf(pp > 1, "pp", "layout pp");
+    AddNodeRoleAndModelParallel(b, head, "a worker node of a TP*PP group across nodes", tp, pp);
     const std::string why = fmt::format("tp*pp={} across {} nodes", tp * pp, nodes);
     b.Add("nnodes", why);
     b.Add("node_rank", why);

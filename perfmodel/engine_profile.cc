@@ -161,11 +161,10 @@ bool InVersionRange(const VersionRange& range, const std::string& version) {
 }
 
 Status ParseEngineProfile(std::string_view yaml, const std::string& origin, EngineProfile* out) {
-  YamlReader reader(origin);
-  YAML::Node root;
-  if (!reader.Parse(yaml, &root)) return reader.status();
-  YamlMap r(reader, root, "the engine profile");
-  if (!reader.ok()) return reader.status();
+  YamlDocument document(origin, yaml, "the engine profile");
+  if (!document.ok()) return document.status();
+  YamlReader& reader = document.reader();
+  YamlMap& r = document.root();
   EngineProfile p;
   p.source = origin;
   r.ReadText("name", &p.name, YamlMap::kRequired);

@@ -90,11 +90,10 @@ Status Load(const std::string& name_or_path, std::string_view dir, const char* k
 
 Status ParseHardwareProfile(std::string_view yaml, const std::string& origin,
                             HardwareProfile* out) {
-  YamlReader reader(origin);
-  YAML::Node root;
-  if (!reader.Parse(yaml, &root)) return reader.status();
-  YamlMap r(reader, root, "the hardware profile");
-  if (!reader.ok()) return reader.status();
+  YamlDocument document(origin, yaml, "the hardware profile");
+  if (!document.ok()) return document.status();
+  YamlReader& reader = document.reader();
+  YamlMap& r = document.root();
   HardwareProfile hw;
   hw.source = origin;
   double memory_gb = 0, hbm = 0, bf16 = 0, fp8 = 0, fp4 = 0, host = 0;
@@ -127,11 +126,10 @@ Status ParseHardwareProfile(std::string_view yaml, const std::string& origin,
 }
 
 Status ParseModelProfile(std::string_view yaml, const std::string& origin, ModelProfile* out) {
-  YamlReader reader(origin);
-  YAML::Node root;
-  if (!reader.Parse(yaml, &root)) return reader.status();
-  YamlMap r(reader, root, "the model profile");
-  if (!reader.ok()) return reader.status();
+  YamlDocument document(origin, yaml, "the model profile");
+  if (!document.ok()) return document.status();
+  YamlReader& reader = document.reader();
+  YamlMap& r = document.root();
   ModelProfile m;
   m.source = origin;
   m.weight_bytes_per_param = {{"bf16", 2.0}, {"fp16", 2.0}, {"fp8", 1.0}, {"fp4", 0.5}};

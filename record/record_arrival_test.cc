@@ -5,6 +5,7 @@
 
 #include "matrix/matrix_loader.h"
 #include "record/record_builder.h"
+#include "record/run_settings.h"
 
 namespace servesweep::record {
 namespace {
@@ -18,7 +19,7 @@ Status Expand(const std::string& workload, matrix::LoadedMatrix* m) {
 std::string ArrivalOf(schema::RunSpec::Reader spec) {
   capnp::MallocMessageBuilder message;
   auto record = message.initRoot<schema::BenchmarkRecord>();
-  FillConditions(spec, NodeFacts{}, record);
+  FillConditions(spec, NodeFacts{}, RunSettingsFor(spec, "").load, record);
   return record.getArrival().cStr();
 }
 

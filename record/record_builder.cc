@@ -35,7 +35,7 @@ void FillStats(const loadgen::Stats& stats, schema::LatencyStats::Builder out) {
 }
 
 void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
-                    schema::BenchmarkRecord::Builder record) {
+                    const loadgen::LoadSettings& load, schema::BenchmarkRecord::Builder record) {
   const auto layout = spec.getLayout();
   const auto w = spec.getWorkload();
   record.setModel(spec.getModel());
@@ -77,7 +77,6 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
   record.setRequestRatePerS(w.getRequestRatePerS());
   const bool replayed =
       traced && w.getPlan().size() > 0 && w.getReplayArrivals() && w.getRequestRatePerS() == 0;
-  const loadgen::LoadSettings load = workload::LoadSettingsFor(spec, "");
   std::string arrival =
       replayed ? fmt::format("trace x{}", w.getTraceSpeedup())
       : w.getSessions() > 0

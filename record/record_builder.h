@@ -14,6 +14,7 @@
 #include "schema/result.capnp.h"
 #include "schema/run_spec.capnp.h"
 #include "scraper/metrics_scraper.h"
+#include "workload/load_settings.h"
 
 namespace servesweep::record {
 
@@ -32,8 +33,9 @@ struct NodeFacts {
 };
 
 // The run's conditions: from the spec and the node; filled for every result, failed or not.
+// `load`: the run's load settings as derived once (record/run_settings.h).
 void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
-                    schema::BenchmarkRecord::Builder record);
+                    const loadgen::LoadSettings& load, schema::BenchmarkRecord::Builder record);
 
 // The measured figures and engine signals of a run whose load completed.
 void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summary,

@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "matrix/matrix_loader.h"
+#include "record/run_settings.h"
 #include "results/record_columns.h"
 
 namespace servesweep::record {
@@ -24,7 +25,8 @@ std::string Arrival(const std::string& workload) {
   node.gpu_model = "NVIDIA H200";
   node.interconnect = "nvlink";
   node.engine_version = "0.10.1";
-  FillConditions(m.matrix().getRuns()[0], node, record);
+  FillConditions(m.matrix().getRuns()[0], node, RunSettingsFor(m.matrix().getRuns()[0], "").load,
+                 record);
   EXPECT_EQ(record.getEngineCommit(), "n/a: not reported");
   EXPECT_EQ(record.getImage(), "n/a: none, the engine ran from the host's install");
   EXPECT_EQ(record.getKvCacheDtype(), "n/a: engine default");
@@ -38,7 +40,7 @@ TEST(RecordBuilder, KeepsTheContainerImageAsProvenance) {
   spec.setImage("vllm/vllm-openai:v0.33.0");
   capnp::MallocMessageBuilder out;
   auto record = out.initRoot<schema::BenchmarkRecord>();
-  FillConditions(spec.asReader(), NodeFacts{}, record);
+  FillConditions(spec.asReader(), NodeFacts{}, RunSettingsFor(spec.asReader(), "").load, record);
   EXPECT_EQ(record.getImage(), "vllm/vllm-openai:v0.33.0");
 }
 
@@ -118,7 +120,8 @@ TEST(RecordBuilder, ScoresQualityTasksAndAFailedRequestCountsAsWrong) {
 
   capnp::MallocMessageBuilder out;
   auto result = out.initRoot<schema::RunResult>();
-  FillConditions(spec.asReader(), NodeFacts{}, result.initRecord());
+  FillConditions(spec.asReader(), NodeFacts{}, RunSettingsFor(spec.asReader(), "").load,
+                 result.initRecord());
   EXPECT_TRUE(std::isnan(result.getRecord().getQualityAccuracy()));  // n/a until scored
   FillQuality(score, result.getRecord());
   EXPECT_DOUBLE_EQ(result.getRecord().getQualityAccuracy(), 0.5);

@@ -13,6 +13,7 @@
 #include "perfmodel/run_deployment.h"
 #include "perfmodel/simulate.h"
 #include "record/record_builder.h"
+#include "record/run_settings.h"
 
 namespace servesweep::record {
 namespace {
@@ -24,9 +25,8 @@ constexpr int64_t kSampleIntervalNs = 100'000'000;  // as the scraper's default 
 // load generator, `max_in_flight` caps an open loop (a replayed trace included): a request due
 // while the cap is reached waits on the client. Duration mode: the open-loop schedule up to the
 // window's end, or a closed loop that keeps sending until then.
-perfmodel::Workload WorkloadFor(schema::RunSpec::Reader spec) {
+perfmodel::Workload WorkloadFor(schema::RunSpec::Reader spec, const loadgen::LoadSettings& load) {
   const schema::Workload::Reader w = spec.getWorkload();
-  const loadgen::LoadSettings load = workload::LoadSettingsFor(spec, "");
   perfmodel::Workload out;
   out.sample_interval_ns = kSampleIntervalNs;
   const bool open_loop = w.getRequestRatePerS() > 0 || w.getRamp().size() > 0;
@@ -171,6 +171,7 @@ struct Simulation {
   perfmodel::SimulationResult result;
   loadgen::LoadResult load;
   double cold_start_ms = 0;
+  RunSettings settings;  // derived once from the spec
 };
 
 Status ChooseEngineProfile(schema::RunSpec::Reader spec, const VirtualRunOptions& options,
@@ -206,6 +207,7 @@ Status Simulate(schema::RunSpec::Reader spec, const VirtualRunOptions& options, 
     return Status::InvalidArgument(
         "expected sim.hardware in the matrix or --hardware (e.g. h200), found neither");
   }
+  out->settings = RunSettingsFor(spec, "");
   std::string model_name;
   if (Status s = perfmodel::LoadHardwareProfile(hardware_name, &out->hardware); !s.ok()) return s;
   if (Status s = perfmodel::ResolveModelProfileName(spec, &model_name); !s.ok()) return s;
@@ -221,7 +223,7 @@ Status Simulate(schema::RunSpec::Reader spec, const VirtualRunOptions& options, 
   }
   out->cold_start_ms = static_cast<double>(cost.ColdStartNs()) / 1e6;
   if (Status s = perfmodel::SimulateWorkload(out->hardware, out->model, out->deployment,
-                                             WorkloadFor(spec), &out->result);
+                                             WorkloadFor(spec, out->settings.load), &out->result);
       !s.ok()) {
     return s;
   }
@@ -348,13 +350,9 @@ void ExecuteVirtualRun(schema::RunSpec::Reader spec, const VirtualRunOptions& op
   node.engine_version = "perfmodel";
   node.why_no_gpu_facts = "simulated run";
   auto record = result.initRecord();
-  FillConditions(spec, node, record);
+  FillConditions(spec, node, sim.settings.load, record);
   FillGpuTelemetry({}, "simulated run", record);
-  loadgen::SloLimits slo;
-  slo.ttft_ms = spec.getSlo().getTtftMs();
-  slo.tpot_ms = spec.getSlo().getTpotMs();
-  slo.e2el_ms = spec.getSlo().getE2elMs();
-  const loadgen::BenchSummary summary = loadgen::Summarize(sim.load, slo);
+  const loadgen::BenchSummary summary = loadgen::Summarize(sim.load, sim.settings.slo);
   const std::vector<scraper::ScrapedSample> samples = SamplesOf(sim.result);
   FillFigures(spec, summary, samples, sim.cold_start_ms, record);
   // The same gate as a measured run's; with no engine counters to check against, a simulated

@@ -50,7 +50,7 @@ TEST(BaselineCheck, MatchedSweepIsComparedWithTheBaselinesRepeats) {
   ASSERT_EQ(check.comparison.pairs.size(), 1u);
   const auto& ttft = Ttft(check.comparison.pairs[0]);
   EXPECT_DOUBLE_EQ(ttft.a.median, 11);  // the baseline's median over its three repeats
-  EXPECT_EQ(ttft.verdict, "within noise");
+  EXPECT_EQ(ttft.verdict.Text(), "within noise");
   EXPECT_EQ(check.comparison.pairs[0].varied,
             std::vector<std::string>{"engine.flags: '' vs '--x'"});
 
@@ -58,7 +58,7 @@ TEST(BaselineCheck, MatchedSweepIsComparedWithTheBaselinesRepeats) {
                                            MakeRun("c=1 repeat=1", "concurrency 1", "--x", 21)};
   ASSERT_TRUE(CheckAgainstBaseline(Baseline(), slower, &check).ok());
   EXPECT_FALSE(check.new_baseline);
-  EXPECT_EQ(Ttft(check.comparison.pairs[0]).verdict, "B worse");
+  EXPECT_EQ(Ttft(check.comparison.pairs[0]).verdict.Text(), "B worse");
 }
 
 TEST(BaselineCheck, ChangedWorkloadStartsANewBaseline) {

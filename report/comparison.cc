@@ -42,8 +42,6 @@ constexpr FigureColumn kFigures[] = {
     {"cost_per_mtok_output", false},
 };
 
-constexpr const char* kNotAWin = "not a win: quality gate FAILED";
-
 std::string Number(double v) { return fmt::format("{}", v); }
 
 std::string Get(const std::map<std::string, std::string>& record, const std::string& key) {
@@ -107,24 +105,25 @@ Spread SpreadOf(const std::vector<const ComparedRun*>& runs, const std::string& 
   return s;
 }
 
-std::string Verdict(const ComparedFigure& f) {
-  if (f.a.runs == 0 || f.b.runs == 0) return "not measured";
-  if (f.a.median == f.b.median) return "same";
+FigureVerdict Verdict(const ComparedFigure& f) {
+  using Kind = FigureVerdict::Kind;
+  if (f.a.runs == 0 || f.b.runs == 0) return {Kind::kNotMeasured, ""};
+  if (f.a.median == f.b.median) return {Kind::kSame, ""};
   const bool b_better = (f.b.median > f.a.median) == f.higher_is_better;
-  const std::string direction = b_better ? "B better" : "B worse";
-  if (f.a.runs < 2 && f.b.runs < 2) return direction + ", noise unknown (<2 repeats)";
+  const Kind direction = b_better ? Kind::kBetter : Kind::kWorse;
+  if (f.a.runs < 2 && f.b.runs < 2) return {direction, ", noise unknown (<2 repeats)"};
   if (f.a.runs < 2 || f.b.runs < 2) {
     // One run against repeats (a later sweep against a baseline): the repeats' range is the
     // noise the single run is judged by.
     const bool a_repeated = f.a.runs >= 2;
     const Spread& range = a_repeated ? f.a : f.b;
     const double single = a_repeated ? f.b.median : f.a.median;
-    if (single >= range.min && single <= range.max) return "within noise";
-    return direction +
-           (a_repeated ? ", outside A's range (B: 1 run)" : ", outside B's range (A: 1 run)");
+    if (single >= range.min && single <= range.max) return {Kind::kWithinNoise, ""};
+    return {direction,
+            a_repeated ? ", outside A's range (B: 1 run)" : ", outside B's range (A: 1 run)"};
   }
   const bool overlap = !(f.a.max < f.b.min || f.b.max < f.a.min);
-  return overlap ? "within noise" : direction;
+  return overlap ? FigureVerdict{Kind::kWithinNoise, ""} : FigureVerdict{direction, ""};
 }
 
 // Fields that differ between two field lists (by name, in a's order, then b's extras).
@@ -314,8 +313,9 @@ ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
   if (pair.quality.failed) {
     // A speed-up bought with answer quality is not a win.
     for (auto& f : pair.figures) {
-      if (f.column != std::string("quality_accuracy") && f.verdict.rfind("B better", 0) == 0) {
-        f.verdict = kNotAWin;
+      if (f.column != std::string("quality_accuracy") &&
+          f.verdict.kind == FigureVerdict::Kind::kBetter) {
+        f.verdict = {FigureVerdict::Kind::kNotAWin, ""};
       }
     }
   }
@@ -341,6 +341,25 @@ std::string SpreadText(const Spread& s) {
 }
 
 }  // namespace
+
+std::string FigureVerdict::Text(bool against_baseline) const {
+  const std::string b = against_baseline ? "" : "B ";
+  switch (kind) {
+    case Kind::kNotMeasured:
+      return "not measured";
+    case Kind::kSame:
+      return "same";
+    case Kind::kWithinNoise:
+      return "within noise";
+    case Kind::kBetter:
+      return b + "better" + qualifier;
+    case Kind::kWorse:
+      return b + "worse" + qualifier;
+    case Kind::kNotAWin:
+      return "not a win: quality gate FAILED";
+  }
+  return "";
+}
 
 std::string ComparedRun::UncertifiedReason() const {
   if (!ok) return "";
@@ -664,9 +683,7 @@ std::string RenderGroupComparisons(const std::vector<ComparedRun>& runs,
         out += " " + SpreadText(f->b);
         if (i != base && !std::isnan(f->change_pct)) {
           // Against the baseline: "B worse" reads "worse".
-          const bool vs = f->verdict.rfind("B ", 0) == 0;
-          out +=
-              fmt::format(" ({:+.1f}%, {})", f->change_pct, vs ? f->verdict.substr(2) : f->verdict);
+          out += fmt::format(" ({:+.1f}%, {})", f->change_pct, f->verdict.Text(true));
         }
         out += " |";
       }
@@ -745,9 +762,10 @@ std::string RenderComparisonText(const Comparison& comparison, const std::string
     out += fmt::format("  {:<26} {:>28} {:>28} {:>8}  {}\n", "figure", "A median [min..max] (n)",
                        "B median [min..max] (n)", "change", "verdict");
     for (const auto& f : pair.figures) {
-      out += fmt::format(
-          "  {:<26} {:>28} {:>28} {:>8}  {}\n", f.column, SpreadText(f.a), SpreadText(f.b),
-          std::isnan(f.change_pct) ? "n/a" : fmt::format("{:+.1f}%", f.change_pct), f.verdict);
+      out += fmt::format("  {:<26} {:>28} {:>28} {:>8}  {}\n", f.column, SpreadText(f.a),
+                         SpreadText(f.b),
+                         std::isnan(f.change_pct) ? "n/a" : fmt::format("{:+.1f}%", f.change_pct),
+                         f.verdict.Text());
     }
   }
   return out;
@@ -786,7 +804,7 @@ std::string RenderComparisonJson(const Comparison& comparison, const std::string
            {"b", spread(f.b)},
            {"change_pct",
             std::isnan(f.change_pct) ? nlohmann::json(nullptr) : nlohmann::json(f.change_pct)},
-           {"verdict", f.verdict}});
+           {"verdict", f.verdict.Text()}});
     }
     j["pairs"].push_back(std::move(p));
   }

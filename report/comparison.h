@@ -84,12 +84,28 @@ struct Spread {
   double median = 0, min = 0, max = 0;
 };
 
+// How B's figure stands against A's. Readers branch on the kind; Text() is for people.
+struct FigureVerdict {
+  enum class Kind {
+    kNotMeasured,  // a side has no certified run of it
+    kSame,
+    kWithinNoise,  // the repeats' ranges overlap (or the single run lies in the other's range)
+    kBetter,       // B better by more than the noise (or the noise is unknown: see qualifier)
+    kWorse,
+    kNotAWin,  // B faster, but its answer quality failed the gate
+  };
+  Kind kind = Kind::kNotMeasured;
+  std::string qualifier;  // ", noise unknown (<2 repeats)", ", outside A's range (B: 1 run)"
+  // "B better, noise unknown (<2 repeats)", "within noise", ...; `against_baseline`: "better, ..."
+  std::string Text(bool against_baseline = false) const;
+};
+
 struct ComparedFigure {
   std::string column;  // record column, e.g. "ttft_median_ms"
   bool higher_is_better = false;
   Spread a, b;
   double change_pct = 0;  // (median b - median a) / median a
-  std::string verdict;    // "B better", "B worse", "within noise", "noise unknown (1 run)", ...
+  FigureVerdict verdict;
 };
 
 // B's answer quality against A's (the baseline): B fails when its median accuracy is below A's

@@ -55,15 +55,15 @@ TEST(Comparison, RepeatsGiveMedianRangeAndANoiseVerdict) {
   EXPECT_DOUBLE_EQ(ttft.a.max, 12);
   EXPECT_DOUBLE_EQ(ttft.b.median, 21);
   EXPECT_NEAR(ttft.change_pct, (21.0 - 11) / 11 * 100, 1e-9);
-  EXPECT_EQ(ttft.verdict, "B worse");
+  EXPECT_EQ(ttft.verdict.Text(), "B worse");
   // Throughput: A 98..104, B 101..103 overlap: within noise, even though B's median is higher.
   const auto& tput = Figure(c.pairs[0], "request_throughput");
   EXPECT_DOUBLE_EQ(tput.b.median, 102);
-  EXPECT_EQ(tput.verdict, "within noise");
+  EXPECT_EQ(tput.verdict.Text(), "within noise");
   ASSERT_EQ(c.pairs[0].varied.size(), 1u);
   EXPECT_EQ(c.pairs[0].varied[0], "engine: 'vllm' vs 'sglang'");
   // A figure nobody measured says so.
-  EXPECT_EQ(Figure(c.pairs[0], "goodput").verdict, "not measured");
+  EXPECT_EQ(Figure(c.pairs[0], "goodput").verdict.Text(), "not measured");
 }
 
 TEST(Comparison, SingleRunsCannotTellNoise) {
@@ -71,8 +71,9 @@ TEST(Comparison, SingleRunsCannotTellNoise) {
   ASSERT_TRUE(CompareRuns({MakeRun("c=1", "concurrency 1", "vllm", 10, 5)},
                           {MakeRun("c=1", "concurrency 1", "vllm", 8, 5)}, &c)
                   .ok());
-  EXPECT_EQ(Figure(c.pairs[0], "ttft_median_ms").verdict, "B better, noise unknown (<2 repeats)");
-  EXPECT_EQ(Figure(c.pairs[0], "request_throughput").verdict, "same");
+  EXPECT_EQ(Figure(c.pairs[0], "ttft_median_ms").verdict.Text(),
+            "B better, noise unknown (<2 repeats)");
+  EXPECT_EQ(Figure(c.pairs[0], "request_throughput").verdict.Text(), "same");
   EXPECT_NE(RenderComparisonText(c, "a", "b").find("a repeatability check"), std::string::npos);
 }
 
@@ -84,12 +85,13 @@ TEST(Comparison, OneRunIsJudgedByTheOtherSidesRepeatRange) {
                                       MakeRun("c=1 repeat=2", "concurrency 1", "vllm", 11, 98)};
   Comparison c;
   ASSERT_TRUE(CompareRuns(a, {MakeRun("c=1", "concurrency 1", "vllm", 11.7, 110)}, &c).ok());
-  EXPECT_EQ(Figure(c.pairs[0], "ttft_median_ms").verdict, "within noise");
-  EXPECT_EQ(Figure(c.pairs[0], "request_throughput").verdict,
+  EXPECT_EQ(Figure(c.pairs[0], "ttft_median_ms").verdict.Text(), "within noise");
+  EXPECT_EQ(Figure(c.pairs[0], "request_throughput").verdict.Text(),
             "B better, outside A's range (B: 1 run)");
   ASSERT_TRUE(CompareRuns({MakeRun("c=1", "concurrency 1", "vllm", 9, 101)}, a, &c).ok());
-  EXPECT_EQ(Figure(c.pairs[0], "ttft_median_ms").verdict, "B worse, outside B's range (A: 1 run)");
-  EXPECT_EQ(Figure(c.pairs[0], "request_throughput").verdict, "within noise");
+  EXPECT_EQ(Figure(c.pairs[0], "ttft_median_ms").verdict.Text(),
+            "B worse, outside B's range (A: 1 run)");
+  EXPECT_EQ(Figure(c.pairs[0], "request_throughput").verdict.Text(), "within noise");
 }
 
 TEST(Comparison, DifferentConditionsAreListedAndUnmatched) {
@@ -278,9 +280,11 @@ TEST(Comparison, QualityGateFailsBelowTheBaselineByMoreThanTheMargin) {
   EXPECT_TRUE(gate.applied);
   EXPECT_TRUE(gate.failed);
   EXPECT_EQ(gate.text, "quality gate FAILED: accuracy 0.80 < baseline 0.96 - 0.02");
-  EXPECT_EQ(Figure(c.pairs[0], "ttft_median_ms").verdict, "not a win: quality gate FAILED");
-  EXPECT_EQ(Figure(c.pairs[0], "request_throughput").verdict, "not a win: quality gate FAILED");
-  EXPECT_EQ(Figure(c.pairs[0], "quality_accuracy").verdict, "B worse, noise unknown (<2 repeats)");
+  EXPECT_EQ(Figure(c.pairs[0], "ttft_median_ms").verdict.Text(), "not a win: quality gate FAILED");
+  EXPECT_EQ(Figure(c.pairs[0], "request_throughput").verdict.Text(),
+            "not a win: quality gate FAILED");
+  EXPECT_EQ(Figure(c.pairs[0], "quality_accuracy").verdict.Text(),
+            "B worse, noise unknown (<2 repeats)");
   const std::string text = RenderComparisonText(c, "A", "B");
   EXPECT_NE(text.find("quality gate FAILED: accuracy 0.80 < baseline 0.96 - 0.02 (B's speed-ups "
                       "are not wins)"),
@@ -296,7 +300,8 @@ TEST(Comparison, QualityGateFailsBelowTheBaselineByMoreThanTheMargin) {
   ASSERT_TRUE(CompareRuns(a, close, &c).ok());
   EXPECT_FALSE(c.pairs[0].quality.failed);
   EXPECT_EQ(c.pairs[0].quality.text, "quality gate passed: accuracy 0.95 >= baseline 0.96 - 0.02");
-  EXPECT_EQ(Figure(c.pairs[0], "ttft_median_ms").verdict, "B better, noise unknown (<2 repeats)");
+  EXPECT_EQ(Figure(c.pairs[0], "ttft_median_ms").verdict.Text(),
+            "B better, noise unknown (<2 repeats)");
 
   // Different task sets: no gate, and it says why.
   std::vector<ComparedRun> other = close;

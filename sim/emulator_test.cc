@@ -109,7 +109,10 @@ TEST_F(EmulatorTest, HealthIs503UntilStartupElapses) {
   const auto started = std::chrono::steady_clock::now();
   StartEmulator(s);
   HttpResponse early = Exchange(GetRequest("/health"));
-  ASSERT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(400));
+  if (std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(400)) {
+    // A machine this busy asked after the startup had elapsed: the 503 cannot be seen.
+    GTEST_SKIP() << "the first /health came after the 400 ms startup (a busy machine)";
+  }
   EXPECT_EQ(early.status, 503);
   std::this_thread::sleep_until(started + std::chrono::milliseconds(450));
   HttpResponse ready = Exchange(GetRequest("/health"));
@@ -432,7 +435,8 @@ TEST_F(EmulatorTest, MetricsUseVllmNamesAndCount) {
 }
 
 // Opens kStreams connections at once, each streaming one completion, and checks every stream
-// is whole. The streams must overlap: 1000 in series would take 290 s.
+// is whole. The streams must overlap (1000 in series would take 290 s): counted, not timed, as
+// the most streams that had their first event and were still open at one moment.
 void ExpectThousandConcurrentStreamsComplete(uint16_t port) {
   constexpr int kStreams = 1000;
   constexpr int kTokens = 20;
@@ -440,7 +444,6 @@ void ExpectThousandConcurrentStreamsComplete(uint16_t port) {
       PostRequest("/v1/completions",
                   json({{"prompt", "a b"}, {"max_tokens", kTokens}, {"stream", true}}).dump(),
                   /*keep_alive=*/false);
-  const auto started = std::chrono::steady_clock::now();
   std::vector<std::unique_ptr<TestConnection>> connections;
   for (int i = 0; i < kStreams; ++i) {
     connections.push_back(std::make_unique<TestConnection>(port));
@@ -451,6 +454,8 @@ void ExpectThousandConcurrentStreamsComplete(uint16_t port) {
   std::vector<pollfd> fds;
   for (auto& c : connections) fds.push_back({c->fd(), POLLIN, 0});
   int open = kStreams;
+  int streaming = 0, most_streaming = 0;  // had a first event, not yet closed
+  std::vector<bool> started(kStreams, false);
   char buf[16384];
   while (open > 0) {
     ASSERT_GT(::poll(fds.data(), fds.size(), 10000), 0) << "streams stalled; open: " << open;
@@ -459,14 +464,17 @@ void ExpectThousandConcurrentStreamsComplete(uint16_t port) {
       const ssize_t n = ::recv(fds[i].fd, buf, sizeof(buf), 0);
       if (n > 0) {
         received[i].append(buf, static_cast<size_t>(n));
+        if (!started[i] && received[i].find("data: ") != std::string::npos) {
+          started[i] = true;
+          most_streaming = std::max(most_streaming, ++streaming);
+        }
       } else {
         fds[i].fd = -1;
         --open;
+        if (started[i]) --streaming;
       }
     }
   }
-  const double elapsed_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   for (int i = 0; i < kStreams; ++i) {
     const std::string& raw = received[i];
     ASSERT_EQ(raw.rfind("HTTP/1.1 200 OK\r\n", 0), 0u) << i;
@@ -477,7 +485,7 @@ void ExpectThousandConcurrentStreamsComplete(uint16_t port) {
     EXPECT_EQ(events, kTokens + 1u) << i;
     EXPECT_TRUE(raw.ends_with("data: [DONE]\n\n\r\n0\r\n\r\n")) << i;
   }
-  EXPECT_LT(elapsed_s, 3.0);
+  EXPECT_GE(most_streaming, kStreams / 2) << "the streams were served one after another";
 }
 
 EmulatorSettings ConcurrencySettings(int io_threads) {

@@ -219,6 +219,34 @@ def refusal_message(error, packages):
     return kind
 
 
+# Exceptions of the model hub and of loading a model's files: the check could not read the
+# model's config there (no network, no weights, a gated repository), which says nothing of the
+# command line. Matched by class name so that no hub library needs to import here.
+_MODEL_LOAD_ERRORS = ("LocalEntryNotFoundError", "EntryNotFoundError", "RepositoryNotFoundError",
+                      "GatedRepoError", "RevisionNotFoundError", "OfflineModeIsEnabled",
+                      "HfHubHTTPError", "ConnectionError", "ConnectTimeout", "ProxyError")
+_MODEL_LOAD_WORDS = ("huggingface.co", "couldn't connect to", "does not appear to have a file",
+                     "is not a local folder and is not a valid model identifier",
+                     "no such file or directory: '", "can't load the configuration",
+                     "hf_hub_offline", "we couldn't connect")
+
+
+def model_config_unavailable(error):
+    """Whether `error` (or an exception it was raised from) is a failure to load the model's
+    files rather than the engine refusing the command line."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        names = [c.__name__ for c in type(error).__mro__]
+        if any(n in _MODEL_LOAD_ERRORS for n in names):
+            return True
+        text = str(error).lower()
+        if isinstance(error, OSError) and any(w in text for w in _MODEL_LOAD_WORDS):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
 _AVAILABLE = {}
 
 

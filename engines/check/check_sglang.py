@@ -102,6 +102,7 @@ class SglangServeChecker:
                 result["stage"] = "done"
             except BaseException as e:  # noqa: BLE001 - every refusal is the engine's answer
                 result["error"] = check_common.refusal_message(e, ["sglang"])
+                result["model_unavailable"] = check_common.model_config_unavailable(e)
             finally:
                 result["warnings"] = check_common.engine_warnings(
                     self.records.take(), python_warnings, ("sglang",))

@@ -125,6 +125,7 @@ class VllmServeChecker:
                 result["stage"] = "done"
             except BaseException as e:  # noqa: BLE001 - every refusal is the engine's answer
                 result["error"] = check_common.refusal_message(e, ["vllm"])
+                result["model_unavailable"] = check_common.model_config_unavailable(e)
             finally:
                 result["warnings"] = check_common.engine_warnings(
                     self.records.take(), python_warnings, ("vllm",))

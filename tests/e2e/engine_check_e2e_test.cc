@@ -282,6 +282,37 @@ zip:
   EXPECT_EQ(plan["runs"][1]["engine_check"][0]["accepted"], false);
 }
 
+// A model whose config the check cannot load here (no weights, no network, no --model-config) is
+// not the engine refusing the flags: every line says it could not be checked, with the way out,
+// and plan counts them as could-not-check (its exit says the sweep is not proven), none rejected.
+TEST(EngineCheck, AModelConfigTheCheckCannotLoadIsCouldNotCheckNotRejected) {
+  REQUIRE_ENGINE_ENVS(envs);
+  Harness h("plan-no-model-config");
+  const std::string matrix = h.WriteFile("m.yaml", R"(name: no-config
+model: servesweep-test/no-such-model-7b
+workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
+axes: {engine: [vllm, sglang]}
+)");
+  std::string args = fmt::format("plan {} --check-engines --check-gpu h200", matrix);
+  for (const auto& env : envs) args += " --engine-env " + env;
+  std::string json;
+  ASSERT_EQ(RunServesweep("--log-level error " + args + " --json", &json), 1) << json;
+  const auto plan = nlohmann::json::parse(json);
+  EXPECT_EQ(plan["engine_check"]["summary"],
+            "engine check: 0 of 2 command line(s) accepted (2 could not be checked here)")
+      << json;
+  EXPECT_EQ(plan["engine_check"]["rejected"], 0);
+  EXPECT_EQ(plan["engine_check"]["could_not_check"], 2);
+  for (const auto& run : plan["runs"]) {
+    const std::string verdict = run["engine_check"][0]["verdict"];
+    EXPECT_EQ(verdict.rfind("could not check: ", 0), 0u) << verdict;
+    EXPECT_NE(verdict.find("could not load the model's config there"), std::string::npos)
+        << verdict;
+    EXPECT_NE(verdict.find("--model-config NAME=DIR"), std::string::npos) << verdict;
+    EXPECT_EQ(verdict.find("REJECTED"), std::string::npos) << verdict;
+  }
+}
+
 // The command lines the engines refused before the speculative mapping was fixed (issue 18):
 // SGLang's EAGLE family without steps and top-k (one node, and 1P1D prefill and decode), vLLM's
 // MTP name on SGLang, NEXTN with draft tokens alone, and vLLM's EAGLE3 without
