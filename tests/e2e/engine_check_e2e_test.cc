@@ -554,7 +554,9 @@ TEST(EngineCheck, AMissingNixlIsReportedByTheAgentsPreflight) {
   ScopedEnv path("PATH", h.Path("bin") + ":" + envs[0] + "/bin:" + old_path);
   ScopedEnv hide("PYTHONPATH", h.Path("hide"));
   ScopedEnv offline("HF_HUB_OFFLINE", "1");
-  const int dist_port = 42000 + static_cast<int>(std::stoul(RandomHex(4), nullptr, 16) % 150) * 100;
+  // Below Linux's ephemeral range (32768 and up), where a client socket of another test may hold
+  // dist_port + 1 or + 2 for a moment (an "Address already in use" seen on a busy run).
+  const int dist_port = 20000 + static_cast<int>(std::stoul(RandomHex(4), nullptr, 16) % 120) * 100;
   const std::string matrix =
       h.WriteFile("pd.yaml", fmt::format(R"(name: pd
 engine: vllm
