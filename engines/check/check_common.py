@@ -225,10 +225,10 @@ def refusal_message(error, packages):
 _MODEL_LOAD_ERRORS = ("LocalEntryNotFoundError", "EntryNotFoundError", "RepositoryNotFoundError",
                       "GatedRepoError", "RevisionNotFoundError", "OfflineModeIsEnabled",
                       "HfHubHTTPError", "ConnectionError", "ConnectTimeout", "ProxyError")
+# Only the model's own files: a missing file a flag names (a chat template) stays a refusal.
 _MODEL_LOAD_WORDS = ("huggingface.co", "couldn't connect to", "does not appear to have a file",
                      "is not a local folder and is not a valid model identifier",
-                     "no such file or directory: '", "can't load the configuration",
-                     "hf_hub_offline", "we couldn't connect")
+                     "can't load the configuration")
 
 
 def model_config_unavailable(error):
