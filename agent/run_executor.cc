@@ -268,15 +268,15 @@ Status HeadRun::Plan() {
   engines::LaunchContext launch_context = LaunchContextFor(assign_);
   launch_context.port = FreeLoopbackPort();
   launch_context.self_executable = SelfExecutable();
-  launch_ = adapter->Plan(launch_context);
+  const Status planned = adapter->Plan(launch_context, &launch_);
 
   std::filesystem::create_directories(x_.context_.work_dir);
   log_prefix_ = fmt::format("{}/{}.{}", x_.context_.work_dir, x_.run_id_, x_.attempt_);
   node_.gpu_model = x_.context_.gpu_model;
   node_.interconnect = x_.context_.interconnect;
   node_.engine_version = launch_.version;
-  if (launch_.error.empty()) ReadProvenance(launch_, log_prefix_, &node_);
-  local_engine_ = launch_.error.empty() && !launch_.processes.empty();
+  if (planned.ok()) ReadProvenance(launch_, log_prefix_, &node_);
+  local_engine_ = planned.ok() && !launch_.processes.empty();
   if (local_engine_) {
     const GpuProvenance gpu = ReadGpuProvenance(log_prefix_, x_.context_.agent_id);
     node_.driver_version = gpu.driver_version;
@@ -287,22 +287,17 @@ Status HeadRun::Plan() {
   } else {
     node_.why_no_gpu_facts = "no engine started on the agent";
   }
-  run_settings_ = record::RunSettingsFor(spec_, launch_.error.empty() ? launch_.base_url : "");
+  run_settings_ = record::RunSettingsFor(spec_, planned.ok() ? launch_.base_url : "");
   record::FillConditions(spec_, node_, run_settings_.load, result_.initRecord());
   // The same rules `plan` checked: a spec that reaches an agent broken (an older coordinator, a
   // hand-written assignment) is refused before any engine starts.
   run_settings_.load.api_key = launch_.api_key;
   run_settings_.load.reuse_connections = launch_.reuse_connections;
-  if (launch_.error.empty()) {
-    if (Status s = workload::ValidateLoadSettings(run_settings_.load); !s.ok()) {
-      return s.Prefixed("the run's load settings");
-    }
-  }
-  if (!launch_.error.empty()) {
-    // The run's own settings against the engine's flag table are refused (the same anywhere);
-    // anything else (a missing peer address) may succeed on another attempt.
-    const std::string why = fmt::format("engine not started: {}", launch_.error);
-    return launch_.error_permanent ? Status::InvalidArgument(why) : Status::FailedPrecondition(why);
+  // The run's own settings against the engine's flag table are refused (InvalidArgument, the
+  // same anywhere); anything else (a missing peer address) may succeed on another attempt.
+  if (!planned.ok()) return planned.Prefixed("engine not started");
+  if (Status s = workload::ValidateLoadSettings(run_settings_.load); !s.ok()) {
+    return s.Prefixed("the run's load settings");
   }
   if (Status s = CheckPrograms(launch_, x_.context_.agent_id); !s.ok()) return s;
   return CheckEngines();
@@ -586,12 +581,13 @@ void RunExecutor::ExecuteWorker() {
   if (adapter) {
     engines::LaunchContext launch_context = LaunchContextFor(assign);
     launch_context.self_executable = SelfExecutable();
-    const engines::EngineLaunch launch = adapter->Plan(launch_context);
+    engines::EngineLaunch launch;
+    const Status planned = adapter->Plan(launch_context, &launch);
     std::vector<engines::CheckVerdict> verdicts;
     engines::EngineCheckOptions check;
     check.work_dir = context_.work_dir;
-    if (!launch.error.empty()) {
-      spdlog::error("run {}: worker engine not started: {}", run_id_, launch.error);
+    if (!planned.ok()) {
+      spdlog::error("run {}: worker engine not started: {}", run_id_, planned.message());
     } else if (context_.engine_check &&
                engines::CheckProcesses(engines::ProcessesOf(launch, assign.getSpec()), check,
                                        &verdicts)

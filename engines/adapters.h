@@ -15,27 +15,27 @@ namespace servesweep::engines {
 
 class VllmAdapter : public EngineAdapter {
  public:
-  EngineLaunch Plan(const LaunchContext& context) const override;
+  Status Plan(const LaunchContext& context, EngineLaunch* launch) const override;
 };
 
 class SglangAdapter : public EngineAdapter {
  public:
-  EngineLaunch Plan(const LaunchContext& context) const override;
+  Status Plan(const LaunchContext& context, EngineLaunch* launch) const override;
 };
 
 class LlamacppAdapter : public EngineAdapter {
  public:
-  EngineLaunch Plan(const LaunchContext& context) const override;
+  Status Plan(const LaunchContext& context, EngineLaunch* launch) const override;
 };
 
 class TemplateAdapter : public EngineAdapter {
  public:
-  EngineLaunch Plan(const LaunchContext& context) const override;
+  Status Plan(const LaunchContext& context, EngineLaunch* launch) const override;
 };
 
 class ExternalAdapter : public EngineAdapter {
  public:
-  EngineLaunch Plan(const LaunchContext& context) const override;
+  Status Plan(const LaunchContext& context, EngineLaunch* launch) const override;
 };
 
 }  // namespace servesweep::engines

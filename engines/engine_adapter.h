@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/status.h"
 #include "schema/run_spec.capnp.h"
 #include "schema/wire.capnp.h"
 
@@ -50,10 +51,6 @@ struct EngineLaunch {
   std::string api_key;            // sent as a bearer token to external endpoints; never logged
   bool reuse_connections = true;  // false: the load opens a connection per request
   std::string flag_source;        // the flag table the argv was spelled from
-  std::string error;              // not empty: the run cannot start as asked, and why
-  // The error is the run's own settings (a matrix value this engine version cannot take): the
-  // same on every node, so the run is refused rather than retried.
-  bool error_permanent = false;
   // Not empty: the flag table used is outside its checked versions for the run's
   // engine_version (why); only the engine's own check may let such a launch start.
   std::string unchecked;
@@ -62,7 +59,12 @@ struct EngineLaunch {
 class EngineAdapter {
  public:
   virtual ~EngineAdapter() = default;
-  virtual EngineLaunch Plan(const LaunchContext& context) const = 0;
+  // Fills *launch for this node of the run. A failure says why the run cannot start as asked:
+  // InvalidArgument when it is the run's own settings (a matrix value this engine version cannot
+  // take: the same on every node, so the run is refused, never retried); FailedPrecondition
+  // when it is this node (a key missing from its environment, a peer address the assignment
+  // lacks). *launch may be partly filled on failure (its flag table's `unchecked`).
+  virtual Status Plan(const LaunchContext& context, EngineLaunch* launch) const = 0;
 };
 
 // The adapter for `engine`, or nullptr when this build cannot start it.

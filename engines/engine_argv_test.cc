@@ -114,18 +114,24 @@ workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
                   .ok());
   LaunchContext context;
   context.spec = m.matrix().getRuns()[0];
-  EngineLaunch launch = MakeEngineAdapter("external")->Plan(context);
-  EXPECT_TRUE(launch.error.empty()) << launch.error;
+  EngineLaunch launch;
+  Status planned = MakeEngineAdapter("external")->Plan(context, &launch);
+  EXPECT_TRUE(planned.ok()) << planned.message();
   EXPECT_EQ(launch.api_key, "sk-from-file-456");
   EXPECT_EQ(DescribeLaunch(launch).find("sk-from-file"), std::string::npos);
   std::ofstream(key_file) << "\n";
-  launch = MakeEngineAdapter("external")->Plan(context);
-  EXPECT_EQ(launch.error, key_file +
-                              " (engine_config.api_key_file): expected the key on its first line, "
-                              "found a blank line");
+  launch = {};
+  planned = MakeEngineAdapter("external")->Plan(context, &launch);
+  // The key is this node's: another node may have it, so the run is not refused everywhere.
+  EXPECT_EQ(planned.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(planned.message(),
+            key_file +
+                " (engine_config.api_key_file): expected the key on its first line, "
+                "found a blank line");
   std::remove(key_file.c_str());
-  launch = MakeEngineAdapter("external")->Plan(context);
-  EXPECT_NE(launch.error.find("expected a readable file holding the key"), std::string::npos);
+  launch = {};
+  planned = MakeEngineAdapter("external")->Plan(context, &launch);
+  EXPECT_NE(planned.message().find("expected a readable file holding the key"), std::string::npos);
   EXPECT_EQ(launch.api_key, "");
 }
 
@@ -145,15 +151,17 @@ workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
   LaunchContext context;
   context.spec = m.matrix().getRuns()[0];
   ::unsetenv("SERVESWEEP_TEST_KEY");
-  EXPECT_NE(
-      MakeEngineAdapter("external")
-          ->Plan(context)
-          .error.find(
-              "environment variable SERVESWEEP_TEST_KEY (engine_config.api_key_env) is not set"),
-      std::string::npos);
+  EngineLaunch unkeyed;
+  EXPECT_NE(MakeEngineAdapter("external")
+                ->Plan(context, &unkeyed)
+                .message()
+                .find("environment variable SERVESWEEP_TEST_KEY (engine_config.api_key_env) is "
+                      "not set"),
+            std::string::npos);
   ::setenv("SERVESWEEP_TEST_KEY", "sk-secret-123", 1);
-  const EngineLaunch launch = MakeEngineAdapter("external")->Plan(context);
-  EXPECT_TRUE(launch.error.empty()) << launch.error;
+  EngineLaunch launch;
+  const Status planned = MakeEngineAdapter("external")->Plan(context, &launch);
+  EXPECT_TRUE(planned.ok()) << planned.message();
   EXPECT_EQ(launch.base_url, "https://api.example.com");
   EXPECT_EQ(launch.api_key, "sk-secret-123");
   EXPECT_TRUE(launch.processes.empty());
@@ -275,7 +283,7 @@ TEST(FlagTables, AVersionOutsideEveryCheckedRangeIsMarkedUnchecked) {
       << bad.message();
 }
 
-EngineLaunch PlanOf(const std::string& run_keys, uint32_t rank = 0) {
+RankLaunch PlanOf(const std::string& run_keys, uint32_t rank = 0) {
   matrix::LoadedMatrix m;
   const std::string text = "name: t\n" + run_keys +
                            "\nworkload: {input_len: 16, output_len: 16, num_requests: 4, "
@@ -287,11 +295,11 @@ EngineLaunch PlanOf(const std::string& run_keys, uint32_t rank = 0) {
   const uint32_t nodes = std::max<uint32_t>(1, spec.getNodesNeeded());
   std::vector<std::string> addresses;
   for (uint32_t r = 0; r < nodes; ++r) addresses.push_back(fmt::format("10.0.0.{}", r + 1));
-  return PlanRunLaunches(spec, addresses, 8000, "servesweep")[rank].launch;
+  return PlanRunLaunches(spec, addresses, 8000, "servesweep")[rank];
 }
 
-std::string ArgvOf(const EngineLaunch& launch, const std::string& name) {
-  for (const auto& p : launch.processes) {
+std::string ArgvOf(const RankLaunch& planned, const std::string& name) {
+  for (const auto& p : planned.launch.processes) {
     if (p.name == name) return fmt::format("{}", fmt::join(p.argv, " "));
   }
   return "";
@@ -304,13 +312,13 @@ TEST(EngineArgv, Vllm0110NixlSideChannelsOfEveryTpRankAreDistinct) {
   for (const char* layout : {"{tp: 2, prefill_instances: 1, decode_instances: 1}",
                              "{tp: 4, prefill_instances: 2, decode_instances: 2, "
                              "gpus_per_node: 16}"}) {
-    const EngineLaunch launch = PlanOf(fmt::format(
+    const RankLaunch launch = PlanOf(fmt::format(
         "engine: vllm\nengine_version: '0.11.0'\nmodel: m\nengine_config: {{dist_port: 30000}}\n"
         "layout: {}",
         layout));
-    ASSERT_EQ(launch.error, "");
+    ASSERT_TRUE(launch.planned.ok()) << launch.planned.message();
     std::set<uint32_t> ports = {30039};  // the router's Prometheus listener
-    for (const auto& p : launch.processes) {
+    for (const auto& p : launch.launch.processes) {
       if (p.name == "router") continue;
       const std::string argv = ArgvOf(launch, p.name);
       const uint32_t tp = std::stoul(argv.substr(argv.find("--tensor-parallel-size ") + 23));
@@ -328,17 +336,21 @@ TEST(EngineArgv, Vllm0110NixlSideChannelsOfEveryTpRankAreDistinct) {
     EXPECT_GE(ports.size(), 6u) << layout;
   }
   // 0.33 opens one side-channel port per engine: consecutive ports suffice there.
-  const EngineLaunch v033 = PlanOf(
-      "engine: vllm\nengine_version: '0.33.0'\nmodel: m\nengine_config: {dist_port: 30000}\n"
-      "layout: {tp: 2, prefill_instances: 1, decode_instances: 1}");
+  const EngineLaunch v033 =
+      PlanOf(
+          "engine: vllm\nengine_version: '0.33.0'\nmodel: m\nengine_config: {dist_port: 30000}\n"
+          "layout: {tp: 2, prefill_instances: 1, decode_instances: 1}")
+          .launch;
   EXPECT_EQ(v033.processes[1].env[2].second, "30071");
   // Side channels that cannot fit the run's ports are refused, not overlapped.
-  const EngineLaunch crowded = PlanOf(
-      "engine: vllm\nengine_version: '0.11.0'\nmodel: m\nengine_config: {dist_port: 30000}\n"
-      "layout: {tp: 8, prefill_instances: 2, decode_instances: 2, gpus_per_node: 32}");
-  EXPECT_TRUE(crowded.error_permanent);
-  EXPECT_NE(crowded.error.find("do not fit the run's ports 30000..30099"), std::string::npos)
-      << crowded.error;
+  const Status crowded =
+      PlanOf(
+          "engine: vllm\nengine_version: '0.11.0'\nmodel: m\nengine_config: {dist_port: 30000}\n"
+          "layout: {tp: 8, prefill_instances: 2, decode_instances: 2, gpus_per_node: 32}")
+          .planned;
+  EXPECT_EQ(crowded.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(crowded.message().find("do not fit the run's ports 30000..30099"), std::string::npos)
+      << crowded.message();
 }
 
 // One matrix spelling of speculative decoding, turned into what each engine version wants.
@@ -393,10 +405,12 @@ TEST(EngineArgv, SpeculativeDecodingIsSpelledPerEngineOrRefusedBeforeLaunch) {
            {"engine: vllm\nmodel: m\nengine_config: {speculative: {num_tokens: 2}}",
             "expected a method (or a draft model) with its token counts"},
        }) {
-    const EngineLaunch launch = PlanOf(r.keys);
-    EXPECT_NE(launch.error.find(r.message), std::string::npos) << r.keys << "\n" << launch.error;
-    EXPECT_TRUE(launch.error_permanent) << r.keys;
-    EXPECT_TRUE(launch.processes.empty()) << r.keys;
+    const RankLaunch launch = PlanOf(r.keys);
+    EXPECT_NE(launch.planned.message().find(r.message), std::string::npos)
+        << r.keys << "\n"
+        << launch.planned.message();
+    EXPECT_EQ(launch.planned.code(), StatusCode::kInvalidArgument) << r.keys;
+    EXPECT_TRUE(launch.launch.processes.empty()) << r.keys;
   }
 }
 

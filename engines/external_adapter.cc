@@ -10,15 +10,14 @@
 
 namespace servesweep::engines {
 
-EngineLaunch ExternalAdapter::Plan(const LaunchContext& context) const {
-  EngineLaunch launch;
+Status ExternalAdapter::Plan(const LaunchContext& context, EngineLaunch* out) const {
+  EngineLaunch& launch = *out;
   const auto config = context.spec.getEngineConfig();
   std::string url = config.getBaseUrl().cStr();
   while (!url.empty() && url.back() == '/') url.pop_back();
   if (url.size() >= 3 && url.compare(url.size() - 3, 3, "/v1") == 0) url.resize(url.size() - 3);
   if (url.empty()) {
-    launch.error = "engine 'external' needs engine_config.base_url";
-    return launch;
+    return Status::InvalidArgument("engine 'external' needs engine_config.base_url");
   }
   launch.base_url = url;
   launch.health_path = "";  // readiness: the model list
@@ -26,12 +25,14 @@ EngineLaunch ExternalAdapter::Plan(const LaunchContext& context) const {
   launch.version = context.spec.getEngineVersion().size() > 0
                        ? context.spec.getEngineVersion().cStr()
                        : "n/a: managed endpoint";
+  // The key lives on this node (its environment, its file): a node without it is this node's
+  // problem, another node may have it.
   if (Status s = ReadApiKey(config.getApiKeyEnv(), "engine_config.api_key_env",
                             config.getApiKeyFile(), "engine_config.api_key_file", &launch.api_key);
       !s.ok()) {
-    launch.error = s.message();
+    return Status::FailedPrecondition(s.message());
   }
-  return launch;
+  return Status::Ok();
 }
 
 }  // namespace servesweep::engines

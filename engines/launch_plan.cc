@@ -6,10 +6,10 @@
 
 namespace servesweep::engines {
 
-std::string DescribeLaunch(const EngineLaunch& launch) {
+std::string DescribeLaunch(const EngineLaunch& launch, const Status& planned) {
   std::string out;
   if (!launch.unchecked.empty()) out += "  unchecked: " + launch.unchecked + "\n";
-  if (!launch.error.empty()) return out + "  error: " + launch.error + "\n";
+  if (!planned.ok()) return out + "  error: " + planned.message() + "\n";
   if (launch.processes.empty()) out += "  (nothing started)\n";
   for (const auto& process : launch.processes) {
     std::string line = fmt::format("  [{}]", process.name);
@@ -37,10 +37,10 @@ std::vector<RankLaunch> PlanRunLaunches(schema::RunSpec::Reader spec,
     peers.push_back(r < addresses.size() ? addresses[r] : fmt::format("node{}", r));
   }
   for (uint32_t rank = 0; rank < nodes; ++rank) {
-    RankLaunch one{rank, peers[rank], {}};
+    RankLaunch one{rank, peers[rank], {}, {}};
     if (!adapter) {
-      one.launch.error =
-          fmt::format("this build cannot start engine '{}'", spec.getEngine().cStr());
+      one.planned = Status::FailedPrecondition(
+          fmt::format("this build cannot start engine '{}'", spec.getEngine().cStr()));
       out.push_back(std::move(one));
       break;
     }
@@ -53,7 +53,7 @@ std::vector<RankLaunch> PlanRunLaunches(schema::RunSpec::Reader spec,
     context.peer_addresses = peers;
     context.port = port;
     context.self_executable = self_executable;
-    one.launch = adapter->Plan(context);
+    one.planned = adapter->Plan(context, &one.launch);
     out.push_back(std::move(one));
   }
   return out;
@@ -63,13 +63,12 @@ std::string DescribeRunLaunches(schema::RunSpec::Reader spec,
                                 const std::vector<std::string>& addresses, uint16_t port,
                                 const std::string& self_executable) {
   std::string out;
+  const auto adapter = MakeEngineAdapter(spec.getEngine());
   for (const auto& one : PlanRunLaunches(spec, addresses, port, self_executable)) {
-    if (one.launch.error.rfind("this build cannot start", 0) == 0) {
-      return "  error: " + one.launch.error + "\n";
-    }
+    if (!adapter) return "  error: " + one.planned.message() + "\n";
     out += fmt::format(" {} rank {} ({}):\n", one.rank == 0 ? "head" : "worker", one.rank,
                        one.address);
-    out += DescribeLaunch(one.launch);
+    out += DescribeLaunch(one.launch, one.planned);
   }
   return out;
 }

@@ -13,13 +13,15 @@
 
 namespace servesweep::engines {
 
-// One launch as lines ("  [name] ENV=... argv..." and "  load: ... ready: ... metrics: ...").
-std::string DescribeLaunch(const EngineLaunch& launch);
+// One launch as lines ("  [name] ENV=... argv..." and "  load: ... ready: ... metrics: ..."), or
+// "  error: ..." when the adapter refused it (`planned`).
+std::string DescribeLaunch(const EngineLaunch& launch, const Status& planned = Status::Ok());
 
 // What the agent of each rank would start for `spec` (addresses as for DescribeRunLaunches).
 struct RankLaunch {
   uint32_t rank = 0;
   std::string address;
+  Status planned;  // the adapter's verdict on this rank's launch
   EngineLaunch launch;
 };
 std::vector<RankLaunch> PlanRunLaunches(schema::RunSpec::Reader spec,

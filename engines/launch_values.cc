@@ -241,13 +241,12 @@ Status CheckPdPorts(const std::vector<PdInstance>& instances, uint32_t side_port
   return Status::Ok();
 }
 
-bool AddPdRouter(const FlagTable& table, const KvConnector& connector, const LaunchContext& context,
-                 const std::vector<PdInstance>& instances, EngineLaunch* launch) {
+Status AddPdRouter(const FlagTable& table, const KvConnector& connector,
+                   const LaunchContext& context, const std::vector<PdInstance>& instances,
+                   EngineLaunch* launch) {
   if (table.router_program.empty()) {
-    launch->error = fmt::format("{} {} flag table has no router for disaggregated layouts",
-                                table.engine, table.version);
-    launch->error_permanent = true;
-    return false;
+    return Status::InvalidArgument(fmt::format(
+        "{} {} flag table has no router for disaggregated layouts", table.engine, table.version));
   }
   Values values = RunValues(context);
   values["router_kv_connector"] = connector.router_name;
@@ -262,23 +261,18 @@ bool AddPdRouter(const FlagTable& table, const KvConnector& connector, const Lau
   for (const auto& instance : instances) {
     const std::string address = AddressOf(context, instance.rank);
     if (address.empty()) {
-      launch->error = fmt::format(
-          "the router needs the address of agent rank {} (instance {}{}), which this "
-          "assignment does not carry",
-          instance.rank, instance.prefill ? "prefill" : "decode", instance.index);
-      return false;
+      return Status::FailedPrecondition(
+          fmt::format("the router needs the address of agent rank {} (instance {}{}), which this "
+                      "assignment does not carry",
+                      instance.rank, instance.prefill ? "prefill" : "decode", instance.index));
     }
     values["url"] = fmt::format("http://{}:{}", address, instance.port);
     values["bootstrap_port"] = std::to_string(instance.bootstrap_port);
     if (s.ok()) s = FillArgv(instance.prefill ? prefill : table.router_decode, values, &router);
   }
-  if (!s.ok()) {
-    launch->error = s.message();
-    launch->error_permanent = true;
-    return false;
-  }
+  if (!s.ok()) return Status::InvalidArgument(s.message());
   launch->processes.push_back({"router", router, {}});
-  return true;
+  return Status::Ok();
 }
 
 std::string GpuList(uint32_t first, uint32_t gpus) {
@@ -295,16 +289,14 @@ std::string AddressOf(const LaunchContext& context, uint32_t rank) {
   return "";
 }
 
-bool BeginLaunch(const char* engine, const LaunchContext& context, FlagTable* table,
-                 EngineLaunch* launch) {
+Status BeginLaunch(const char* engine, const LaunchContext& context, FlagTable* table,
+                   EngineLaunch* launch) {
   if (Status s = FindFlagTable(engine, context.spec.getEngineVersion().cStr(), table); !s.ok()) {
-    launch->error = s.message();
-    launch->error_permanent = true;
-    return false;
+    return Status::InvalidArgument(s.message());
   }
   launch->unchecked = table->unchecked;
   FinishLaunch(*table, context, launch);
-  return true;
+  return Status::Ok();
 }
 
 void FinishLaunch(const FlagTable& table, const LaunchContext& context, EngineLaunch* launch) {

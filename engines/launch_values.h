@@ -59,12 +59,10 @@ class ArgvBuilder {
   void Fail(const Status& status) {
     Fail(status.message(), status.code() == StatusCode::kInvalidArgument);
   }
-  // Copies the first error into the launch (false when there is none).
-  bool FailLaunch(EngineLaunch* launch) const {
-    if (error_.empty()) return false;
-    launch->error = error_;
-    launch->error_permanent = permanent_;
-    return true;
+  // The first error: InvalidArgument when permanent, else FailedPrecondition; Ok when none.
+  Status status() const {
+    if (error_.empty()) return Status::Ok();
+    return permanent_ ? Status::InvalidArgument(error_) : Status::FailedPrecondition(error_);
   }
 
  private:
@@ -110,10 +108,11 @@ Status CheckPdPorts(const std::vector<PdInstance>& instances, uint32_t side_port
 // The head's router in front of a disaggregated layout (the table's router_program, its
 // kv_connector group when the connector names one, one router_prefill (router_prefill_bootstrap
 // for a bootstrap connector) / router_decode group per instance, {url} and {bootstrap_port}
-// filled) added to launch->processes. False (the reason in launch->error) when the table has no
-// router or an instance's agent address is unknown.
-bool AddPdRouter(const FlagTable& table, const KvConnector& connector, const LaunchContext& context,
-                 const std::vector<PdInstance>& instances, EngineLaunch* launch);
+// filled) added to launch->processes. InvalidArgument when the table has no router (or its
+// argv cannot be filled), FailedPrecondition when an instance's agent address is unknown.
+Status AddPdRouter(const FlagTable& table, const KvConnector& connector,
+                   const LaunchContext& context, const std::vector<PdInstance>& instances,
+                   EngineLaunch* launch);
 
 // "0,1,2,3" for `gpus` GPUs from `first`.
 std::string GpuList(uint32_t first, uint32_t gpus);
@@ -128,8 +127,8 @@ uint32_t GpusPerNode(const LaunchContext& context);
 void FinishLaunch(const FlagTable& table, const LaunchContext& context, EngineLaunch* launch);
 
 // The common start of an adapter's Plan(): `engine`'s flag table for the spec's version into
-// *table, then FinishLaunch(). False (the reason in launch->error) when no table fits.
-bool BeginLaunch(const char* engine, const LaunchContext& context, FlagTable* table,
-                 EngineLaunch* launch);
+// *table, then FinishLaunch(). InvalidArgument when no table fits.
+Status BeginLaunch(const char* engine, const LaunchContext& context, FlagTable* table,
+                   EngineLaunch* launch);
 
 }  // namespace servesweep::engines

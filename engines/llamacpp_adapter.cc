@@ -7,22 +7,21 @@
 
 namespace servesweep::engines {
 
-EngineLaunch LlamacppAdapter::Plan(const LaunchContext& context) const {
-  EngineLaunch launch;
+Status LlamacppAdapter::Plan(const LaunchContext& context, EngineLaunch* out) const {
+  EngineLaunch& launch = *out;
   FlagTable table;
   const auto spec = context.spec;
-  if (!BeginLaunch("llamacpp", context, &table, &launch)) return launch;
+  if (Status s = BeginLaunch("llamacpp", context, &table, &launch); !s.ok()) return s;
   const auto layout = spec.getLayout();
   if (context.group_size > 1 || layout.getPrefillInstances() > 0 || layout.getTp() > 1 ||
       layout.getPp() > 1 || layout.getDp() > 1) {
-    launch.error = fmt::format(
+    return Status::InvalidArgument(fmt::format(
         "llama.cpp runs one server on one node: expected tp=pp=dp=1 without disaggregation, "
         "found tp={} pp={} dp={} prefill_instances={} on {} node(s)",
         layout.getTp(), layout.getPp(), layout.getDp(), layout.getPrefillInstances(),
-        context.group_size);
-    return launch;
+        context.group_size));
   }
-  if (context.role != schema::Role::HEAD) return launch;
+  if (context.role != schema::Role::HEAD) return Status::Ok();
   ArgvBuilder b(table, RunValues(context));
   if (Status s = FillArgv(table.program, b.values(), &b.argv()); !s.ok()) b.Fail(s.message());
   const Values& v = b.values();
@@ -50,9 +49,9 @@ EngineLaunch LlamacppAdapter::Plan(const LaunchContext& context) const {
           "quantization (a GGUF file carries its own; name the file in model_path)");
   b.AddIf(v.count("kv_cache_dtype") > 0, "kv_cache_dtype", "kv_cache_dtype");
   for (auto flag : spec.getEngineFlags()) b.argv().push_back(flag.cStr());
-  if (b.FailLaunch(&launch)) return launch;
+  if (Status s = b.status(); !s.ok()) return s;
   launch.processes.push_back({"engine", b.argv(), {}});
-  return launch;
+  return Status::Ok();
 }
 
 }  // namespace servesweep::engines

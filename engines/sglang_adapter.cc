@@ -52,30 +52,26 @@ void AddSettings(ArgvBuilder& b, const FlagTable& table, schema::RunSpec::Reader
 
 }  // namespace
 
-EngineLaunch SglangAdapter::Plan(const LaunchContext& context) const {
-  EngineLaunch launch;
+Status SglangAdapter::Plan(const LaunchContext& context, EngineLaunch* out) const {
+  EngineLaunch& launch = *out;
   FlagTable table;
   const auto spec = context.spec;
-  if (!BeginLaunch("sglang", context, &table, &launch)) return launch;
+  if (Status s = BeginLaunch("sglang", context, &table, &launch); !s.ok()) return s;
   const auto layout = spec.getLayout();
   const uint32_t nodes = context.group_size;
   const bool head = context.role == schema::Role::HEAD;
 
   if (layout.getPrefillInstances() > 0) {
     if (layout.getDp() > 1 && !layout.getDpAttention()) {
-      launch.error =
+      return Status::InvalidArgument(
           "SGLang disaggregated layouts take dp > 1 only as dp_attention (scale replicas with "
-          "prefill/decode_instances)";
-      launch.error_permanent = true;
-      return launch;
+          "prefill/decode_instances)");
     }
     std::string why;
     const std::string kv_transfer = spec.getEngineConfig().getKvTransfer().cStr();
     const KvConnector* connector = table.FindKvConnector(kv_transfer, &why);
     if (connector == nullptr) {
-      launch.error = why;
-      launch.error_permanent = true;
-      return launch;
+      return Status::InvalidArgument(why);
     }
     const auto instances = PdInstances(context, layout.getTp() * layout.getPp());
     for (const auto& instance : instances) {
@@ -91,7 +87,7 @@ EngineLaunch SglangAdapter::Plan(const LaunchContext& context) const {
       b.Set("kv_transfer", connector->engine_name);
       b.AddIf(!kv_transfer.empty(), "kv_transfer", "engine_config.kv_transfer");
       AddSettings(b, table, spec);
-      if (b.FailLaunch(&launch)) return launch;
+      if (Status s = b.status(); !s.ok()) return s;
       const std::string role = instance.prefill ? "prefill" : "decode";
       EngineProcess process{fmt::format("{}{}", role, instance.index), b.argv(), {}};
       process.env.emplace_back("CUDA_VISIBLE_DEVICES", GpuList(instance.first_gpu, instance.gpus));
@@ -100,9 +96,11 @@ EngineLaunch SglangAdapter::Plan(const LaunchContext& context) const {
         launch.metrics_url = fmt::format("http://127.0.0.1:{}/metrics", instance.port);
       }
     }
-    if (head && !AddPdRouter(table, *connector, context, instances, &launch)) return launch;
+    if (head) {
+      if (Status s = AddPdRouter(table, *connector, context, instances, &launch); !s.ok()) return s;
+    }
     if (launch.metrics_url.empty()) launch.metrics_persona.clear();
-    return launch;
+    return Status::Ok();
   }
 
   ArgvBuilder b(table, RunValues(context));
@@ -118,10 +116,10 @@ EngineLaunch SglangAdapter::Plan(const LaunchContext& context) const {
     b.Add("node_rank", why);
     b.Add("dist_init_addr", why);
   }
-  if (b.FailLaunch(&launch)) return launch;
+  if (Status s = b.status(); !s.ok()) return s;
   launch.processes.push_back(
       {head ? "engine" : fmt::format("worker{}", context.rank), b.argv(), {}});
-  return launch;
+  return Status::Ok();
 }
 
 }  // namespace servesweep::engines

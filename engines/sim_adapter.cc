@@ -6,11 +6,11 @@
 
 namespace servesweep::engines {
 
-EngineLaunch SimAdapter::Plan(const LaunchContext& context) const {
-  EngineLaunch launch;
+Status SimAdapter::Plan(const LaunchContext& context, EngineLaunch* out) const {
+  EngineLaunch& launch = *out;
   launch.metrics_persona = "vllm";
   launch.version = SERVESWEEP_VERSION;
-  if (context.role != schema::Role::HEAD) return launch;
+  if (context.role != schema::Role::HEAD) return Status::Ok();
   const auto sim = context.spec.getSim();
   EngineProcess process;
   process.name = "engine";
@@ -49,7 +49,7 @@ EngineLaunch SimAdapter::Plan(const LaunchContext& context) const {
     flag("--answer-accuracy", fmt::format("{}", sim.getAnswerAccuracy()));
   launch.processes.push_back(std::move(process));
   launch.base_url = fmt::format("http://127.0.0.1:{}", context.port);
-  return launch;
+  return Status::Ok();
 }
 
 }  // namespace servesweep::engines

@@ -11,7 +11,7 @@ namespace servesweep::engines {
 
 class SimAdapter : public EngineAdapter {
  public:
-  EngineLaunch Plan(const LaunchContext& context) const override;
+  Status Plan(const LaunchContext& context, EngineLaunch* launch) const override;
 };
 
 }  // namespace servesweep::engines

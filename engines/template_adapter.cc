@@ -9,8 +9,8 @@
 
 namespace servesweep::engines {
 
-EngineLaunch TemplateAdapter::Plan(const LaunchContext& context) const {
-  EngineLaunch launch;
+Status TemplateAdapter::Plan(const LaunchContext& context, EngineLaunch* out) const {
+  EngineLaunch& launch = *out;
   const auto config = context.spec.getEngineConfig();
   launch.base_url = fmt::format("http://127.0.0.1:{}", context.port);
   launch.metrics_persona = config.getMetricsPersona().cStr();
@@ -19,20 +19,19 @@ EngineLaunch TemplateAdapter::Plan(const LaunchContext& context) const {
                        ? context.spec.getEngineVersion().cStr()
                        : std::string();
   if (config.getCommand().size() == 0) {
-    launch.error = "engine 'template' needs engine_config.command (an argv with {placeholders})";
-    return launch;
+    return Status::InvalidArgument(
+        "engine 'template' needs engine_config.command (an argv with {placeholders})");
   }
-  if (context.role != schema::Role::HEAD) return launch;
+  if (context.role != schema::Role::HEAD) return Status::Ok();
   Argv pattern;
   for (auto item : config.getCommand()) pattern.push_back(item.cStr());
   Argv argv;
   if (Status s = FillArgv(pattern, RunValues(context), &argv); !s.ok()) {
-    launch.error = "engine_config.command: " + s.message();
-    return launch;
+    return Status::InvalidArgument("engine_config.command: " + s.message());
   }
   for (auto flag : context.spec.getEngineFlags()) argv.push_back(flag.cStr());
   launch.processes.push_back({"engine", argv, {}});
-  return launch;
+  return Status::Ok();
 }
 
 }  // namespace servesweep::engines

@@ -61,44 +61,35 @@ void AddNodeRoleAndModelParallel(ArgvBuilder& b, bool head, const std::string& w
 
 }  // namespace
 
-EngineLaunch VllmAdapter::Plan(const LaunchContext& context) const {
-  EngineLaunch launch;
+Status VllmAdapter::Plan(const LaunchContext& context, EngineLaunch* out) const {
+  EngineLaunch& launch = *out;
   FlagTable table;
   const auto spec = context.spec;
-  if (!BeginLaunch("vllm", context, &table, &launch)) return launch;
+  if (Status s = BeginLaunch("vllm", context, &table, &launch); !s.ok()) return s;
   const auto layout = spec.getLayout();
   const uint32_t tp = layout.getTp(), pp = layout.getPp(), dp = layout.getDp();
   const uint32_t nodes = context.group_size;
   if (layout.getDpAttention()) {
-    launch.error =
+    return Status::InvalidArgument(
         "vLLM has no data-parallel attention inside one TP group (layout dp_attention is "
-        "SGLang's); with vLLM use dp (each DP rank its own GPUs) and ep for MoE";
-    launch.error_permanent = true;
-    return launch;
+        "SGLang's); with vLLM use dp (each DP rank its own GPUs) and ep for MoE");
   }
   const bool head = context.role == schema::Role::HEAD;
 
   if (layout.getPrefillInstances() > 0) {
     if (dp > 1) {
-      launch.error = "vLLM disaggregated layouts take dp: 1 (scale with prefill/decode_instances)";
-      launch.error_permanent = true;
-      return launch;
+      return Status::InvalidArgument(
+          "vLLM disaggregated layouts take dp: 1 (scale with prefill/decode_instances)");
     }
     std::string why;
     const KvConnector* connector =
         table.FindKvConnector(spec.getEngineConfig().getKvTransfer().cStr(), &why);
     if (connector == nullptr) {
-      launch.error = why;
-      launch.error_permanent = true;
-      return launch;
+      return Status::InvalidArgument(why);
     }
     const uint32_t side_ports = table.side_port_per_rank ? tp : 1;
     const auto instances = PdInstances(context, tp * pp, side_ports);
-    if (Status s = CheckPdPorts(instances, side_ports, DistPort(spec)); !s.ok()) {
-      launch.error = s.message();
-      launch.error_permanent = true;
-      return launch;
-    }
+    if (Status s = CheckPdPorts(instances, side_ports, DistPort(spec)); !s.ok()) return s;
     for (const auto& instance : instances) {
       if (instance.rank != context.rank) continue;
       ArgvBuilder b(table, RunValues(context));
@@ -120,7 +111,7 @@ EngineLaunch VllmAdapter::Plan(const LaunchContext& context) const {
       AddSettings(b, table, spec);
       b.Add(instance.prefill ? "pd_prefill" : "pd_decode", "a disaggregated layout");
       AddUserFlags(b, spec);
-      if (b.FailLaunch(&launch)) return launch;
+      if (Status s = b.status(); !s.ok()) return s;
       EngineProcess process{fmt::format("{}{}", role, instance.index), b.argv(), {}};
       process.env.emplace_back("CUDA_VISIBLE_DEVICES", GpuList(instance.first_gpu, instance.gpus));
       for (const auto* env : {&connector->env, &connector->prefill_env}) {
@@ -128,9 +119,7 @@ EngineLaunch VllmAdapter::Plan(const LaunchContext& context) const {
         for (const auto& [name, pattern] : *env) {
           std::string value;
           if (Status s = FillPlaceholders(pattern, b.values(), &value); !s.ok()) {
-            launch.error = s.message();
-            launch.error_permanent = true;
-            return launch;
+            return Status::InvalidArgument(s.message());
           }
           process.env.emplace_back(name, value);
         }
@@ -140,9 +129,11 @@ EngineLaunch VllmAdapter::Plan(const LaunchContext& context) const {
         launch.metrics_url = fmt::format("http://127.0.0.1:{}/metrics", instance.port);
       }
     }
-    if (head && !AddPdRouter(table, *connector, context, instances, &launch)) return launch;
+    if (head) {
+      if (Status s = AddPdRouter(table, *connector, context, instances, &launch); !s.ok()) return s;
+    }
     if (launch.metrics_url.empty()) launch.metrics_persona.clear();  // the router's own names
-    return launch;
+    return Status::Ok();
   }
 
   ArgvBuilder b(table, RunValues(context));
@@ -157,12 +148,10 @@ EngineLaunch VllmAdapter::Plan(const LaunchContext& context) const {
   } else if (tp * pp <= gpus_per_node) {
     // Data parallelism across nodes: dp_local engines per node.
     if (dp % nodes != 0) {
-      launch.error = fmt::format(
+      return Status::InvalidArgument(fmt::format(
           "vLLM data parallelism across {} nodes needs dp divisible by the node count, found "
           "dp={}",
-          nodes, dp);
-      launch.error_permanent = true;
-      return launch;
+          nodes, dp));
     }
     b.Set("dp_local", std::to_string(dp / nodes));
     b.Set("dp_start_rank", std::to_string(context.rank * (dp / nodes)));
@@ -175,12 +164,10 @@ EngineLaunch VllmAdapter::Plan(const LaunchContext& context) const {
   } else {
     // One TP*PP group spans nodes.
     if (dp > 1) {
-      launch.error = fmt::format(
+      return Status::InvalidArgument(fmt::format(
           "vLLM: a TP*PP group of {} GPUs spans nodes of {} GPUs, which works only with dp: 1 "
           "(found dp={})",
-          tp * pp, gpus_per_node, dp);
-      launch.error_permanent = true;
-      return launch;
+          tp * pp, gpus_per_node, dp));
     }
     AddNodeRoleAndModelParallel(b, head, "a worker node of a TP*PP group across nodes", tp, pp);
     const std::string why = fmt::format("tp*pp={} across {} nodes", tp * pp, nodes);
@@ -191,10 +178,10 @@ EngineLaunch VllmAdapter::Plan(const LaunchContext& context) const {
   }
   AddSettings(b, table, spec);
   AddUserFlags(b, spec);
-  if (b.FailLaunch(&launch)) return launch;
+  if (Status s = b.status(); !s.ok()) return s;
   launch.processes.push_back(
       {head ? "engine" : fmt::format("worker{}", context.rank), b.argv(), {}});
-  return launch;
+  return Status::Ok();
 }
 
 }  // namespace servesweep::engines

@@ -60,7 +60,9 @@ workload: {{input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}}
       engines::LaunchContext context = agent::LaunchContextFor(received->envelope().getAssign());
       context.port = 8000;
       out += fmt::format(" {} rank {}:\n", rank == 0 ? "head" : "worker", rank);
-      out += engines::DescribeLaunch(engines::MakeEngineAdapter(engine)->Plan(context));
+      engines::EngineLaunch launch;
+      const Status planned = engines::MakeEngineAdapter(engine)->Plan(context, &launch);
+      out += engines::DescribeLaunch(launch, planned);
     }
   }
   return out;

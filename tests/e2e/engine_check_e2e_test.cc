@@ -125,9 +125,9 @@ void AddProcesses(const std::string& title, matrix::LoadedMatrix& loaded, std::v
     }
     for (const auto& rank :
          engines::PlanRunLaunches(spec.asReader(), addresses, 8000, "servesweep")) {
-      if (!rank.launch.error.empty()) {
+      if (!rank.planned.ok()) {
         refused_before_launch->push_back(
-            fmt::format("{} rank {}: {}", title, rank.rank, rank.launch.error));
+            fmt::format("{} rank {}: {}", title, rank.rank, rank.planned.message()));
       }
       for (auto& p : engines::ProcessesOf(rank.launch, spec.asReader())) {
         out->push_back({fmt::format("{} [{}]: rank {} [{}]", title, original.getLabel().cStr(),
@@ -374,11 +374,12 @@ workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
 )",
                                    &loaded)
                   .ok());
-  const auto launch =
-      engines::PlanRunLaunches(loaded.matrix().getRuns()[0], {}, 8000, "servesweep")[0].launch;
-  EXPECT_TRUE(launch.error_permanent);
-  EXPECT_NE(launch.error.find("needs the draft tokens per step for 'eagle3'"), std::string::npos)
-      << launch.error;
+  const Status planned =
+      engines::PlanRunLaunches(loaded.matrix().getRuns()[0], {}, 8000, "servesweep")[0].planned;
+  EXPECT_EQ(planned.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(planned.message().find("needs the draft tokens per step for 'eagle3'"),
+            std::string::npos)
+      << planned.message();
 }
 
 // The tables servesweep keeps about the engines, against the installed engines themselves: the
