@@ -1,4 +1,4 @@
-#include "cli/calibration_points.h"
+#include "calibration/calibration_points.h"
 
 #include <capnp/serialize.h>
 #include <fmt/format.h>
@@ -19,7 +19,7 @@
 #include "results/result_reads.h"
 #include "results/results_store.h"
 
-namespace servesweep::cli {
+namespace servesweep::calibration {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -281,7 +281,7 @@ Prediction Predict(const CalibrationPoint& point, const record::VirtualRunOption
   auto result = message.initRoot<schema::RunResult>();
   record::ExecuteVirtualRun(point.Spec(), options, result);
   if (result.getStatus() != schema::RunStatus::OK) {
-    out.error = result.getError().cStr();
+    out.status = Status::FailedPrecondition(result.getError().cStr());
     return out;
   }
   const auto reader = result.asReader();
@@ -300,9 +300,9 @@ Prediction Predict(const CalibrationPoint& point, const record::VirtualRunOption
           static_cast<double>(record.getTotalOutputTokens()) / n,
           record.getRequestThroughput() * record.getE2elMs().getMean() / 1e3, &out.shape);
       !s.ok()) {
-    out.error = s.message();
+    out.status = s;
   }
   return out;
 }
 
-}  // namespace servesweep::cli
+}  // namespace servesweep::calibration

@@ -34,7 +34,7 @@
 #include "record/virtual_run.h"
 #include "schema/run_spec.capnp.h"
 
-namespace servesweep::cli {
+namespace servesweep::calibration {
 
 struct CalibrationPoint {
   std::string id;         // "case: engine=sglang request_rate=4", or "db: run id"
@@ -79,10 +79,10 @@ Status Select(const std::string& selector, const PointSet& points, std::vector<b
 struct Prediction {
   std::vector<double> figures;  // one per metric; NaN when the run failed
   perfmodel::RunShape shape;
-  std::string error;  // the virtual run's failure, "" when it ran
+  Status status;  // the virtual run's failure (its figures NaN), or its shape's; Ok when it ran
 };
 
 // The point's figures from a virtual run of its spec.
 Prediction Predict(const CalibrationPoint& point, const record::VirtualRunOptions& options);
 
-}  // namespace servesweep::cli
+}  // namespace servesweep::calibration
