@@ -10,22 +10,51 @@
 #pragma once
 
 #include "engines/engine_adapter.h"
+#include "engines/flag_table.h"
 
 namespace servesweep::engines {
 
-class VllmAdapter : public EngineAdapter {
+// An engine whose flags its flag tables spell (vLLM, SGLang, llama.cpp): Plan() finds the table
+// of the run's engine_version and fills what every launch has (BeginLaunch: the URL, persona,
+// version command, model file), then the engine's PlanWithTable spells its processes.
+class FlagTableAdapter : public EngineAdapter {
  public:
-  Status Plan(const LaunchContext& context, EngineLaunch* launch) const override;
+  explicit FlagTableAdapter(const char* engine) : engine_(engine) {}
+  Status Plan(const LaunchContext& context, EngineLaunch* launch) const final;
+
+ protected:
+  virtual Status PlanWithTable(const FlagTable& table, const LaunchContext& context,
+                               EngineLaunch* launch) const = 0;
+
+ private:
+  const char* engine_;
 };
 
-class SglangAdapter : public EngineAdapter {
+class VllmAdapter : public FlagTableAdapter {
  public:
-  Status Plan(const LaunchContext& context, EngineLaunch* launch) const override;
+  VllmAdapter() : FlagTableAdapter("vllm") {}
+
+ protected:
+  Status PlanWithTable(const FlagTable& table, const LaunchContext& context,
+                       EngineLaunch* launch) const override;
 };
 
-class LlamacppAdapter : public EngineAdapter {
+class SglangAdapter : public FlagTableAdapter {
  public:
-  Status Plan(const LaunchContext& context, EngineLaunch* launch) const override;
+  SglangAdapter() : FlagTableAdapter("sglang") {}
+
+ protected:
+  Status PlanWithTable(const FlagTable& table, const LaunchContext& context,
+                       EngineLaunch* launch) const override;
+};
+
+class LlamacppAdapter : public FlagTableAdapter {
+ public:
+  LlamacppAdapter() : FlagTableAdapter("llamacpp") {}
+
+ protected:
+  Status PlanWithTable(const FlagTable& table, const LaunchContext& context,
+                       EngineLaunch* launch) const override;
 };
 
 class TemplateAdapter : public EngineAdapter {

@@ -1,9 +1,16 @@
 #include "common/engine_names.h"
 #include "engines/adapters.h"
 #include "engines/engine_adapter.h"
+#include "engines/launch_values.h"
 #include "engines/sim_adapter.h"
 
 namespace servesweep::engines {
+
+Status FlagTableAdapter::Plan(const LaunchContext& context, EngineLaunch* launch) const {
+  FlagTable table;
+  if (Status s = BeginLaunch(engine_, context, &table, launch); !s.ok()) return s;
+  return PlanWithTable(table, context, launch);
+}
 
 std::unique_ptr<EngineAdapter> MakeEngineAdapter(const std::string& engine) {
   if (engine == "sim") return std::make_unique<SimAdapter>();

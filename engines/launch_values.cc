@@ -275,6 +275,21 @@ Status AddPdRouter(const FlagTable& table, const KvConnector& connector,
   return Status::Ok();
 }
 
+Status FinishPdLaunch(const FlagTable& table, const KvConnector& connector,
+                      const LaunchContext& context, const std::vector<PdInstance>& instances,
+                      EngineLaunch* launch) {
+  if (context.role == schema::Role::HEAD) {
+    for (const auto& instance : instances) {
+      if (instance.prefill || instance.rank != 0) continue;
+      launch->metrics_url = fmt::format("http://127.0.0.1:{}/metrics", instance.port);
+      break;
+    }
+    if (Status s = AddPdRouter(table, connector, context, instances, launch); !s.ok()) return s;
+  }
+  if (launch->metrics_url.empty()) launch->metrics_persona.clear();
+  return Status::Ok();
+}
+
 std::string GpuList(uint32_t first, uint32_t gpus) {
   std::string out;
   for (uint32_t g = first; g < first + gpus; ++g)

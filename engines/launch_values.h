@@ -114,6 +114,12 @@ Status AddPdRouter(const FlagTable& table, const KvConnector& connector,
                    const LaunchContext& context, const std::vector<PdInstance>& instances,
                    EngineLaunch* launch);
 
+// The end of a disaggregated launch: on the head, the router (AddPdRouter) and the metrics of
+// decode instance 0 when the head runs it, else the router's own names (no persona).
+Status FinishPdLaunch(const FlagTable& table, const KvConnector& connector,
+                      const LaunchContext& context, const std::vector<PdInstance>& instances,
+                      EngineLaunch* launch);
+
 // "0,1,2,3" for `gpus` GPUs from `first`.
 std::string GpuList(uint32_t first, uint32_t gpus);
 

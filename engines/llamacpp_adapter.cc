@@ -7,11 +7,10 @@
 
 namespace servesweep::engines {
 
-Status LlamacppAdapter::Plan(const LaunchContext& context, EngineLaunch* out) const {
+Status LlamacppAdapter::PlanWithTable(const FlagTable& table, const LaunchContext& context,
+                                      EngineLaunch* out) const {
   EngineLaunch& launch = *out;
-  FlagTable table;
   const auto spec = context.spec;
-  if (Status s = BeginLaunch("llamacpp", context, &table, &launch); !s.ok()) return s;
   const auto layout = spec.getLayout();
   if (context.group_size > 1 || layout.getPrefillInstances() > 0 || layout.getTp() > 1 ||
       layout.getPp() > 1 || layout.getDp() > 1) {

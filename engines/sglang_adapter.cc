@@ -52,11 +52,10 @@ void AddSettings(ArgvBuilder& b, const FlagTable& table, schema::RunSpec::Reader
 
 }  // namespace
 
-Status SglangAdapter::Plan(const LaunchContext& context, EngineLaunch* out) const {
+Status SglangAdapter::PlanWithTable(const FlagTable& table, const LaunchContext& context,
+                                    EngineLaunch* out) const {
   EngineLaunch& launch = *out;
-  FlagTable table;
   const auto spec = context.spec;
-  if (Status s = BeginLaunch("sglang", context, &table, &launch); !s.ok()) return s;
   const auto layout = spec.getLayout();
   const uint32_t nodes = context.group_size;
   const bool head = context.role == schema::Role::HEAD;
@@ -92,15 +91,8 @@ Status SglangAdapter::Plan(const LaunchContext& context, EngineLaunch* out) cons
       EngineProcess process{fmt::format("{}{}", role, instance.index), b.argv(), {}};
       process.env.emplace_back("CUDA_VISIBLE_DEVICES", GpuList(instance.first_gpu, instance.gpus));
       launch.processes.push_back(std::move(process));
-      if (head && !instance.prefill && launch.metrics_url.empty() && instance.rank == 0) {
-        launch.metrics_url = fmt::format("http://127.0.0.1:{}/metrics", instance.port);
-      }
     }
-    if (head) {
-      if (Status s = AddPdRouter(table, *connector, context, instances, &launch); !s.ok()) return s;
-    }
-    if (launch.metrics_url.empty()) launch.metrics_persona.clear();
-    return Status::Ok();
+    return FinishPdLaunch(table, *connector, context, instances, &launch);
   }
 
   ArgvBuilder b(table, RunValues(context));

@@ -61,11 +61,10 @@ void AddNodeRoleAndModelParallel(ArgvBuilder& b, bool head, const std::string& w
 
 }  // namespace
 
-Status VllmAdapter::Plan(const LaunchContext& context, EngineLaunch* out) const {
+Status VllmAdapter::PlanWithTable(const FlagTable& table, const LaunchContext& context,
+                                  EngineLaunch* out) const {
   EngineLaunch& launch = *out;
-  FlagTable table;
   const auto spec = context.spec;
-  if (Status s = BeginLaunch("vllm", context, &table, &launch); !s.ok()) return s;
   const auto layout = spec.getLayout();
   const uint32_t tp = layout.getTp(), pp = layout.getPp(), dp = layout.getDp();
   const uint32_t nodes = context.group_size;
@@ -125,15 +124,8 @@ Status VllmAdapter::Plan(const LaunchContext& context, EngineLaunch* out) const 
         }
       }
       launch.processes.push_back(std::move(process));
-      if (head && !instance.prefill && launch.metrics_url.empty() && instance.rank == 0) {
-        launch.metrics_url = fmt::format("http://127.0.0.1:{}/metrics", instance.port);
-      }
     }
-    if (head) {
-      if (Status s = AddPdRouter(table, *connector, context, instances, &launch); !s.ok()) return s;
-    }
-    if (launch.metrics_url.empty()) launch.metrics_persona.clear();  // the router's own names
-    return Status::Ok();
+    return FinishPdLaunch(table, *connector, context, instances, &launch);
   }
 
   ArgvBuilder b(table, RunValues(context));

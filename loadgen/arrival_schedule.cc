@@ -122,15 +122,6 @@ double InverseIntegratedRate(const RateProfile& p, double u) {
   return p.ramp_start_s + p.ramp_s + (in_ramp - whole_ramp) / p.end_rate_per_s;
 }
 
-double RampSecondsForCount(RampKind ramp, double start_rate_per_s, double end_rate_per_s,
-                           uint32_t count) {
-  const double n = count, r0 = start_rate_per_s, r1 = end_rate_per_s;
-  if (ramp == RampKind::kLinear) return 2 * n / (r0 + r1);
-  const double k = r1 / r0;
-  if (std::abs(std::log(k)) < 1e-12) return n / r0;
-  return n * std::log(k) / (r0 * (k - 1));
-}
-
 ArrivalProcess::ArrivalProcess(ArrivalKind kind, double burstiness, const RateProfile& profile,
                                uint64_t seed)
     : kind_(kind == ArrivalKind::kGamma && burstiness == 1.0 ? ArrivalKind::kPoisson : kind),

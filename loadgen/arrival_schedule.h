@@ -39,31 +39,15 @@ std::vector<int64_t> GammaScheduleNs(uint32_t count, double rate_per_s, double b
 using workload::ArrivalKind;
 using workload::RampKind;
 
-// The intended instantaneous rate r(t), t in seconds from the start of the load:
-//   t <  S:            r0                       (e.g. during a timed warm-up)
-//   S <= t < S + T:    linear:      r0 + (r1 - r0) (t - S) / T
-//                      exponential: r0 (r1 / r0)^((t - S) / T)   (geometric growth)
-//   t >= S + T:        r1
-// Without a ramp r(t) = rate_per_s for all t.
-struct RateProfile {
-  RampKind ramp = RampKind::kNone;
-  double rate_per_s = 0;        // no ramp
-  double start_rate_per_s = 0;  // r0, > 0
-  double end_rate_per_s = 0;    // r1, > 0
-  double ramp_start_s = 0;      // S
-  double ramp_s = 0;            // T, > 0
-};
+// The intended rate r(t) of an open loop: workload::RateProfile (the settings' RateProfileFor).
+using workload::RateProfile;
 
 double RateAt(const RateProfile& p, double t_s);
 // Lambda(t) = integral of r over [0, t]: the expected number of arrivals by t.
 double IntegratedRate(const RateProfile& p, double t_s);
 // Lambda^-1(u), closed form per piece (monotone: every rate is > 0).
 double InverseIntegratedRate(const RateProfile& p, double u);
-// The ramp length T over which a ramp starting at t = 0 spreads `count` arrivals, so that
-// Lambda(T) = count: linear T = 2 count / (r0 + r1); exponential T = count ln(k) / (r0 (k - 1))
-// with k = r1 / r0 (T = count / r0 when k = 1).
-double RampSecondsForCount(RampKind ramp, double start_rate_per_s, double end_rate_per_s,
-                           uint32_t count);
+using workload::RampSecondsForCount;
 
 // Arrival i at t_i = Lambda^-1(u_i), u_i the "operational time": u_0 = 0 and u_i = u_(i-1) +
 // g_i with g_i = 1 (constant), Exp(1) (Poisson) or Gamma(burstiness, 1 / burstiness) (gamma),

@@ -236,27 +236,6 @@ void FillCustomContent(const CustomPrompt& prompt, uint32_t default_output_len_t
   c->input_len_tok = CountWords(c->prompt_text);
 }
 
-ArrivalKind ArrivalKindFor(const LoadSettings& s) {
-  if (s.arrival == ArrivalKind::kConstant) return ArrivalKind::kConstant;
-  return s.burstiness == 1.0 ? ArrivalKind::kPoisson : ArrivalKind::kGamma;
-}
-
-RateProfile RateProfileFor(const LoadSettings& s, uint32_t count) {
-  RateProfile p;
-  p.ramp = s.ramp;
-  p.rate_per_s = s.request_rate_per_s;
-  if (s.ramp == RampKind::kNone) return p;
-  p.start_rate_per_s = s.ramp_start_rate_per_s;
-  p.end_rate_per_s = s.ramp_end_rate_per_s;
-  if (s.duration_s > 0) {
-    p.ramp_start_s = s.warmup_s;
-    p.ramp_s = s.duration_s;
-  } else {
-    p.ramp_s = RampSecondsForCount(s.ramp, p.start_rate_per_s, p.end_rate_per_s, count);
-  }
-  return p;
-}
-
 std::unique_ptr<RequestSource> MakeCountSource(const LoadSettings& settings, uint32_t count,
                                                uint64_t prompt_index_base, bool warmup,
                                                std::vector<int64_t> schedule) {

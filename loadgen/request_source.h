@@ -79,10 +79,6 @@ std::unique_ptr<RequestSource> MakeDurationSource(const LoadSettings& settings);
 // Multi-turn sessions (LoadSettings::sessions).
 std::unique_ptr<RequestSource> MakeSessionSource(const LoadSettings& settings);
 
-// The arrival profile of an open-loop run (no ramp: the constant rate).
-RateProfile RateProfileFor(const LoadSettings& settings, uint32_t count);
-ArrivalKind ArrivalKindFor(const LoadSettings& settings);
-
 // The content of custom prompt i (shared by the sources and the tests).
 void FillCustomContent(const CustomPrompt& prompt, uint32_t default_output_len_tok,
                        RequestContent* content);

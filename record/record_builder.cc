@@ -84,8 +84,8 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
                         w.getThinkTimeS(), w.getThinkTimeExponential() ? " (exponential)" : "")
       : w.getRequestRatePerS() > 0 || load.ramp != loadgen::RampKind::kNone
           ? loadgen::DescribeArrivals(
-                loadgen::ArrivalKindFor(load), load.burstiness,
-                loadgen::RateProfileFor(load, load.duration_s > 0 ? 0 : load.num_requests))
+                workload::ArrivalKindFor(load), load.burstiness,
+                workload::RateProfileFor(load, load.duration_s > 0 ? 0 : load.num_requests))
           : "closed-loop";
   if (w.getDurationS() > 0) {
     arrival += fmt::format(", warm-up {} s, window {} s", w.getWarmupS(), w.getDurationS());

@@ -34,8 +34,8 @@ perfmodel::Workload WorkloadFor(schema::RunSpec::Reader spec, const loadgen::Loa
     const auto end_ns = static_cast<int64_t>(std::llround((load.warmup_s + load.duration_s) * 1e9));
     std::vector<int64_t> arrivals;
     if (open_loop) {
-      loadgen::ArrivalProcess process(loadgen::ArrivalKindFor(load), load.burstiness,
-                                      loadgen::RateProfileFor(load, 0), w.getSeed());
+      loadgen::ArrivalProcess process(workload::ArrivalKindFor(load), load.burstiness,
+                                      workload::RateProfileFor(load, 0), w.getSeed());
       for (int64_t t = process.NextNs(); t < end_ns; t = process.NextNs()) arrivals.push_back(t);
       out.max_in_flight = static_cast<int>(w.getMaxInFlight());
     } else {
@@ -58,8 +58,8 @@ perfmodel::Workload WorkloadFor(schema::RunSpec::Reader spec, const loadgen::Loa
   std::vector<int64_t> arrivals(n, 0);
   if (open_loop) {
     // The load generator's own schedule: constant gaps and ramps included.
-    arrivals = loadgen::ScheduleNs(loadgen::ArrivalKindFor(load), load.burstiness,
-                                   loadgen::RateProfileFor(load, n), n, w.getSeed());
+    arrivals = loadgen::ScheduleNs(workload::ArrivalKindFor(load), load.burstiness,
+                                   workload::RateProfileFor(load, n), n, w.getSeed());
     out.max_in_flight = static_cast<int>(w.getMaxInFlight());
   } else if (has_plan && w.getReplayArrivals() && w.getTrace().size() > 0) {
     for (uint32_t i = 0; i < n; ++i) arrivals[i] = plan[i].getOffsetNs();

@@ -254,4 +254,34 @@ LoadSettings WarmupLoadSettings(const LoadSettings& s) {
   return warmup;
 }
 
+double RampSecondsForCount(RampKind ramp, double start_rate_per_s, double end_rate_per_s,
+                           uint32_t count) {
+  const double n = count, r0 = start_rate_per_s, r1 = end_rate_per_s;
+  if (ramp == RampKind::kLinear) return 2 * n / (r0 + r1);
+  const double k = r1 / r0;
+  if (std::abs(std::log(k)) < 1e-12) return n / r0;
+  return n * std::log(k) / (r0 * (k - 1));
+}
+
+ArrivalKind ArrivalKindFor(const LoadSettings& s) {
+  if (s.arrival == ArrivalKind::kConstant) return ArrivalKind::kConstant;
+  return s.burstiness == 1.0 ? ArrivalKind::kPoisson : ArrivalKind::kGamma;
+}
+
+RateProfile RateProfileFor(const LoadSettings& s, uint32_t count) {
+  RateProfile p;
+  p.ramp = s.ramp;
+  p.rate_per_s = s.request_rate_per_s;
+  if (s.ramp == RampKind::kNone) return p;
+  p.start_rate_per_s = s.ramp_start_rate_per_s;
+  p.end_rate_per_s = s.ramp_end_rate_per_s;
+  if (s.duration_s > 0) {
+    p.ramp_start_s = s.warmup_s;
+    p.ramp_s = s.duration_s;
+  } else {
+    p.ramp_s = RampSecondsForCount(s.ramp, p.start_rate_per_s, p.end_rate_per_s, count);
+  }
+  return p;
+}
+
 }  // namespace servesweep::workload

@@ -136,6 +136,32 @@ LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::string& ba
 // Whether the settings drive an open loop (a rate, a ramp, or trace replay's own arrivals).
 bool IsOpenLoop(const LoadSettings& settings);
 
+// The intended instantaneous rate r(t), t in seconds from the start of the load:
+//   t <  S:            r0                       (e.g. during a timed warm-up)
+//   S <= t < S + T:    linear:      r0 + (r1 - r0) (t - S) / T
+//                      exponential: r0 (r1 / r0)^((t - S) / T)   (geometric growth)
+//   t >= S + T:        r1
+// Without a ramp r(t) = rate_per_s for all t.
+struct RateProfile {
+  RampKind ramp = RampKind::kNone;
+  double rate_per_s = 0;        // no ramp
+  double start_rate_per_s = 0;  // r0, > 0
+  double end_rate_per_s = 0;    // r1, > 0
+  double ramp_start_s = 0;      // S
+  double ramp_s = 0;            // T, > 0
+};
+
+// The ramp length T over which a ramp starting at t = 0 spreads `count` arrivals, so that
+// Lambda(T) = count: linear T = 2 count / (r0 + r1); exponential T = count ln(k) / (r0 (k - 1))
+// with k = r1 / r0 (T = count / r0 when k = 1).
+double RampSecondsForCount(RampKind ramp, double start_rate_per_s, double end_rate_per_s,
+                           uint32_t count);
+
+// The gap shape of an open loop (gamma with burstiness 1 is Poisson) and its rate over time (no
+// ramp: the constant rate; a ramp over the duration window, or spread over `count` arrivals).
+ArrivalKind ArrivalKindFor(const LoadSettings& settings);
+RateProfile RateProfileFor(const LoadSettings& settings, uint32_t count);
+
 // The warm-up's slots: warmup_concurrency, else concurrency (a closed loop), else max_in_flight
 // (an open loop's cap), else every warm-up request at once.
 uint32_t WarmupConcurrency(const LoadSettings& settings);
