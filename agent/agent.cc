@@ -117,7 +117,13 @@ void Agent::SendHello() {
     hello.setBusyRole(executor_->role());
     hello.setBusyGroupSize(executor_->group_size());
   }
+  hello.setWarmConfiguration(WarmConfiguration());
   Send(message);
+}
+
+std::string Agent::WarmConfiguration() const {
+  if (kept_engine_) return kept_engine_->configuration;
+  return "";
 }
 
 void Agent::SendHeartbeat() {
@@ -128,6 +134,7 @@ void Agent::SendHeartbeat() {
   } else if (executor_ && !executor_->Finished()) {
     heartbeat.setBusyRunId(executor_->run_id());
   }
+  heartbeat.setWarmConfiguration(WarmConfiguration());
   Send(message);
 }
 
@@ -205,7 +212,7 @@ void Agent::StartRun(schema::Assign::Reader assign) {
                assign.getGroupSize());
   ExecutorContext context{settings_.agent_id, settings_.work_dir, gpu_model_, interconnect_,
                           settings_.engine_check};
-  executor_ = std::make_unique<RunExecutor>(assign, context);
+  executor_ = std::make_unique<RunExecutor>(assign, context, std::move(kept_engine_));
 }
 
 void Agent::RefuseAssignment(schema::Assign::Reader assign, const std::string& why) {
@@ -225,6 +232,7 @@ void Agent::CollectFinishedRun(int64_t now_ns) {
   auto result = executor_->TakeResult();
   const std::string run_id = executor_->run_id();
   const uint32_t attempt = executor_->attempt();
+  kept_engine_ = executor_->TakeKeptEngine();
   executor_.reset();
   if (!result) {
     SendHeartbeat();  // a released worker: tell the coordinator at once that we are free
@@ -366,6 +374,7 @@ Status Agent::Run() {
         Handle(frame, &bye);
       }
     }
+    if (bye) kept_engine_.reset();  // the sweep is over: no run will need it
     if (bye && settings_.exit_on_bye) {
       if (executor_) executor_->Cancel("coordinator said bye");
       executor_.reset();

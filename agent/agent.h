@@ -17,6 +17,7 @@
 #include "agent/inventory.h"
 #include "agent/node_probes.h"
 #include "agent/run_executor.h"
+#include "agent/serving_engine.h"
 #include "agent/spool.h"
 #include "common/status.h"
 
@@ -68,6 +69,8 @@ class Agent {
   void SendHello();
   void SendResult(Outgoing& outgoing, int64_t now_ns);
   void SendHeartbeat();
+  // The configuration of the engine kept for the next run, "" for none (hello, heartbeats).
+  std::string WarmConfiguration() const;
   void SendProgress();
   bool Send(capnp::MallocMessageBuilder& message);
   void Handle(const zmq::message_t& frame, bool* bye);
@@ -86,6 +89,9 @@ class Agent {
   zmq::socket_t socket_;
   Spool spool_;
   std::unique_ptr<RunExecutor> executor_;
+  // The engine kept up since the last run for the next run of its configuration
+  // (engine_lifecycle per_configuration); handed to that run's executor, stopped at bye.
+  std::unique_ptr<ServingEngine> kept_engine_;
   std::unique_ptr<capnp::MallocMessageBuilder> queued_assign_;  // waits for a released run to end
   std::map<std::string, Outgoing> outgoing_;  // key: run_id + "." + attempt; awaiting ack
   std::thread probe_thread_;

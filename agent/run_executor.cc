@@ -33,6 +33,7 @@ namespace {
 constexpr double kReadyTimeoutCapS = 1800;
 constexpr size_t kLogTailLines = 40;
 constexpr int kGpuTelemetryIntervalMs = 1000;
+constexpr uint32_t kResetProbeWords = 520;
 
 }  // namespace
 
@@ -50,12 +51,12 @@ engines::LaunchContext LaunchContextFor(schema::Assign::Reader assign) {
 }
 
 Status ProbeCompletion(const std::string& base_url, const std::string& model, bool chat,
-                       const std::string& api_key, long timeout_ms) {
+                       const std::string& api_key, long timeout_ms, const std::string& prompt) {
   nlohmann::json body = {{"model", model}, {"max_tokens", 1}, {"stream", false}};
   if (chat) {
-    body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", "Hello"}}});
+    body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", prompt}}});
   } else {
-    body["prompt"] = "Hello";
+    body["prompt"] = prompt;
   }
   const std::string url = base_url + (chat ? "/v1/chat/completions" : "/v1/completions");
   scraper::HttpResponse response;
@@ -76,8 +77,9 @@ Status ProbeCompletion(const std::string& base_url, const std::string& model, bo
   return Status::Ok();
 }
 
-RunExecutor::RunExecutor(schema::Assign::Reader assign, ExecutorContext context)
-    : context_(std::move(context)) {
+RunExecutor::RunExecutor(schema::Assign::Reader assign, ExecutorContext context,
+                         std::unique_ptr<ServingEngine> kept)
+    : context_(std::move(context)), kept_in_(std::move(kept)) {
   assign_message_.setRoot(assign);
   run_id_ = assign.getSpec().getRunId();
   attempt_ = assign.getAttempt();
@@ -157,8 +159,14 @@ std::unique_ptr<capnp::MallocMessageBuilder> RunExecutor::TakeResult() {
   return std::move(result_);
 }
 
+std::unique_ptr<ServingEngine> RunExecutor::TakeKeptEngine() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::move(kept_out_);
+}
+
 void RunExecutor::Execute() {
   if (role_ == schema::Role::WORKER) {
+    kept_in_.reset();  // a kept engine is a head's: this agent's GPUs are the new run's
     ExecuteWorker();
     finished_.store(true);
     return;
@@ -200,7 +208,9 @@ class HeadRun {
       : x_(executor),
         assign_(executor.assign_message_.getRoot<schema::Assign>().asReader()),
         spec_(assign_.getSpec()),
-        result_(result) {}
+        result_(result),
+        engine_(ReuseOrStop(executor, spec_, assign_.getGroupSize(), &reused_, &restart_why_)),
+        engines_(engine_->group) {}
 
   // The engine's launch, the node's facts and the run's conditions (recorded whatever follows);
   // the load settings are checked here, before any engine starts.
@@ -212,6 +222,10 @@ class HeadRun {
   // /health answers 200 (where the engine has one), the model is listed, and one real request
   // is answered; cold start ends there.
   Status AwaitReady();
+  // A reused engine starts the run from the state a fresh one would: its prefix cache reset,
+  // nothing running or waiting, the reset checked with a repeated prompt. The record says which
+  // (cache_state). Then the validity gate's first counters.
+  Status ResetCache();
   // Warm-up as its own phase, so neither the figures nor the engine signals include it.
   Status WarmUp();
   // The measured phase, with /metrics scraped and GPU telemetry sampled alongside.
@@ -224,8 +238,21 @@ class HeadRun {
   // The figures, requests and samples into the result; fails a run where nothing succeeded or
   // the engine died.
   Status Record();
+  // The engine, when Drain() kept it up for the next run of its configuration.
+  std::unique_ptr<ServingEngine> TakeKeptEngine() {
+    return keep_ ? std::move(engine_) : std::unique_ptr<ServingEngine>();
+  }
 
  private:
+  // The agent's kept engine when it serves this run (same configuration, per_configuration,
+  // one agent, still alive), else a fresh one; a kept engine that does not fit is stopped here.
+  static std::unique_ptr<ServingEngine> ReuseOrStop(RunExecutor& x, schema::RunSpec::Reader spec,
+                                                    uint32_t group_size, bool* reused,
+                                                    std::string* restart_why);
+  // The engine's part of the record: its id, this run's position on it, its age, the lifecycle.
+  void RecordEngine();
+  // The cache-reset request and its answer: whether the engine says it reset.
+  Status PostCacheReset();
   // A failure of the engine: its log tail goes into the result, the exit status into the reason.
   Status EngineFailure(const std::string& what);
 
@@ -237,7 +264,11 @@ class HeadRun {
   record::NodeFacts node_;
   std::string log_prefix_;
   bool local_engine_ = false;
-  EngineGroup engines_;
+  bool reused_ = false;      // engine_ served an earlier run of this configuration
+  bool keep_ = false;        // Drain() left engine_ running for the next run
+  std::string restart_why_;  // a kept engine that could not serve this run: why
+  std::unique_ptr<ServingEngine> engine_;
+  EngineGroup& engines_;
   // Declared after engines_, so destroyed first: Cancel() never signals a reaped (reusable) pgid.
   struct PgidReset {
     RunExecutor& executor;
@@ -259,33 +290,63 @@ class HeadRun {
   bool engine_died_ = false;
 };
 
-Status HeadRun::Plan() {
-  auto adapter = engines::MakeEngineAdapter(spec_.getEngine());
-  if (!adapter) {
-    return Status::InvalidArgument(fmt::format("engine '{}' cannot be started on agent {}",
-                                               spec_.getEngine().cStr(), x_.context_.agent_id));
+std::unique_ptr<ServingEngine> HeadRun::ReuseOrStop(RunExecutor& x, schema::RunSpec::Reader spec,
+                                                    uint32_t group_size, bool* reused,
+                                                    std::string* restart_why) {
+  std::unique_ptr<ServingEngine> kept = std::move(x.kept_in_);
+  if (kept && kept->configuration == spec.getEngineConfiguration().cStr()) {
+    if (kept->group.AnyExited()) {
+      *restart_why = fmt::format("restarted: engine {} had exited after {} run(s)", kept->engine_id,
+                                 kept->runs_served);
+      spdlog::warn("run {}: the kept engine {} had exited; starting a fresh one", x.run_id_,
+                   kept->engine_id);
+    } else if (spec.getEngineLifecycle() == schema::EngineLifecycle::PER_CONFIGURATION &&
+               group_size == 1) {
+      *reused = true;
+      return kept;
+    }
   }
-  engines::LaunchContext launch_context = LaunchContextFor(assign_);
-  launch_context.port = FreeLoopbackPort();
-  launch_context.self_executable = SelfExecutable();
-  const Status planned = adapter->Plan(launch_context, &launch_);
+  if (kept)
+    spdlog::info("run {}: stopping engine {} (another configuration)", x.run_id_, kept->engine_id);
+  kept.reset();  // stops it: the GPUs are the new engine's
+  return std::make_unique<ServingEngine>();
+}
 
+Status HeadRun::Plan() {
   std::filesystem::create_directories(x_.context_.work_dir);
-  log_prefix_ = fmt::format("{}/{}.{}", x_.context_.work_dir, x_.run_id_, x_.attempt_);
-  node_.gpu_model = x_.context_.gpu_model;
-  node_.interconnect = x_.context_.interconnect;
-  node_.engine_version = launch_.version;
-  if (planned.ok()) ReadProvenance(launch_, log_prefix_, &node_);
-  local_engine_ = planned.ok() && !launch_.processes.empty();
-  if (local_engine_) {
-    const GpuProvenance gpu = ReadGpuProvenance(log_prefix_, x_.context_.agent_id);
-    node_.driver_version = gpu.driver_version;
-    node_.cuda_version = gpu.cuda_version;
-    node_.gpu_topology = gpu.topology;
-    node_.why_no_gpu_facts = gpu.why_missing;
-    if (node_.nccl_version.empty()) node_.nccl_version = gpu.nccl_version;
+  Status planned;
+  if (reused_) {
+    // The engine and what was read about it when it started.
+    launch_ = engine_->launch;
+    log_prefix_ = engine_->log_prefix;
+    node_ = engine_->node;
+    local_engine_ = !launch_.processes.empty();
   } else {
-    node_.why_no_gpu_facts = "no engine started on the agent";
+    auto adapter = engines::MakeEngineAdapter(spec_.getEngine());
+    if (!adapter) {
+      return Status::InvalidArgument(fmt::format("engine '{}' cannot be started on agent {}",
+                                                 spec_.getEngine().cStr(), x_.context_.agent_id));
+    }
+    engines::LaunchContext launch_context = LaunchContextFor(assign_);
+    launch_context.port = FreeLoopbackPort();
+    launch_context.self_executable = SelfExecutable();
+    planned = adapter->Plan(launch_context, &launch_);
+    log_prefix_ = fmt::format("{}/{}.{}", x_.context_.work_dir, x_.run_id_, x_.attempt_);
+    node_.gpu_model = x_.context_.gpu_model;
+    node_.interconnect = x_.context_.interconnect;
+    node_.engine_version = launch_.version;
+    if (planned.ok()) ReadProvenance(launch_, log_prefix_, &node_);
+    local_engine_ = planned.ok() && !launch_.processes.empty();
+    if (local_engine_) {
+      const GpuProvenance gpu = ReadGpuProvenance(log_prefix_, x_.context_.agent_id);
+      node_.driver_version = gpu.driver_version;
+      node_.cuda_version = gpu.cuda_version;
+      node_.gpu_topology = gpu.topology;
+      node_.why_no_gpu_facts = gpu.why_missing;
+      if (node_.nccl_version.empty()) node_.nccl_version = gpu.nccl_version;
+    } else {
+      node_.why_no_gpu_facts = "no engine started on the agent";
+    }
   }
   run_settings_ = record::RunSettingsFor(spec_, planned.ok() ? launch_.base_url : "");
   record::FillConditions(spec_, node_, run_settings_.load, result_.initRecord());
@@ -298,6 +359,14 @@ Status HeadRun::Plan() {
   if (!planned.ok()) return planned.Prefixed("engine not started");
   if (Status s = workload::ValidateLoadSettings(run_settings_.load); !s.ok()) {
     return s.Prefixed("the run's load settings");
+  }
+  if (reused_) {
+    // Checked when it started: the same resolution holds for every run on it.
+    auto effective = engine_->effective.getRoot<schema::BenchmarkRecord>().asReader();
+    auto record = result_.getRecord();
+    record.setEffectiveSettings(effective.getEffectiveSettings());
+    record.setEffectiveSettingsSource(effective.getEffectiveSettingsSource());
+    return Status::Ok();
   }
   if (Status s = CheckPrograms(launch_, x_.context_.agent_id); !s.ok()) return s;
   return CheckEngines();
@@ -346,10 +415,36 @@ Status HeadRun::CheckEngines() {
 
 Status HeadRun::StartEngines() {
   spawn_ns_ = SteadyNowNs();
-  if (Status s = engines_.Start(launch_, log_prefix_); !s.ok()) return s;
+  if (!reused_) {
+    if (Status s = engines_.Start(launch_, log_prefix_); !s.ok()) return s;
+    engine_->configuration = spec_.getEngineConfiguration();
+    engine_->engine_id = fmt::format("{}.{}@{}", x_.run_id_, x_.attempt_, x_.context_.agent_id);
+    engine_->launch = launch_;
+    engine_->log_prefix = log_prefix_;
+    engine_->node = node_;
+    engine_->started_ns = spawn_ns_;
+    auto record = result_.getRecord().asReader();
+    auto effective = engine_->effective.initRoot<schema::BenchmarkRecord>();
+    effective.setEffectiveSettings(record.getEffectiveSettings());
+    effective.setEffectiveSettingsSource(record.getEffectiveSettingsSource());
+  }
+  RecordEngine();
   x_.SetEnginePgids(engines_.Pgids());
   if (x_.cancelled()) engines_.Signal(SIGKILL);  // a cancel that raced the spawn
   return Status::Ok();
+}
+
+void HeadRun::RecordEngine() {
+  auto record = result_.getRecord();
+  const bool per_configuration =
+      spec_.getEngineLifecycle() == schema::EngineLifecycle::PER_CONFIGURATION;
+  record.setEngineLifecycle(per_configuration ? "per_configuration" : "per_run");
+  record.setEngineId(engine_->engine_id);
+  record.setEngineRunIndex(engine_->runs_served);
+  record.setEngineAgeS(static_cast<double>(SteadyNowNs() - engine_->started_ns) / 1e9);
+  record.setCacheState(reused_                ? "not_reset: not reset yet"
+                       : restart_why_.empty() ? "cold"
+                                              : "cold (" + restart_why_ + ")");
 }
 
 Status HeadRun::EngineFailure(const std::string& what) {
@@ -400,12 +495,87 @@ Status HeadRun::AwaitReady() {
       !s.ok()) {
     return EngineFailure(fmt::format("engine listed its model, but {}", s.message()));
   }
-  if (!launch_.processes.empty()) cold_start_ms_ = elapsed_s() * 1e3;
-  // The validity gate's first counters: after the readiness probe, before warm-up.
+  // The engine's cold start: the run that started it; a later run on it has none of its own.
+  if (!launch_.processes.empty() && !reused_) cold_start_ms_ = elapsed_s() * 1e3;
   metrics_url_ = !launch_.metrics_url.empty()   ? launch_.metrics_url
                  : launch_.metrics_path.empty() ? std::string()
                                                 : launch_.base_url + launch_.metrics_path;
   if (launch_.metrics_persona.empty()) metrics_url_.clear();
+  return Status::Ok();
+}
+
+Status HeadRun::PostCacheReset() {
+  scraper::HttpResponse response;
+  const std::string url = launch_.base_url + launch_.cache_reset_path;
+  if (Status s = scraper::HttpPostJson(url, "{}", 30000, &response, launch_.api_key); !s.ok()) {
+    return Status::Unavailable(fmt::format("POST {}: {}", url, s.message()));
+  }
+  // vLLM 0.33 answers 200 {"success": false} when blocks are still held (0.11: always an empty
+  // 200); SGLang answers 400 while requests are in flight.
+  if (response.status_code != 200 || response.body.find("\"success\":false") != std::string::npos ||
+      response.body.find("\"success\": false") != std::string::npos) {
+    return Status::Unavailable(fmt::format("POST {} answered HTTP {}: {}", url,
+                                           response.status_code, response.body.substr(0, 200)));
+  }
+  return Status::Ok();
+}
+
+Status HeadRun::ResetCache() {
+  if (reused_) {
+    x_.SetPhase("resetting");
+    auto record = result_.getRecord();
+    std::string state;
+    if (launch_.cache_reset_path.empty()) {
+      state = fmt::format("not_reset: servesweep has no prefix-cache reset for {} {}",
+                          spec_.getEngine().cStr(), node_.engine_version);
+    } else {
+      // Idle first: an engine refuses (or silently skips) a reset while requests hold blocks.
+      constexpr int kIdleWaitMs = 30000, kPollMs = 50;
+      std::map<std::string, double> signals;
+      for (int waited = 0; !metrics_url_.empty() && waited < kIdleWaitMs; waited += kPollMs) {
+        if (!scraper::ScrapeSignals(metrics_url_, launch_.metrics_persona, &signals).ok()) break;
+        if (signals["running"] == 0 && signals["waiting"] == 0) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+      }
+      // The check: a prompt sent before the reset must find nothing cached after it (the
+      // engine's prefix-cache hit counter does not move), then a second reset drops it again.
+      const bool chat = spec_.getWorkload().getApi() == schema::ApiKind::CHAT_COMPLETIONS;
+      // Long enough to fill a whole cache block (16 tokens in vLLM, 512 in the emulator's
+      // model), short enough for a small context.
+      const uint32_t context_tok = spec_.getEngineConfig().getContextLenTok();
+      const uint32_t words = context_tok > 0 ? std::min<uint32_t>(kResetProbeWords, context_tok / 3)
+                                             : kResetProbeWords;
+      std::string probe = "servesweep cache reset check";
+      for (uint32_t i = 0; i < words; ++i) probe += fmt::format(" w{}", i);
+      std::map<std::string, double> before, after;
+      Status s = ProbeCompletion(launch_.base_url, spec_.getModel().cStr(), chat, launch_.api_key,
+                                 30000, probe);
+      if (s.ok()) s = PostCacheReset();
+      const bool counted =
+          s.ok() && !metrics_url_.empty() &&
+          scraper::ScrapeSignals(metrics_url_, launch_.metrics_persona, &before).ok() &&
+          before.count("prefix_cache_hits") > 0;
+      if (s.ok()) {
+        s = ProbeCompletion(launch_.base_url, spec_.getModel().cStr(), chat, launch_.api_key, 30000,
+                            probe);
+      }
+      if (s.ok() && counted &&
+          scraper::ScrapeSignals(metrics_url_, launch_.metrics_persona, &after).ok()) {
+        const double hits = after["prefix_cache_hits"] - before["prefix_cache_hits"];
+        if (hits > 0) {
+          s = Status::FailedPrecondition(fmt::format(
+              "a prompt repeated after the reset still hit {:.0f} cached tokens", hits));
+        }
+      }
+      if (s.ok()) s = PostCacheReset();
+      state = !s.ok()   ? "not_reset: " + s.message()
+              : counted ? "reset"
+                        : "reset (unverified: the engine reports no prefix-cache hits)";
+    }
+    record.setCacheState(state);
+    if (state.rfind("not_reset", 0) == 0) spdlog::warn("run {}: {}", x_.run_id_, state);
+  }
+  // The validity gate's first counters: after readiness and the reset, before warm-up.
   if (!metrics_url_.empty() &&
       !scraper::ScrapeSignals(metrics_url_, launch_.metrics_persona, &counters_before_).ok()) {
     counters_before_.clear();  // not reconciled: said in the record
@@ -500,7 +670,12 @@ void HeadRun::Drain() {
     engine_died_ = engines_.AnyExited();
   }
   x_.SetEnginePgids({});
-  engines_.Stop(std::chrono::seconds(10));
+  // Kept for the next run of its configuration (the coordinator has one pending), unless it
+  // died or the run was cancelled.
+  keep_ = assign_.getKeepEngine() &&
+          spec_.getEngineLifecycle() == schema::EngineLifecycle::PER_CONFIGURATION &&
+          assign_.getGroupSize() == 1 && local_engine_ && !engine_died_ && !x_.cancelled();
+  if (!keep_) engines_.Stop(std::chrono::seconds(10));
 }
 
 Status HeadRun::Record() {
@@ -557,6 +732,7 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   Status status = run.Plan();
   if (status.ok()) status = run.StartEngines();
   if (status.ok()) status = run.AwaitReady();
+  if (status.ok()) status = run.ResetCache();
   if (status.ok()) status = run.WarmUp();
   if (status.ok()) status = run.Measure();
   if (status.ok()) {
@@ -566,6 +742,11 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
   }
   if (status.ok()) {
     result.setStatus(schema::RunStatus::OK);
+    if (auto kept = run.TakeKeptEngine()) {
+      ++kept->runs_served;
+      std::lock_guard<std::mutex> lock(mutex_);
+      kept_out_ = std::move(kept);
+    }
     return;
   }
   // A permanent error of the run's own settings is refused: another attempt would fail the same.

@@ -1,6 +1,9 @@
 // Executes one assigned run on its own thread. Head: start the engine, wait until it is ready
 // (health, model list, one probe request; cold start measured apart), run the load while
 // scraping /metrics and sampling GPU telemetry, stop the engine, and build the RunResult.
+// Under engine_lifecycle per_configuration (one agent) the head reuses the engine the agent
+// kept from the previous run of its configuration (its prefix cache reset, the engine idle),
+// and keeps its engine for the next one when the assignment says so (ServingEngine).
 // Worker: start the engine's worker part (if any) and hold until released.
 // The agent's loop keeps heartbeating meanwhile and polls Finished().
 //
@@ -17,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/serving_engine.h"
 #include "common/status.h"
 #include "engines/engine_adapter.h"
 #include "schema/wire.capnp.h"
@@ -39,13 +43,17 @@ engines::LaunchContext LaunchContextFor(schema::Assign::Reader assign);
 // Readiness's last step: one tiny completion (1 token, not streamed) on the run's API
 // (/v1/completions, or /v1/chat/completions), which must answer 200 with choices.
 Status ProbeCompletion(const std::string& base_url, const std::string& model, bool chat,
-                       const std::string& api_key, long timeout_ms);
+                       const std::string& api_key, long timeout_ms,
+                       const std::string& prompt = "Hello");
 
 class HeadRun;
 
 class RunExecutor {
  public:
-  RunExecutor(schema::Assign::Reader assign, ExecutorContext context);
+  // `kept`: the engine the agent kept from its previous run (or null): reused when it is this
+  // run's configuration and alive, else stopped before anything starts.
+  RunExecutor(schema::Assign::Reader assign, ExecutorContext context,
+              std::unique_ptr<ServingEngine> kept = nullptr);
   ~RunExecutor();  // cancels and joins
   RunExecutor(const RunExecutor&) = delete;
   RunExecutor& operator=(const RunExecutor&) = delete;
@@ -58,6 +66,8 @@ class RunExecutor {
   bool Finished() const { return finished_.load(); }
   // The RunResult message (head), or nullptr (worker, or nothing to report).
   std::unique_ptr<capnp::MallocMessageBuilder> TakeResult();
+  // After Finished(): the engine to keep up for the next run of its configuration, or null.
+  std::unique_ptr<ServingEngine> TakeKeptEngine();
 
   const std::string& run_id() const { return run_id_; }
   uint32_t attempt() const { return attempt_; }
@@ -100,6 +110,8 @@ class RunExecutor {
   std::string distrust_reason_;  // guarded by mutex_
   const char* phase_ = "starting";
   std::unique_ptr<capnp::MallocMessageBuilder> result_;
+  std::unique_ptr<ServingEngine> kept_in_;   // the run thread's until it decides
+  std::unique_ptr<ServingEngine> kept_out_;  // guarded by mutex_
   std::thread thread_;
 };
 

@@ -98,6 +98,9 @@ void AddFaultFlags(CLI::App& cmd, sim::FaultSettings& faults) {
                  "Tokens the usage event leaves out of what was generated and counted")
       ->check(CLI::NonNegativeNumber)
       ->group(group);
+  cmd.add_flag("--fault-ignore-cache-reset", faults.ignore_cache_reset,
+               "Answer /reset_prefix_cache and /flush_cache with success, resetting nothing")
+      ->group(group);
 }
 
 // The performance model instead of the fixed schedule: every option needs --hardware.

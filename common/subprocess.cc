@@ -8,9 +8,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <thread>
 
 extern char** environ;
@@ -33,7 +37,59 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
   return *this;
 }
 
+namespace {
+
+// Forks on one thread that lives as long as the process. PR_SET_PDEATHSIG fires when the
+// *thread* that forked exits, not the process: an engine kept up across runs must not die with
+// the run thread that started it, and every child must still die with the process.
+class ForkThread {
+ public:
+  static ForkThread& Get() {
+    static ForkThread* thread = new ForkThread();  // never destroyed: it lives until exit
+    return *thread;
+  }
+  Status Run(const std::function<Status()>& fork) {
+    if (std::this_thread::get_id() == thread_.get_id()) return fork();
+    std::unique_lock<std::mutex> lock(mutex_);
+    const uint64_t ticket = ++submitted_;
+    queue_.push_back({ticket, &fork});
+    ready_.notify_all();
+    done_.wait(lock, [&] { return results_.count(ticket) > 0; });
+    Status status = results_[ticket];
+    results_.erase(ticket);
+    return status;
+  }
+
+ private:
+  ForkThread() : thread_([this] { Loop(); }) {}
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      ready_.wait(lock, [&] { return !queue_.empty(); });
+      const auto [ticket, fork] = queue_.front();
+      queue_.pop_front();
+      lock.unlock();
+      Status status = (*fork)();
+      lock.lock();
+      results_.emplace(ticket, std::move(status));
+      done_.notify_all();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable ready_, done_;
+  std::deque<std::pair<uint64_t, const std::function<Status()>*>> queue_;
+  std::map<uint64_t, Status> results_;
+  uint64_t submitted_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace
+
 Status ChildProcess::Spawn(const SpawnOptions& options, ChildProcess* out) {
+  return ForkThread::Get().Run([&] { return SpawnHere(options, out); });
+}
+
+Status ChildProcess::SpawnHere(const SpawnOptions& options, ChildProcess* out) {
   if (options.argv.empty())
     return Status::InvalidArgument("spawn: expected a program in argv, found none");
   // Everything the child needs is prepared before fork: after fork only async-signal-safe calls.

@@ -34,6 +34,8 @@ class ChildProcess {
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
 
+  // Forks on a thread that lives as long as the process (the child dies with the process, and
+  // outlives the thread that asked for it).
   static Status Spawn(const SpawnOptions& options, ChildProcess* out);
 
   pid_t pid() const { return pid_; }
@@ -48,6 +50,7 @@ class ChildProcess {
   void Signal(int signal);
 
  private:
+  static Status SpawnHere(const SpawnOptions& options, ChildProcess* out);
   pid_t pid_ = -1;
   std::optional<int> exit_status_;
 };

@@ -31,6 +31,9 @@ struct AgentEntry {
   // A run the agent reports working on that we did not (or no longer) place there: a released
   // run still tearing down, say. The agent is not idle until its heartbeat says otherwise.
   std::string draining_run_id;
+  // The engine configuration whose engine the agent keeps up between runs (its heartbeat's),
+  // "" for none: a pending run of it goes there first.
+  std::string warm_configuration;
   ProbeState probe_state = ProbeState::kNotProbed;
   bool excluded = false;  // unhealthy and the sweep leaves unhealthy nodes out
 };

@@ -320,11 +320,14 @@ void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t&
       return;
     }
     switch (which) {
-      case schema::Envelope::HEARTBEAT:
-        if (agents_.Reported(identity, envelope.getHeartbeat().getBusyRunId())) {
-          dispatch_needed_ = true;
+      case schema::Envelope::HEARTBEAT: {
+        const auto heartbeat = envelope.getHeartbeat();
+        if (agents_.Reported(identity, heartbeat.getBusyRunId())) dispatch_needed_ = true;
+        if (AgentEntry* agent = agents_.Find(identity)) {
+          agent->warm_configuration = heartbeat.getWarmConfiguration();
         }
         break;
+      }
       case schema::Envelope::PROGRESS: {
         auto progress = envelope.getProgress();
         spdlog::debug("{}: {} {}/{} ({})", identity, progress.getRunId().cStr(),
@@ -397,6 +400,7 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
   }
   dispatch_needed_ = true;
   AgentEntry& agent = agents_.Hello(inventory, now_ns);
+  agent.warm_configuration = hello.getWarmConfiguration();
   if (Status s = store_->UpsertAgent(inventory); !s.ok()) spdlog::error("{}", s.message());
   spdlog::info("agent {} ({}, {} GPU{}) said hello", identity, agent.hostname, agent.gpus,
                agent.gpus == 1 ? "" : "s");
@@ -668,6 +672,21 @@ void Coordinator::Dispatch(int64_t now_ns) {
   next_dispatch_ns_ = now_ns + kRecheckNs;
   bool waiting = false;
   auto idle = agents_.Idle(probes_enabled_);
+  // An agent that keeps an engine up takes the next pending run of its configuration first: the
+  // runs of one configuration follow each other on one engine.
+  for (const AgentEntry* agent : std::vector<const AgentEntry*>(idle)) {
+    if (agent->warm_configuration.empty()) continue;
+    for (auto& run : runs_) {
+      if (run.state != results::RunState::kPending || run.hold_until_ns > now_ns) continue;
+      capnp::FlatArrayMessageReader reader(run.spec_words);
+      const auto spec = reader.getRoot<schema::RunSpec>();
+      if (spec.getEngineConfiguration() != agent->warm_configuration) continue;
+      if (auto placement = PlaceRun(spec, {agent})) {
+        AssignRun(run, spec, *placement, now_ns, &idle);
+        break;
+      }
+    }
+  }
   for (auto& run : runs_) {
     if (run.state != results::RunState::kPending) continue;
     if (run.hold_until_ns > now_ns) {
@@ -685,29 +704,7 @@ void Coordinator::Dispatch(int64_t now_ns) {
       waiting = true;
       continue;
     }
-    ++run.attempts;
-    run.state = results::RunState::kRunning;
-    run.placement = *placement;
-    if (Status s = store_->MarkRunning(run.run_id, run.attempts, JoinIds(run.placement)); !s.ok()) {
-      spdlog::error("{}", s.message());
-    }
-    std::vector<std::string> addresses;
-    for (uint32_t rank = 0; rank < run.placement.size(); ++rank) {
-      agents_.Find(run.placement[rank])->busy_run_id = run.run_id;
-      addresses.push_back(agents_.Find(run.placement[rank])->address);
-    }
-    std::erase_if(idle, [](const AgentEntry* agent) { return !agent->busy_run_id.empty(); });
-    spdlog::info("run {} [{}] attempt {} -> {}", run.run_id, run.label, run.attempts,
-                 JoinIds(run.placement));
-    ShowAssigned(run, now_ns);
-    std::vector<std::string> unreachable;
-    for (uint32_t rank = 0; rank < run.placement.size(); ++rank) {
-      capnp::MallocMessageBuilder message;
-      FillAssign(spec, run.attempts, rank, run.placement, addresses,
-                 NewEnvelope(message).initAssign());
-      if (!Send(run.placement[rank], message)) unreachable.push_back(run.placement[rank]);
-    }
-    for (const auto& id : unreachable) LoseAgent(id, "unreachable when assigning");
+    AssignRun(run, spec, *placement, now_ns, &idle);
   }
   if (!waiting) {
     waiting_since_ns_ = 0;
@@ -723,6 +720,58 @@ void Coordinator::Dispatch(int64_t now_ns) {
         totals.pending, agents_.size(), excluded);
     waiting_since_ns_ = now_ns;
   }
+}
+
+void Coordinator::AssignRun(RunSlot& run, schema::RunSpec::Reader spec,
+                            const std::vector<std::string>& placement, int64_t now_ns,
+                            std::vector<const AgentEntry*>* idle) {
+  ++run.attempts;
+  run.state = results::RunState::kRunning;
+  run.placement = placement;
+  if (Status s = store_->MarkRunning(run.run_id, run.attempts, JoinIds(run.placement)); !s.ok()) {
+    spdlog::error("{}", s.message());
+  }
+  std::vector<std::string> addresses;
+  for (uint32_t rank = 0; rank < run.placement.size(); ++rank) {
+    agents_.Find(run.placement[rank])->busy_run_id = run.run_id;
+    addresses.push_back(agents_.Find(run.placement[rank])->address);
+  }
+  std::erase_if(*idle, [](const AgentEntry* agent) { return !agent->busy_run_id.empty(); });
+  spdlog::info("run {} [{}] attempt {} -> {}", run.run_id, run.label, run.attempts,
+               JoinIds(run.placement));
+  ShowAssigned(run, now_ns);
+  const bool keep_engine = KeepsEngine(run, spec);
+  // What the agents will hold after this run, before their heartbeats say so: the next run of
+  // the configuration must not miss its engine because a heartbeat was in flight.
+  for (const auto& id : run.placement) {
+    agents_.Find(id)->warm_configuration = keep_engine ? spec.getEngineConfiguration() : "";
+  }
+  std::vector<std::string> unreachable;
+  for (uint32_t rank = 0; rank < run.placement.size(); ++rank) {
+    capnp::MallocMessageBuilder message;
+    auto assign = NewEnvelope(message).initAssign();
+    FillAssign(spec, run.attempts, rank, run.placement, addresses, assign);
+    assign.setKeepEngine(keep_engine);
+    if (!Send(run.placement[rank], message)) unreachable.push_back(run.placement[rank]);
+  }
+  for (const auto& id : unreachable) LoseAgent(id, "unreachable when assigning");
+}
+
+bool Coordinator::KeepsEngine(const RunSlot& run, schema::RunSpec::Reader spec) const {
+  // One agent for now: an engine across nodes is started per run (docs/matrix.md).
+  if (spec.getEngineLifecycle() != schema::EngineLifecycle::PER_CONFIGURATION ||
+      run.placement.size() != 1) {
+    return false;
+  }
+  for (const auto& other : runs_) {
+    if (&other == &run || other.state != results::RunState::kPending) continue;
+    capnp::FlatArrayMessageReader reader(other.spec_words);
+    if (reader.getRoot<schema::RunSpec>().getEngineConfiguration() ==
+        spec.getEngineConfiguration()) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void Coordinator::ShowAssigned(const RunSlot& run, int64_t now_ns) {

@@ -94,6 +94,14 @@ class Coordinator {
   // `peer_key`: the sender's CurveZMQ public key (Z85, the ZAP User-Id); "" without CURVE.
   void HandleFrame(const std::string& identity, const zmq::message_t& payload,
                    const std::string& peer_key, int64_t now_ns);
+  // Places `run` on `placement` (head first), sends every rank its assignment, and takes the
+  // agents out of *idle.
+  void AssignRun(RunSlot& run, schema::RunSpec::Reader spec,
+                 const std::vector<std::string>& placement, int64_t now_ns,
+                 std::vector<const AgentEntry*>* idle);
+  // Whether the run's engine stays up after it: per_configuration, on one agent, and another
+  // run of its configuration is pending.
+  bool KeepsEngine(const RunSlot& run, schema::RunSpec::Reader spec) const;
   void OnHello(const std::string& identity, schema::Hello::Reader hello,
                const std::string& peer_key, int64_t now_ns);
   // False (and the message is to be dropped) when `identity` is bound to another key.

@@ -45,7 +45,10 @@ struct EngineLaunch {
   std::string metrics_path = "/metrics";
   std::string metrics_url;      // where to scrape when not base_url + metrics_path
   std::string metrics_persona;  // names on /metrics: "vllm", "sglang", "llamacpp", "" = none
-  std::string version;          // engine version, when known without asking the engine
+  // POSTed between runs on one engine to reset its prefix cache ("" = servesweep has none for
+  // this engine): vLLM's /reset_prefix_cache, SGLang's /flush_cache, the emulator's both.
+  std::string cache_reset_path;
+  std::string version;                       // engine version, when known without asking the engine
   std::vector<std::string> version_command;  // prints the engine version (provenance)
   std::string model_file;         // local weights (or their config) to fingerprint for provenance
   std::string api_key;            // sent as a bearer token to external endpoints; never logged

@@ -18,10 +18,12 @@ std::string DescribeLaunch(const EngineLaunch& launch, const Status& planned) {
     out += line + "\n";
   }
   if (!launch.base_url.empty()) {
-    out += fmt::format("  load: {}  ready: {}  metrics: {} ({})\n", launch.base_url,
-                       launch.health_path.empty() ? "/v1/models" : launch.health_path,
-                       launch.metrics_url.empty() ? launch.metrics_path : launch.metrics_url,
-                       launch.metrics_persona.empty() ? "none" : launch.metrics_persona);
+    out += fmt::format(
+        "  load: {}  ready: {}  metrics: {} ({}){}\n", launch.base_url,
+        launch.health_path.empty() ? "/v1/models" : launch.health_path,
+        launch.metrics_url.empty() ? launch.metrics_path : launch.metrics_url,
+        launch.metrics_persona.empty() ? "none" : launch.metrics_persona,
+        launch.cache_reset_path.empty() ? "" : "  cache reset: POST " + launch.cache_reset_path);
   }
   return out;
 }

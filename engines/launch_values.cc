@@ -290,6 +290,10 @@ Status FinishPdLaunch(const FlagTable& table, const KvConnector& connector,
   return Status::Ok();
 }
 
+bool KeptAcrossRuns(schema::RunSpec::Reader spec) {
+  return spec.getEngineLifecycle() == schema::EngineLifecycle::PER_CONFIGURATION;
+}
+
 std::string GpuList(uint32_t first, uint32_t gpus) {
   std::string out;
   for (uint32_t g = first; g < first + gpus; ++g)

@@ -120,6 +120,10 @@ Status FinishPdLaunch(const FlagTable& table, const KvConnector& connector,
                       const LaunchContext& context, const std::vector<PdInstance>& instances,
                       EngineLaunch* launch);
 
+// Whether the run's engine may serve later runs of its configuration (engine_lifecycle
+// per_configuration): then it needs its prefix-cache reset between them.
+bool KeptAcrossRuns(schema::RunSpec::Reader spec);
+
 // "0,1,2,3" for `gpus` GPUs from `first`.
 std::string GpuList(uint32_t first, uint32_t gpus);
 

@@ -111,6 +111,8 @@ Status SglangAdapter::PlanWithTable(const FlagTable& table, const LaunchContext&
   if (Status s = b.status(); !s.ok()) return s;
   launch.processes.push_back(
       {head ? "engine" : fmt::format("worker{}", context.rank), b.argv(), {}});
+  // One engine kept across runs: the radix cache is flushed between them.
+  if (nodes <= 1 && KeptAcrossRuns(spec)) launch.cache_reset_path = "/flush_cache";
   return Status::Ok();
 }
 

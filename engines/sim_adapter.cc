@@ -47,7 +47,10 @@ Status SimAdapter::Plan(const LaunchContext& context, EngineLaunch* out) const {
   // Quality tasks: passed only when not the default (always right), so argv stays as it was.
   if (sim.getAnswerAccuracy() != 1)
     flag("--answer-accuracy", fmt::format("{}", sim.getAnswerAccuracy()));
+  // engine_flags go to the emulator as they are (its own flags: faults, say).
+  for (auto f : context.spec.getEngineFlags()) process.argv.push_back(f.cStr());
   launch.processes.push_back(std::move(process));
+  launch.cache_reset_path = "/reset_prefix_cache";
   launch.base_url = fmt::format("http://127.0.0.1:{}", context.port);
   return Status::Ok();
 }

@@ -171,8 +171,14 @@ Status VllmAdapter::PlanWithTable(const FlagTable& table, const LaunchContext& c
   AddSettings(b, table, spec);
   AddUserFlags(b, spec);
   if (Status s = b.status(); !s.ok()) return s;
-  launch.processes.push_back(
-      {head ? "engine" : fmt::format("worker{}", context.rank), b.argv(), {}});
+  EngineProcess process{head ? "engine" : fmt::format("worker{}", context.rank), b.argv(), {}};
+  // One engine kept across runs: its prefix cache is reset between them, an endpoint vLLM
+  // serves only in its development mode.
+  if (nodes <= 1 && KeptAcrossRuns(spec)) {
+    process.env.emplace_back("VLLM_SERVER_DEV_MODE", "1");
+    launch.cache_reset_path = "/reset_prefix_cache";
+  }
+  launch.processes.push_back(std::move(process));
   return Status::Ok();
 }
 

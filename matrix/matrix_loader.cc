@@ -11,6 +11,7 @@
 
 #include "common/ids.h"
 #include "common/yaml_reader.h"
+#include "matrix/engine_configuration.h"
 #include "matrix/feasibility.h"
 #include "matrix/run_conditions.h"
 #include "matrix/run_keys.h"
@@ -335,6 +336,7 @@ bool Expansion::ExpandRuns(YamlMap& top) {
                             layout.getGpusPerNode());
       }
       AssignRunId(spec, index);
+      spec.setEngineConfiguration(EngineConfigurationOf(spec.asReader()));
       // Marked after the id: choosing another baseline re-runs nothing.
       if (!baseline_.empty()) {
         spec.setBaseline(

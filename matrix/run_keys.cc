@@ -508,6 +508,19 @@ void ReadRunKeys(YamlMap& m, const std::string& matrix_path, schema::RunSpec::Bu
     spec.setTimeoutS(timeout_s);
   }
   if (auto v = m.Get("max_attempts")) spec.setMaxAttempts(r.Uint(v, "max_attempts", 1));
+  if (auto v = m.Get("engine_lifecycle")) {
+    const std::string lifecycle = r.Text(v, "engine_lifecycle");
+    if (lifecycle == "per_run") {
+      spec.setEngineLifecycle(schema::EngineLifecycle::PER_RUN);
+    } else if (lifecycle == "per_configuration") {
+      spec.setEngineLifecycle(schema::EngineLifecycle::PER_CONFIGURATION);
+    } else if (r.ok()) {
+      r.Fail(v, fmt::format("expected 'engine_lifecycle' to be per_configuration (one engine for "
+                            "the runs of a configuration) or per_run (a cold engine per run), "
+                            "found '{}'",
+                            lifecycle));
+    }
+  }
   if (auto v = m.Get("min_success_rate")) {
     const double rate = r.Number(v, "min_success_rate");
     if (rate > 1) {

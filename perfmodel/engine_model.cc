@@ -43,6 +43,11 @@ class BlockCache {
     auto it = blocks_.find(hash);
     if (--it->second.refs == 0) it->second.lru_pos = lru_.insert(lru_.end(), hash);
   }
+  // Drops every block no request holds (what an engine's prefix-cache reset does).
+  void EvictAll() {
+    while (EvictOne()) {
+    }
+  }
   bool EvictOne() {
     if (lru_.empty()) return false;
     blocks_.erase(lru_.front());
@@ -88,6 +93,7 @@ class Replica {
     return private_tok_ + (cache_.size() - cache_.evictable()) * d_->block_size_tok;
   }
   int64_t next_ns() const { return busy_ ? step_end_ns_ : wake_ns_; }
+  void DropCachedPrefixes() { cache_.EvictAll(); }
 
   void Enqueue(Seq* seq, int64_t now) {
     waiting_.push_back(seq);
@@ -487,6 +493,15 @@ class EngineModel::Impl {
     now_ns_ = std::max(now_ns_, now);
   }
 
+  bool ResetPrefixCache() {
+    for (const auto& r : replicas_) {
+      if (r->load() > 0) return false;
+    }
+    if (!transfers_.empty() || !arrivals_.empty()) return false;
+    for (const auto& r : replicas_) r->DropCachedPrefixes();
+    return true;
+  }
+
   EngineSnapshot Snapshot() const {
     EngineSnapshot s;
     s.time_ns = now_ns_;
@@ -625,6 +640,7 @@ void EngineModel::AdvanceTo(int64_t now_ns, const EventSink& sink) {
   impl_->AdvanceTo(now_ns, sink);
 }
 EngineSnapshot EngineModel::Snapshot() const { return impl_->Snapshot(); }
+bool EngineModel::ResetPrefixCache() { return impl_->ResetPrefixCache(); }
 int64_t EngineModel::ColdStartNs() const { return impl_->cost().ColdStartNs(); }
 const CostModel& EngineModel::cost() const { return impl_->cost(); }
 

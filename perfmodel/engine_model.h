@@ -105,6 +105,10 @@ class EngineModel {
   void AdvanceTo(int64_t now_ns, const EventSink& sink);
 
   EngineSnapshot Snapshot() const;
+  // Drops every cached prefix block (vLLM's /reset_prefix_cache). Refused (false, nothing
+  // dropped) while a request is waiting, running or in transfer, as vLLM refuses while blocks
+  // are held.
+  bool ResetPrefixCache();
 
   // From process start to ready: weight load + graph capture (the emulator's /health delay).
   int64_t ColdStartNs() const;

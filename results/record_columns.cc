@@ -174,6 +174,12 @@ std::vector<RecordColumn> Build() {
   StatsColumns(c, "ttft_prefix_new", "ms", [](Record r) { return r.getTtftPrefixNewMs(); },
                {"mean", "median", "p99"});
   Real(c, "cold_start_ms", [](Record r) { return r.getColdStartMs(); });
+  // The engine the run was measured on (engine_lifecycle), and its prefix cache at the start.
+  Text(c, "engine_lifecycle", [](Record r) { return std::string(r.getEngineLifecycle()); });
+  Text(c, "engine_id", [](Record r) { return std::string(r.getEngineId()); });
+  Int(c, "engine_run_index", [](Record r) { return int64_t{r.getEngineRunIndex()}; });
+  Real(c, "engine_age_s", [](Record r) { return r.getEngineAgeS(); });
+  Text(c, "cache_state", [](Record r) { return std::string(r.getCacheState()); });
   // Load modes: cancellations at the drain timeout, client queue time, time to first byte, and
   // the steady-state window's aggregate throughputs.
   Int(c, "cancelled", [](Record r) { return int64_t{r.getCancelled()}; });

@@ -199,6 +199,15 @@ struct BenchmarkRecord {
   # the engine check before it started (docs/engines.md#effective-settings); empty when none ran.
   effectiveSettings @90 :List(EffectiveSetting);
   effectiveSettingsSource @91 :Text;  # "vllm 0.33.0 engine config (check on agent A)" or "n/a: why"
+  # The engine the run was measured on (docs/results.md#engine-lifecycle): its id, this run's
+  # position on it (0: the run that started it, and the only one whose coldStartMs is the
+  # engine's), its age when this run began, and the prefix cache's state at the run's start:
+  # "cold" (a fresh engine), "reset" (reset, the engine idle), "not_reset: why".
+  engineId @92 :Text;
+  engineRunIndex @93 :UInt32;
+  engineAgeS @94 :Float64;
+  engineLifecycle @95 :Text;      # "per_configuration", "per_run"
+  cacheState @96 :Text;
 }
 
 struct EffectiveSetting {

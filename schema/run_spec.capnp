@@ -210,6 +210,19 @@ struct RunSpec {
   quality @25 :QualitySettings;
   # The validity gate: a run with a lower share of successful measured requests is invalid.
   minSuccessRate @26 :Float64 = 0.95;
+  # docs/matrix.md#engine-lifecycle: perConfiguration keeps one engine up for the runs of one
+  # configuration placed on the same agent, one after another; perRun starts a cold engine for
+  # every run (to measure cold start itself).
+  engineLifecycle @27 :EngineLifecycle;
+  # A digest of every engine-side key (engine, version, flags, image, model, checkpoint,
+  # precision, quantization, KV dtype, layout, engine settings, emulator settings): runs with
+  # the same one can share an engine. "cfg-" and 12 hex digits.
+  engineConfiguration @28 :Text;
+}
+
+enum EngineLifecycle {
+  perConfiguration @0;
+  perRun @1;
 }
 
 struct QualityTask {

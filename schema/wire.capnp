@@ -43,10 +43,12 @@ struct Hello {
   busyAttempt @3 :UInt32;
   busyRole @4 :Role;
   busyGroupSize @5 :UInt32;
+  warmConfiguration @6 :Text;     # the engine configuration the agent keeps up, "" for none
 }
 
 struct Heartbeat {
   busyRunId @0 :Text;             # "" when idle
+  warmConfiguration @1 :Text;     # the engine configuration the agent keeps up, "" for none
 }
 
 struct Assign {
@@ -58,6 +60,9 @@ struct Assign {
   headAddress @5 :Text;
   agentIds @6 :List(Text);        # the whole placement, head first
   peerAddresses @7 :List(Text);   # each agent's address (Inventory.address), in placement order
+  # More runs of this engine configuration wait (engine_lifecycle per_configuration): keep the
+  # engine up after this run for the next one.
+  keepEngine @8 :Bool;
 }
 
 struct Progress {

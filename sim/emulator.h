@@ -33,6 +33,9 @@ struct FaultSettings {
   // The usage event reports this many completion tokens fewer than were generated (and counted
   // on /metrics): the client's and the engine's counts disagree (floored at 0).
   int64_t usage_undercount_tok = 0;
+  // The cache-reset endpoints answer success and reset nothing (an engine whose reset is
+  // broken: the agent's check must notice).
+  bool ignore_cache_reset = false;
 };
 
 struct EmulatorSettings {

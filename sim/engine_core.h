@@ -13,6 +13,9 @@
 //   - Every admitted request ends with exactly one event with finished = true, unless cancelled;
 //     after Cancel() no event names it.
 //   - Snapshot() reports the engine-side gauges and counters served on /metrics.
+//   - ResetPrefixCache() (optional; the emulator's /reset_prefix_cache and /flush_cache) drops
+//     every cached prefix, as of the last AdvanceTo(); false, dropping nothing, while a request
+//     is admitted and unfinished. A core without a prefix cache has nothing to drop: true.
 // All instants are std::chrono::steady_clock nanoseconds since its epoch.
 //
 // Thread-safety: a core is NOT thread-safe; the driver calls it from one strand only, so a core
@@ -73,6 +76,7 @@ class EngineCore {
   virtual int64_t NextEventNs() const = 0;
   virtual void AdvanceTo(int64_t now_ns, TokenSink& sink) = 0;
   virtual EngineSnapshot Snapshot() const = 0;
+  virtual bool ResetPrefixCache() { return true; }
 };
 
 }  // namespace servesweep::sim

@@ -72,6 +72,18 @@ void EngineDriver::Snapshot(net::any_io_executor reply_executor,
   });
 }
 
+void EngineDriver::ResetPrefixCache(net::any_io_executor reply_executor,
+                                    std::function<void(bool)> done) {
+  auto reset = [this] {
+    AdvanceHere();
+    return core_->ResetPrefixCache();
+  };
+  if (single_threaded_) return done(reset());
+  net::post(strand_, [reset, reply_executor, done = std::move(done)]() mutable {
+    net::post(reply_executor, [ok = reset(), done = std::move(done)] { done(ok); });
+  });
+}
+
 void EngineDriver::SubmitHere(EngineRequest request, Route route) {
   const uint64_t id = request.id;
   routes_.emplace(id, std::move(route));

@@ -47,6 +47,9 @@ class EngineDriver {
   // Calls done(snapshot) on reply_executor (inline when single-threaded).
   void Snapshot(boost::asio::any_io_executor reply_executor,
                 std::function<void(const EngineSnapshot&)> done);
+  // Runs the core up to now, then its ResetPrefixCache(); done(reset) on reply_executor.
+  void ResetPrefixCache(boost::asio::any_io_executor reply_executor,
+                        std::function<void(bool)> done);
   // Drops every listener (the emulator is shutting down).
   void Shutdown();
 

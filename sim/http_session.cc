@@ -184,8 +184,31 @@ void HttpSession::Route(const http::request<http::string_body>& request) {
                                                               engine, self->ctx_.created_s));
         });
   }
+  // The engines' cache resets, each answered as its engine does: vLLM 0.33's POST
+  // /reset_prefix_cache ({"success": ...}) and SGLang's /flush_cache (GET or POST; 400 when
+  // requests are in flight).
+  if ((target == "/reset_prefix_cache" && post) || (target == "/flush_cache" && (get || post))) {
+    if (ctx_.settings.faults.ignore_cache_reset) {
+      return SendReply(200, kJson,
+                       target == "/flush_cache" ? "Cache flushed.\n" : R"({"success":true})");
+    }
+  }
+  if (target == "/reset_prefix_cache" && post) {
+    return ctx_.driver->ResetPrefixCache(
+        socket_.get_executor(), [self = shared_from_this()](bool reset) {
+          self->SendReply(200, kJson, reset ? R"({"success":true})" : R"({"success":false})");
+        });
+  }
+  if (target == "/flush_cache" && (get || post)) {
+    return ctx_.driver->ResetPrefixCache(
+        socket_.get_executor(), [self = shared_from_this()](bool reset) {
+          self->SendReply(reset ? 200 : 400, "text/plain",
+                          reset ? "Cache flushed.\n" : "Flush cache failed.\n");
+        });
+  }
   const bool known = target == "/health" || target == "/v1/models" || target == "/metrics" ||
-                     target == "/v1/completions" || target == "/v1/chat/completions";
+                     target == "/v1/completions" || target == "/v1/chat/completions" ||
+                     target == "/reset_prefix_cache" || target == "/flush_cache";
   const ErrorReply error = known ? MakeError(405, "MethodNotAllowedError", "Method Not Allowed")
                                  : MakeError(404, "NotFoundError", "Not Found");
   SendReply(error.status, kJson, error.body);

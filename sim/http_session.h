@@ -9,8 +9,8 @@
 //
 // A request's arrival (the reference of its TTFT, its request-log line and the timing core's
 // schedule) is the kernel's receive time of its first bytes, taken with them when they are read
-// (common/receive_time.h), not the time the io thread parsed them; pipelined requests, whose bytes were
-// read with the previous one, are stamped when parsed.
+// (common/receive_time.h), not the time the io thread parsed them; pipelined requests, whose bytes
+// were read with the previous one, are stamped when parsed.
 //
 // Thread-safety: all handlers of one session run on the socket's executor, which is a strand
 // when the io_context has several threads; the driver delivers events there too.

@@ -100,7 +100,7 @@ class ResponseRenderer {
   std::string_view model_json_;  // must outlive the renderer
   std::string id_;
   std::string first_token_text_;  // "" = " t0"
-  std::string head_;  // `data: {"id":...,"object":...,"created":...,"model":...,`
+  std::string head_;              // `data: {"id":...,"object":...,"created":...,"model":...,`
 };
 
 }  // namespace servesweep::sim

@@ -28,6 +28,7 @@ class PerfModelCore : public EngineCore {
   int64_t NextEventNs() const override;
   void AdvanceTo(int64_t now_ns, TokenSink& sink) override;
   EngineSnapshot Snapshot() const override;
+  bool ResetPrefixCache() override { return engine_->ResetPrefixCache(); }
 
   // Process start -> ready, as the model says (weight load + graph capture).
   int64_t ColdStartNs() const { return engine_->ColdStartNs(); }

@@ -229,8 +229,12 @@ TEST(Examples, ShippedMatricesPlanWithCommandsAndSimulate) {
   ASSERT_EQ(RunServesweep("plan " SERVESWEEP_SOURCE_DIR "/examples/vllm-vs-sglang.yaml --commands",
                           &commands),
             0);
-  EXPECT_NE(commands.find("[engine] vllm serve meta-llama/Llama-3.1-8B-Instruct"),
-            std::string::npos);
+  // One engine per configuration: vLLM in its development mode, for its prefix-cache reset.
+  EXPECT_NE(
+      commands.find("[engine] VLLM_SERVER_DEV_MODE=1 vllm serve meta-llama/Llama-3.1-8B-Instruct"),
+      std::string::npos);
+  EXPECT_NE(commands.find("cache reset: POST /reset_prefix_cache"), std::string::npos);
+  EXPECT_NE(commands.find("cache reset: POST /flush_cache"), std::string::npos);
   EXPECT_NE(commands.find("sglang serve --model-path meta-llama/Llama-3.1-8B"), std::string::npos);
   // Repeats are estimated once (they simulate identically) and carry that estimate.
   std::string plan_json;

@@ -1,0 +1,136 @@
+// End-to-end: engine_lifecycle over the real processes (`servesweep run`: a coordinator, a local
+// agent, the emulator as its engine). One engine per configuration serves every load level of
+// it, in the order placed, each run after the first starting from a reset prefix cache; per_run
+// starts a cold engine per run; a reset that does not reset is caught by the agent's check.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "tests/support/harness.h"
+
+namespace servesweep::testing {
+namespace {
+
+// Two configurations (itl 2 and 3 ms) x three levels, the level axis first so the run order
+// alternates between configurations: the coordinator must still keep each on its engine.
+std::string Matrix(const std::string& lifecycle, const std::string& extra = "") {
+  return fmt::format(R"(name: lifecycle
+engine: sim
+model: test-model
+engine_lifecycle: {}
+local: {{agents: 1, gpus_per_agent: 1}}
+workload: {{input_len: 16, output_len: 8, num_requests: 12, warmup_requests: 2}}
+{}axes:
+  concurrency: [1, 2, 4]
+  sim: [{{ttft_ms: 5, itl_ms: 2, startup_ms: 300}}, {{ttft_ms: 5, itl_ms: 3, startup_ms: 300}}]
+)",
+                     lifecycle, extra);
+}
+
+struct EngineRow {
+  std::string engine_id, cache_state, cold_start_ms, validity;
+  int64_t run_index = 0;
+  double age_s = 0;
+};
+
+// `servesweep run` of the matrix, then each result's engine columns (none when the run failed).
+std::vector<EngineRow> RunAndReadEngines(Harness& h, const std::string& matrix_text) {
+  const std::string matrix = h.WriteFile("m.yaml", matrix_text);
+  const std::string out = h.Path("out");
+  std::string output;
+  const int exit_code =
+      RunServesweep(fmt::format("run {} --out {} --progress off", matrix, out), &output);
+  EXPECT_EQ(exit_code, 0) << output;
+  if (exit_code != 0) return {};
+  const auto table = h.Query(out,
+                             "SELECT engine_id, engine_run_index, engine_age_s, cache_state, "
+                             "IFNULL(cold_start_ms, 'null'), validity, engine_lifecycle "
+                             "FROM results ORDER BY engine_id, engine_run_index");
+  std::vector<EngineRow> rows;
+  for (const auto& r : table.rows) {
+    rows.push_back({r[0], r[3], r[4], r[5], std::stoll(r[1]), std::stod(r[2])});
+  }
+  return rows;
+}
+
+TEST(EngineLifecycle, OneEngineServesEveryLevelOfItsConfigurationFromAResetCache) {
+  Harness h("lifecycle_kept");
+  const auto rows = RunAndReadEngines(h, Matrix("per_configuration"));
+  ASSERT_EQ(rows.size(), 6u);
+  std::map<std::string, std::vector<EngineRow>> by_engine;
+  for (const auto& r : rows) by_engine[r.engine_id].push_back(r);
+  ASSERT_EQ(by_engine.size(), 2u) << "one engine per configuration";
+  for (const auto& [id, runs] : by_engine) {
+    ASSERT_EQ(runs.size(), 3u) << id;
+    for (int64_t i = 0; i < 3; ++i) {
+      const EngineRow& r = runs[i];
+      EXPECT_EQ(r.run_index, i) << id;
+      EXPECT_EQ(r.validity, "valid") << id << " " << i;
+      if (i == 0) {
+        EXPECT_EQ(r.cache_state, "cold");
+        EXPECT_NE(r.cold_start_ms, "null");  // the engine's cold start, on its first run only
+        EXPECT_GE(std::stod(r.cold_start_ms), 300);
+      } else {
+        EXPECT_EQ(r.cache_state, "reset") << id << " " << i;
+        EXPECT_EQ(r.cold_start_ms, "null") << id << " " << i;
+        EXPECT_GT(r.age_s, runs[i - 1].age_s) << id;
+      }
+    }
+  }
+  EXPECT_EQ(h.QueryInt(h.Path("out"),
+                       "SELECT COUNT(*) FROM results WHERE engine_lifecycle = "
+                       "'per_configuration'"),
+            6);
+}
+
+TEST(EngineLifecycle, PerRunStartsAColdEngineForEveryRun) {
+  Harness h("lifecycle_per_run");
+  const auto rows = RunAndReadEngines(h, Matrix("per_run"));
+  ASSERT_EQ(rows.size(), 6u);
+  std::set<std::string> engines;
+  for (const auto& r : rows) {
+    engines.insert(r.engine_id);
+    EXPECT_EQ(r.run_index, 0);
+    EXPECT_EQ(r.cache_state, "cold");
+    EXPECT_NE(r.cold_start_ms, "null");
+  }
+  EXPECT_EQ(engines.size(), 6u);
+}
+
+// The emulator with the performance model caches prompt prefixes; with its reset broken the
+// agent's check (a prompt repeated after the reset) finds the cached tokens and says so.
+TEST(EngineLifecycle, AResetThatKeepsTheCacheIsRecordedNotReset) {
+  for (const bool broken : {false, true}) {
+    Harness h(broken ? "lifecycle_broken_reset" : "lifecycle_model_reset");
+    const auto rows = RunAndReadEngines(h, fmt::format(R"(name: reset
+engine: sim
+model: meta-llama/Llama-3.1-8B-Instruct
+sim: {{hardware: h100, startup_ms: 1}}
+{}local: {{agents: 1, gpus_per_agent: 1}}
+workload: {{input_len: 64, output_len: 4, num_requests: 6, warmup_requests: 1}}
+axes:
+  concurrency: [1, 2]
+)",
+                                                       broken ? "engine_flags: "
+                                                                "[--fault-ignore-cache-"
+                                                                "reset]\n"
+                                                              : ""));
+
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[0].engine_id, rows[1].engine_id);
+    EXPECT_EQ(rows[0].cache_state, "cold");
+    if (broken) {
+      EXPECT_EQ(
+          rows[1].cache_state.rfind("not_reset: a prompt repeated after the reset still hit ", 0),
+          0u)
+          << "state: " << rows[1].cache_state;
+    } else {
+      EXPECT_EQ(rows[1].cache_state, "reset");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace servesweep::testing
