@@ -505,17 +505,38 @@ Status HeadRun::AwaitReady() {
 }
 
 Status HeadRun::PostCacheReset() {
-  scraper::HttpResponse response;
-  const std::string url = launch_.base_url + launch_.cache_reset_path;
-  if (Status s = scraper::HttpPostJson(url, "{}", 30000, &response, launch_.api_key); !s.ok()) {
-    return Status::Unavailable(fmt::format("POST {}: {}", url, s.message()));
+  std::vector<std::string> paths = {launch_.cache_reset_path};
+  if (const size_t at = launch_.cache_reset_path.find("{slot}"); at != std::string::npos) {
+    // llama.cpp: one erase per slot, the slots as its /slots lists them.
+    scraper::HttpResponse slots;
+    if (Status s = scraper::HttpGet(launch_.base_url + "/slots", 10000, &slots, launch_.api_key);
+        !s.ok() || slots.status_code != 200) {
+      return Status::Unavailable(fmt::format("GET /slots answered HTTP {}", slots.status_code));
+    }
+    const auto list = nlohmann::json::parse(slots.body, nullptr, false);
+    if (!list.is_array()) return Status::Unavailable("GET /slots did not answer a list");
+    paths.clear();
+    for (const auto& slot : list) {
+      if (!slot.is_object() || !slot.contains("id") || !slot["id"].is_number_integer()) continue;
+      std::string path = launch_.cache_reset_path;
+      path.replace(at, 6, std::to_string(slot["id"].get<int64_t>()));
+      paths.push_back(path);
+    }
   }
-  // vLLM 0.33 answers 200 {"success": false} when blocks are still held (0.11: always an empty
-  // 200); SGLang answers 400 while requests are in flight.
-  if (response.status_code != 200 || response.body.find("\"success\":false") != std::string::npos ||
-      response.body.find("\"success\": false") != std::string::npos) {
-    return Status::Unavailable(fmt::format("POST {} answered HTTP {}: {}", url,
-                                           response.status_code, response.body.substr(0, 200)));
+  for (const auto& path : paths) {
+    scraper::HttpResponse response;
+    const std::string url = launch_.base_url + path;
+    if (Status s = scraper::HttpPostJson(url, "{}", 30000, &response, launch_.api_key); !s.ok()) {
+      return Status::Unavailable(fmt::format("POST {}: {}", url, s.message()));
+    }
+    // vLLM 0.33 answers 200 {"success": false} when blocks are still held (0.11: always an
+    // empty 200); SGLang answers 400 while requests are in flight.
+    if (response.status_code != 200 ||
+        response.body.find("\"success\":false") != std::string::npos ||
+        response.body.find("\"success\": false") != std::string::npos) {
+      return Status::Unavailable(fmt::format("POST {} answered HTTP {}: {}", url,
+                                             response.status_code, response.body.substr(0, 200)));
+    }
   }
   return Status::Ok();
 }
@@ -541,10 +562,15 @@ Status HeadRun::ResetCache() {
       // engine's prefix-cache hit counter does not move), then a second reset drops it again.
       const bool chat = spec_.getWorkload().getApi() == schema::ApiKind::CHAT_COMPLETIONS;
       // Long enough to fill a whole cache block (16 tokens in vLLM, 512 in the emulator's
-      // model), short enough for a small context.
-      const uint32_t context_tok = spec_.getEngineConfig().getContextLenTok();
-      const uint32_t words = context_tok > 0 ? std::min<uint32_t>(kResetProbeWords, context_tok / 3)
-                                             : kResetProbeWords;
+      // model), short enough for a small context (llama.cpp's is shared by its slots; a word is
+      // about three tokens).
+      const auto config = spec_.getEngineConfig();
+      const uint32_t context_tok = config.getContextLenTok();
+      const uint32_t words =
+          context_tok > 0 ? std::min<uint32_t>(
+                                kResetProbeWords,
+                                context_tok / (4 * std::max<uint32_t>(1, config.getMaxNumSeqs())))
+                          : kResetProbeWords;
       std::string probe = "servesweep cache reset check";
       for (uint32_t i = 0; i < words; ++i) probe += fmt::format(" w{}", i);
       std::map<std::string, double> before, after;

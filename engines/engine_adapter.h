@@ -46,7 +46,8 @@ struct EngineLaunch {
   std::string metrics_url;      // where to scrape when not base_url + metrics_path
   std::string metrics_persona;  // names on /metrics: "vllm", "sglang", "llamacpp", "" = none
   // POSTed between runs on one engine to reset its prefix cache ("" = servesweep has none for
-  // this engine): vLLM's /reset_prefix_cache, SGLang's /flush_cache, the emulator's both.
+  // this engine): vLLM's /reset_prefix_cache, SGLang's /flush_cache, the emulator's both;
+  // "{slot}" in it: once per slot that GET /slots lists (llama.cpp's erase).
   std::string cache_reset_path;
   std::string version;                       // engine version, when known without asking the engine
   std::vector<std::string> version_command;  // prints the engine version (provenance)

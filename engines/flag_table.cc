@@ -30,6 +30,9 @@ const std::vector<std::string> kFlagKeys = {
     // caching and chunked prefill (on/off spellings; SGLang's chunk size)
     "prefix_caching_on", "prefix_caching_off", "chunked_prefill_on", "chunked_prefill_off",
     "chunked_prefill_size",
+    // one engine kept across runs: what its cache reset needs (llama.cpp's slot actions need a
+    // save path; its host-RAM prompt cache, which no endpoint clears, off)
+    "slot_save_path", "prompt_cache_ram_off",
     // speculative decoding: one JSON config (vLLM) or its parts (SGLang, llama.cpp); SGLang's
     // draft tree (steps, top-k, draft tokens: together or not at all)
     "speculative", "spec_method", "spec_model", "spec_num_tokens", "spec_num_steps",

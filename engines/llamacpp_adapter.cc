@@ -47,6 +47,13 @@ Status LlamacppAdapter::PlanWithTable(const FlagTable& table, const LaunchContex
   b.AddIf(v.count("quantization") > 0, "quantization",
           "quantization (a GGUF file carries its own; name the file in model_path)");
   b.AddIf(v.count("kv_cache_dtype") > 0, "kv_cache_dtype", "kv_cache_dtype");
+  if (KeptAcrossRuns(spec)) {
+    // Its slots' caches are erased between runs (the agent lists the slots, then erases each).
+    b.Set("slot_save_path", "/tmp");
+    b.Add("slot_save_path", "one engine across runs (its slots are erased between them)");
+    b.Add("prompt_cache_ram_off", "one engine across runs (a cache no endpoint clears)");
+    launch.cache_reset_path = "/slots/{slot}?action=erase";
+  }
   for (auto flag : spec.getEngineFlags()) b.argv().push_back(flag.cStr());
   if (Status s = b.status(); !s.ok()) return s;
   launch.processes.push_back({"engine", b.argv(), {}});

@@ -88,7 +88,19 @@ TEST(RealEngine, LlamacppSweepLaunchesMeasuresScrapesAndTearsDown) {
                        "SELECT COUNT(*) FROM results WHERE checkpoint_revision LIKE "
                        "'fnv1a64:%SmolLM2-135M-Instruct.Q4_1.gguf%'"),
             4);
-  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM results WHERE cold_start_ms > 0"), 4);
+  // One engine per slot count (engine_lifecycle per_configuration): its cold start on its first
+  // run, its slots erased before the second, and the erase checked by the engine's own counter of
+  // cached prompt tokens.
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(DISTINCT engine_id) FROM results"), 2);
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(*) FROM results WHERE engine_run_index = 0 AND "
+                       "cold_start_ms > 0 AND cache_state = 'cold'"),
+            2);
+  EXPECT_EQ(h.QueryInt(out,
+                       "SELECT COUNT(*) FROM results WHERE engine_run_index = 1 AND "
+                       "cold_start_ms IS NULL AND cache_state = 'reset'"),
+            2)
+      << h.Log("run");
   // GPU telemetry and provenance are filled either way: figures where nvidia-smi is, else why not.
   const char* telemetry = OnPath("nvidia-smi") ? "nvidia-smi: %" : "n/a: no nvidia-smi on agent %";
   EXPECT_EQ(h.QueryInt(out, fmt::format("SELECT COUNT(*) FROM results WHERE gpu_telemetry LIKE "
