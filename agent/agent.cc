@@ -123,6 +123,9 @@ void Agent::SendHello() {
 
 std::string Agent::WarmConfiguration() const {
   if (kept_engine_) return kept_engine_->configuration;
+  // The run in progress will keep its engine: say so already, or a heartbeat sent while it
+  // runs would tell the coordinator this agent has no engine for its next run.
+  if (executor_ && !executor_->cancelled()) return executor_->kept_configuration();
   return "";
 }
 

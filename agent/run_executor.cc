@@ -86,6 +86,10 @@ RunExecutor::RunExecutor(schema::Assign::Reader assign, ExecutorContext context,
   role_ = assign.getRole();
   group_size_ = assign.getGroupSize();
   timeout_s_ = assign.getSpec().getTimeoutS();
+  if (assign.getKeepEngine() && role_ == schema::Role::HEAD && group_size_ == 1 &&
+      assign.getSpec().getEngineLifecycle() == schema::EngineLifecycle::PER_CONFIGURATION) {
+    kept_configuration_ = assign.getSpec().getEngineConfiguration();
+  }
   started_ns_ = SteadyNowNs();
   thread_ = std::thread([this] { Execute(); });
 }

@@ -68,6 +68,8 @@ class RunExecutor {
   std::unique_ptr<capnp::MallocMessageBuilder> TakeResult();
   // After Finished(): the engine to keep up for the next run of its configuration, or null.
   std::unique_ptr<ServingEngine> TakeKeptEngine();
+  // The configuration whose engine this run is to keep (the assignment's keepEngine), or "".
+  const std::string& kept_configuration() const { return kept_configuration_; }
 
   const std::string& run_id() const { return run_id_; }
   uint32_t attempt() const { return attempt_; }
@@ -110,6 +112,7 @@ class RunExecutor {
   std::string distrust_reason_;  // guarded by mutex_
   const char* phase_ = "starting";
   std::unique_ptr<capnp::MallocMessageBuilder> result_;
+  std::string kept_configuration_;
   std::unique_ptr<ServingEngine> kept_in_;   // the run thread's until it decides
   std::unique_ptr<ServingEngine> kept_out_;  // guarded by mutex_
   std::thread thread_;

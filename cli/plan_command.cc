@@ -5,10 +5,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "cli/commands.h"
 #include "cli/engine_checks.h"
@@ -39,8 +41,11 @@ struct PlanOptions {
 // A run's GPU-hour estimate from the model, or the problem that prevents one.
 struct Estimate {
   bool known = false;
-  double duration_s = 0;  // cold start + warm-up + measured phase
+  double duration_s = 0;  // cold start (when the run starts its engine) + warm-up + measured
   double gpu_hours = 0;
+  // The phases, in GPU-hours: the engine's cold start, warm-up, the measured phase.
+  double cold_start_s = 0;
+  double starting_gpu_hours = 0, warmup_gpu_hours = 0, measuring_gpu_hours = 0;
   record::CalibrationLabel label;  // the model's standing for this run
   std::vector<std::string> problems;
 };
@@ -80,6 +85,21 @@ Estimate EstimateRun(schema::RunSpec::Reader spec, const record::VirtualRunOptio
   e.label = sim.label;
   e.duration_s = sim.cold_start_s + sim.duration_s * (1 + warmup_share);
   e.gpu_hours = spec.getGpusNeeded() * e.duration_s / 3600;
+  e.cold_start_s = sim.cold_start_s;
+  e.starting_gpu_hours = spec.getGpusNeeded() * sim.cold_start_s / 3600;
+  e.warmup_gpu_hours = spec.getGpusNeeded() * sim.duration_s * warmup_share / 3600;
+  e.measuring_gpu_hours = spec.getGpusNeeded() * sim.duration_s / 3600;
+  return e;
+}
+
+// A run on an engine an earlier run of its configuration started (engine_lifecycle
+// per_configuration, one agent): no cold start of its own.
+Estimate OnKeptEngine(Estimate e) {
+  if (!e.known) return e;
+  e.duration_s -= e.cold_start_s;
+  e.gpu_hours -= e.starting_gpu_hours;
+  e.cold_start_s = 0;
+  e.starting_gpu_hours = 0;
   return e;
 }
 
@@ -108,8 +128,12 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const record::VirtualRunOptions& opt
               bool commands, const engines::SweepCheck* check) {
   const auto runs = loaded.matrix().getRuns();
   nlohmann::json out{{"runs", nlohmann::json::array()}};
-  double total_hours = 0;
-  size_t problems = 0, estimated = 0;
+  double total_hours = 0, per_run_hours = 0, starting_hours = 0, warmup_hours = 0,
+         measuring_hours = 0;
+  size_t problems = 0, estimated = 0, engine_starts = 0;
+  // Engine configurations whose engine an earlier run started (engine_lifecycle): assumes each
+  // runs on one agent, as the coordinator keeps it there.
+  std::set<std::string> started;
   uint64_t gpus = 0;
   if (!json) {
     fmt::print("{:<28} {:<8} {:>5} {:>9} {:>9} {:>7} {:>9} {:>8} {:<24}  {}\n", "run", "engine",
@@ -123,17 +147,26 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const record::VirtualRunOptions& opt
     estimates.push_back(spec.getRepeat() > 0 && spec.getIndex() >= spec.getRepeat()
                             ? estimates[spec.getIndex() - spec.getRepeat()]
                             : EstimateRun(spec, options, loaded));
-    Estimate& e = estimates.back();
+    Estimate& stored = estimates.back();
     // A flag table outside its checked versions is a problem until the engine's check proves
     // the run's command lines (--check-engines counts those it did not prove).
     if (!check && spec.getEngine() != "sim") {
       const auto launches = engines::PlanRunLaunches(spec, {}, kFrontEndPort, "servesweep");
       if (!launches.empty() && !launches[0].launch.unchecked.empty() &&
-          std::find(e.problems.begin(), e.problems.end(), launches[0].launch.unchecked) ==
-              e.problems.end()) {
-        e.problems.push_back(launches[0].launch.unchecked);
+          std::find(stored.problems.begin(), stored.problems.end(), launches[0].launch.unchecked) ==
+              stored.problems.end()) {
+        stored.problems.push_back(launches[0].launch.unchecked);
       }
     }
+    const bool starts_engine = spec.getEngineLifecycle() == schema::EngineLifecycle::PER_RUN ||
+                               spec.getNodesNeeded() > 1 ||
+                               started.insert(spec.getEngineConfiguration()).second;
+    const Estimate e = starts_engine ? stored : OnKeptEngine(stored);
+    engine_starts += starts_engine && e.known;
+    per_run_hours += stored.gpu_hours;
+    starting_hours += e.starting_gpu_hours;
+    warmup_hours += e.warmup_gpu_hours;
+    measuring_hours += e.measuring_gpu_hours;
     total_hours += e.gpu_hours;
     estimated += e.known;
     problems += e.problems.size();
@@ -154,6 +187,7 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const record::VirtualRunOptions& opt
            {"request_rate_per_s", w.getRequestRatePerS()},
            {"estimated_s", e.known ? nlohmann::json(e.duration_s) : nlohmann::json(nullptr)},
            {"gpu_hours", e.known ? nlohmann::json(e.gpu_hours) : nlohmann::json(nullptr)},
+           {"starts_engine", starts_engine},
            {"calibration", e.known ? nlohmann::json(e.label.calibration) : nlohmann::json(nullptr)},
            {"calibration_error_pct",
             e.known ? nlohmann::json(e.label.error_pct) : nlohmann::json(nullptr)},
@@ -183,6 +217,10 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const record::VirtualRunOptions& opt
   if (check) problems += check->refused + check->unavailable + check->unproven.size();
   if (json) {
     out["total_gpu_hours"] = total_hours;
+    out["gpu_hours_by_phase"] = {
+        {"starting", starting_hours}, {"warming_up", warmup_hours}, {"measuring", measuring_hours}};
+    out["engine_starts"] = engine_starts;
+    out["total_gpu_hours_per_run"] = per_run_hours;  // with a cold engine for every run
     out["estimated_runs"] = estimated;
     out["problems"] = problems;
     if (check) {
@@ -203,10 +241,12 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const record::VirtualRunOptions& opt
                problems);
     if (estimated > 0) {
       fmt::print(
-          "estimated {:.2f} GPU-hours for {} of {} runs (performance model: cold start, "
-          "warm-up and measured phase; docs/perfmodel.md; each run's model column says its "
-          "calibration and expected error)\n",
-          total_hours, estimated, runs.size());
+          "estimated {:.2f} GPU-hours for {} of {} runs (performance model; docs/perfmodel.md; "
+          "each run's model column says its calibration and expected error): starting {:.2f} "
+          "({} engine start(s)), warming up {:.2f}, measuring {:.2f}; a cold engine per run "
+          "would spend {:.2f} (docs/matrix.md#engine-lifecycle)\n",
+          total_hours, estimated, runs.size(), starting_hours, engine_starts, warmup_hours,
+          measuring_hours, per_run_hours);
     } else {
       fmt::print("no GPU-hour estimates: name a hardware profile (sim.hardware or --hardware)\n");
     }

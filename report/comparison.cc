@@ -257,6 +257,15 @@ void CompareEffective(const ComparedRun& a, const ComparedRun& b,
   }
 }
 
+// The record's cache_state as a condition: a fresh engine's cache and a verified reset are the
+// same start; an unverified reset and no reset are not.
+std::string PrefixCacheAtStart(const std::string& cache_state) {
+  if (cache_state.empty()) return "";  // a database from before engine_lifecycle
+  if (cache_state.rfind("cold", 0) == 0 || cache_state == "reset") return "empty";
+  if (cache_state.rfind("reset", 0) == 0) return "reset, unverified";
+  return "not reset";
+}
+
 bool IsGpuCondition(const FieldChange& c) {
   return c.name == "gpus.model" || c.name == "gpus.count";
 }
@@ -291,6 +300,15 @@ ComparedPair ComparePair(const Configuration& a, const Configuration& b) {
           "the layout of a managed endpoint is not known: it varies with the engine, not on its "
           "own");
     }
+  }
+  // A run that started its engine against one on an engine already warm: the same cache, but
+  // not the same JIT, graph and allocator state (docs/matrix.md#engine-lifecycle).
+  if (!a.first->engine_start.empty() && !b.first->engine_start.empty() &&
+      a.first->engine_start != b.first->engine_start) {
+    pair.notes.push_back(fmt::format(
+        "A's run ran on a {} engine, B's on a {} one (engine_run_index: the run that starts an "
+        "engine is its cold run)",
+        a.first->engine_start, b.first->engine_start));
   }
   // A compared layout brings its own GPU count: that difference is the point, not a mismatch.
   if (std::any_of(pair.varied.begin(), pair.varied.end(), IsLayoutField)) {
@@ -405,7 +423,12 @@ void DescribeRun(schema::RunSpec::Reader spec, const std::map<std::string, std::
       {"slo.ttft_ms", Number(slo.getTtftMs())},
       {"slo.tpot_ms", Number(slo.getTpotMs())},
       {"slo.e2el_ms", Number(slo.getE2elMs())},
+      // One engine per configuration or per run, and the prefix cache the run started from.
+      {"engine.lifecycle", Get(record, "engine_lifecycle")},
+      {"engine.prefix_cache", PrefixCacheAtStart(Get(record, "cache_state"))},
   };
+  const std::string run_index = Get(record, "engine_run_index");
+  out->engine_start = run_index.empty() ? "" : run_index == "0" ? "cold" : "warm";
   const auto layout = spec.getLayout();
   std::string flags;
   for (auto flag : spec.getEngineFlags()) flags += (flags.empty() ? "" : " ") + std::string(flag);

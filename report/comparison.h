@@ -43,7 +43,9 @@ struct ComparedRun {
   // effective_settings: budgets, running requests, speculative tokens, chunk, KV dtype); they
   // must match unless a matrix key that drives them differs. Empty: no engine check ran.
   std::vector<Field> effective;
-  std::string load_point;                 // pairing key, e.g. "concurrency 4"
+  std::string load_point;  // pairing key, e.g. "concurrency 4"
+  // "cold" (the run started its engine), "warm" (a later run on a kept engine), "" unknown.
+  std::string engine_start;
   std::map<std::string, double> figures;  // record columns by name (ok runs)
   bool baseline = false;                  // selected by the matrix's `baseline`
   std::string compare_group;              // the matrix's comparison group, "" if none

@@ -260,6 +260,49 @@ TEST(Comparison, DescribeRunSeparatesConditionsFromTheSystemUnderTest) {
   EXPECT_EQ(run.load_point, "rate 4/s max 16");
 }
 
+// The engine's lifecycle and the prefix cache a run started from are conditions: a fresh
+// engine and a verified reset are the same start, an unreset cache is not; a cold run against a
+// warm one is a note, not a mismatch.
+TEST(Comparison, LifecycleAndCacheStateMustMatchAndColdAgainstWarmIsNoted) {
+  capnp::MallocMessageBuilder message;
+  auto spec = message.initRoot<schema::RunSpec>();
+  spec.setEngine("vllm");
+  spec.initWorkload().setConcurrency(4);
+  auto described = [&](const std::string& lifecycle, const std::string& index,
+                       const std::string& cache, const std::string& engine) {
+    ComparedRun run;
+    DescribeRun(
+        spec.asReader(),
+        {{"engine_lifecycle", lifecycle}, {"engine_run_index", index}, {"cache_state", cache}},
+        &run);
+    run.ok = true;
+    run.run_id = run.label = engine + index;
+    run.system = {{"engine", engine}};
+    run.figures = {{"ttft_median_ms", 10}};
+    return run;
+  };
+  auto compare = [](const ComparedRun& a, const ComparedRun& b) {
+    Comparison c;
+    EXPECT_TRUE(CompareRuns({a}, {b}, &c).ok());
+    EXPECT_EQ(c.pairs.size(), 1u);
+    return c.pairs.empty() ? ComparedPair() : c.pairs[0];
+  };
+  const ComparedRun cold = described("per_configuration", "0", "cold", "vllm");
+  const ComparedRun reset = described("per_configuration", "2", "reset", "sglang");
+  ComparedPair pair = compare(cold, reset);
+  EXPECT_TRUE(pair.mismatches.empty()) << pair.mismatches.front();
+  ASSERT_EQ(pair.notes.size(), 1u);
+  EXPECT_EQ(pair.notes[0].rfind("A's run ran on a cold engine, B's on a warm one", 0), 0u)
+      << pair.notes[0];
+  pair = compare(described("per_configuration", "1", "not_reset: no reset", "vllm"), reset);
+  ASSERT_EQ(pair.mismatches.size(), 1u);
+  EXPECT_EQ(pair.mismatches[0], "engine.prefix_cache: 'not reset' vs 'empty'");
+  EXPECT_TRUE(pair.notes.empty());
+  pair = compare(described("per_run", "0", "cold", "vllm"), cold);
+  ASSERT_EQ(pair.mismatches.size(), 1u);
+  EXPECT_EQ(pair.mismatches[0], "engine.lifecycle: 'per_run' vs 'per_configuration'");
+}
+
 // The quality gate: B's accuracy below A's by more than the margin fails, and B's speed-ups are
 // then not presented as wins; within the margin it passes.
 TEST(Comparison, QualityGateFailsBelowTheBaselineByMoreThanTheMargin) {

@@ -98,6 +98,15 @@ std::string CertificateText(const Row& row) {
   return out;
 }
 
+// How the run's engine started: "cold, 6002 ms" (the run started it), "warm #2, reset" (a later
+// run on a kept engine, and its prefix cache); "-" without a result.
+std::string EngineStartText(const Row& row) {
+  if (row.Null("engine_run_index") || row.Text("engine_run_index") == "0") {
+    return row.Null("cold_start_ms") ? "-" : "cold, " + row.Number("cold_start_ms", 0) + " ms";
+  }
+  return fmt::format("warm #{}, {}", row.Text("engine_run_index"), row.Text("cache_state"));
+}
+
 // Why each run is not plainly valid, and why its requests failed (docs/metrics.md).
 std::string CertificatesMarkdown(const results::Table& summary) {
   std::string lines, reasons;
@@ -265,9 +274,13 @@ std::string ReportMarkdown(results::ResultsStore& store, const results::Table& s
       "left out of curves, knees, frontiers and comparisons unless `--include-invalid`); "
       "docs/metrics.md#certified-runs.\n\n";
   md +=
+      "Engine start: `cold` with its cold start (the run started its engine), or `warm #n` (the "
+      "n-th later run on an engine kept for its configuration) with the prefix cache it began "
+      "from; docs/matrix.md#engine-lifecycle.\n\n";
+  md +=
       "| run | status | certificate | engine | GPUs | tp/pp/dp | conc. | rate | ok/failed | req/s "
       "| out tok/s | out tok/s/GPU | accuracy | TTFT p50 | TTFT p99 | TPOT p50 | ITL p50 | E2E p50 "
-      "| E2E p95 | cold start |\n";
+      "| E2E p95 | engine start |\n";
   md += "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (size_t r = 0; r < summary.rows.size(); ++r) {
     const Row row(summary, r);
@@ -290,8 +303,7 @@ std::string ReportMarkdown(results::ResultsStore& store, const results::Table& s
                           row.Text("quality_correct"), row.Text("quality_tasks")),
         row.Number("ttft_median_ms", 1), row.Number("ttft_p99_ms", 1),
         row.Number("tpot_median_ms", 2), row.Number("itl_median_ms", 2),
-        row.Number("e2el_median_ms", 1), row.Number("e2el_p95_ms", 1),
-        row.Number("cold_start_ms", 0));
+        row.Number("e2el_median_ms", 1), row.Number("e2el_p95_ms", 1), EngineStartText(row));
   }
   std::string failures;
   for (size_t r = 0; r < summary.rows.size(); ++r) {

@@ -15,18 +15,18 @@ namespace {
 
 // Two configurations (itl 2 and 3 ms) x three levels, the level axis first so the run order
 // alternates between configurations: the coordinator must still keep each on its engine.
-std::string Matrix(const std::string& lifecycle, const std::string& extra = "") {
+std::string Matrix(const std::string& lifecycle, int agents = 1) {
   return fmt::format(R"(name: lifecycle
 engine: sim
 model: test-model
 engine_lifecycle: {}
-local: {{agents: 1, gpus_per_agent: 1}}
+local: {{agents: {}, gpus_per_agent: 1}}
 workload: {{input_len: 16, output_len: 8, num_requests: 12, warmup_requests: 2}}
-{}axes:
+axes:
   concurrency: [1, 2, 4]
   sim: [{{ttft_ms: 5, itl_ms: 2, startup_ms: 300}}, {{ttft_ms: 5, itl_ms: 3, startup_ms: 300}}]
 )",
-                     lifecycle, extra);
+                     lifecycle, agents);
 }
 
 struct EngineRow {
@@ -83,6 +83,32 @@ TEST(EngineLifecycle, OneEngineServesEveryLevelOfItsConfigurationFromAResetCache
                        "SELECT COUNT(*) FROM results WHERE engine_lifecycle = "
                        "'per_configuration'"),
             6);
+}
+
+// Two agents, a slow configuration placed first and a fast one: the fast one's agent finishes
+// first every time, and must be given its own configuration's next run (plain run order would
+// hand it the slow configuration's, and start a new engine for each).
+TEST(EngineLifecycle, AnAgentThatKeepsAnEngineGetsItsConfigurationsNextRun) {
+  Harness h("lifecycle_two_agents");
+  const auto rows = RunAndReadEngines(h, R"(name: lifecycle
+engine: sim
+model: test-model
+local: {agents: 2, gpus_per_agent: 1}
+workload: {input_len: 16, output_len: 8, num_requests: 12, warmup_requests: 2}
+axes:
+  concurrency: [1, 2, 4]
+  sim: [{ttft_ms: 5, itl_ms: 12, startup_ms: 300}, {ttft_ms: 1, itl_ms: 1, startup_ms: 300}]
+)");
+  ASSERT_EQ(rows.size(), 6u);
+  const auto table = h.Query(h.Path("out"),
+                             "SELECT engine_id, engine_run_index FROM results JOIN runs "
+                             "USING(run_id) WHERE runs.label LIKE '%itl_ms=1 %' ORDER BY "
+                             "engine_run_index");
+  ASSERT_EQ(table.rows.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(table.rows[i][0], table.rows[0][0]) << "the fast configuration's runs on one engine";
+    EXPECT_EQ(table.rows[i][1], std::to_string(i));
+  }
 }
 
 TEST(EngineLifecycle, PerRunStartsAColdEngineForEveryRun) {

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# GPU-seconds a sweep spends with one engine per configuration against a cold engine per run,
+# on the emulator, in the shapes of examples/vllm-vs-sglang.yaml (2 engine configurations x 4
+# concurrency levels x 3 repeats = 24 runs) and examples/topology-sweep.yaml (5 layouts x 3
+# levels = 15 runs; on one emulated 16-GPU agent, so every layout is one engine).
+#
+# The emulator's cold start stands for the engine's (STARTUP_MS, default 6000: an 8B model's
+# 1-2 minutes scaled by 1/15), its fixed schedule for serving (ttft 20 ms, itl 5 ms, 128 requests
+# of 32 output tokens: a level of a few seconds, a minute or two scaled the same way). Both
+# lifecycles run one after the other in one invocation (compare the ratio, not the seconds).
+# GPU-seconds = each run's GPUs x the sweep's wall seconds while it holds them: with one agent
+# running one run at a time, wall seconds x the agent's GPUs. Prints, per shape and lifecycle,
+# the wall seconds, GPU-seconds, the ratio, and the largest difference between the two
+# lifecycles' per-level TTFT and TPOT medians (the figures must not move).
+#
+# Usage: bench/engine_lifecycle.sh [build_dir=build]
+# Env: STARTUP_MS (6000), SERVESWEEP (default BUILD/servesweep).
+set -euo pipefail
+
+BUILD=${1:-build}
+STARTUP_MS=${STARTUP_MS:-6000}
+SERVESWEEP=${SERVESWEEP:-$BUILD/servesweep}
+BENCH_NAME=engine_lifecycle
+[ -x "$SERVESWEEP" ] || { echo "engine_lifecycle: $SERVESWEEP not built" >&2; exit 1; }
+source "$(dirname "$0")/lib.sh"
+
+# matrix NAME LIFECYCLE GPUS AXES: a sweep of the emulator with this lifecycle and axes.
+matrix() {
+  cat <<YAML
+name: $1
+engine: sim
+model: m
+engine_lifecycle: $2
+local: {agents: 1, gpus_per_agent: $3}
+workload: {input_len: 64, output_len: 32, num_requests: 128, warmup_requests: 8, seed: 7}
+$4
+YAML
+}
+VLLM_VS_SGLANG="repeats: 3
+axes:
+  sim: [{ttft_ms: 20, itl_ms: 5, startup_ms: $STARTUP_MS}, {ttft_ms: 18, itl_ms: 6, startup_ms: $STARTUP_MS}]
+  concurrency: [1, 16, 64, 128]"
+TOPOLOGY="sim: {ttft_ms: 20, itl_ms: 5, startup_ms: $STARTUP_MS}
+axes:
+  layout: [{tp: 1}, {tp: 2}, {tp: 4}, {tp: 1, dp: 8}, {tp: 2, dp: 8}]
+  concurrency: [8, 64, 128]"
+
+figures() {  # out_dir: "label ttft_median tpot_median" per run, sorted by label
+  python3 - "$1/results.db" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+for label, ttft, tpot in db.execute(
+        "SELECT runs.label, ttft_median_ms, tpot_median_ms FROM results JOIN runs USING(run_id)"
+        " ORDER BY runs.label"):
+    print(label, ttft, tpot)
+PY
+}
+
+compare_figures() {  # a b: the largest relative difference of TTFT and TPOT medians, run by run
+  python3 - "$1" "$2" <<'PY'
+import sys
+def read(path):
+    out = {}
+    for line in open(path):
+        *label, ttft, tpot = line.split()
+        out.setdefault(" ".join(label), []).append((float(ttft), float(tpot)))
+    return out
+a, b = read(sys.argv[1]), read(sys.argv[2])
+worst = 0.0
+for label in a:
+    for (ta, pa), (tb, pb) in zip(a[label], b.get(label, [])):
+        worst = max(worst, abs(tb / ta - 1), abs(pb / pa - 1))
+print(f"{100 * worst:.1f}%")
+PY
+}
+
+for shape in vllm-vs-sglang topology-sweep; do
+  if [ "$shape" = vllm-vs-sglang ]; then axes=$VLLM_VS_SGLANG gpus=1; else axes=$TOPOLOGY gpus=16; fi
+  declare -A wall
+  for lifecycle in per_run per_configuration; do
+    matrix "$shape" "$lifecycle" "$gpus" "$axes" >"$tmp/$shape-$lifecycle.yaml"
+    start=$(date +%s.%N)
+    "$SERVESWEEP" run "$tmp/$shape-$lifecycle.yaml" --out "$tmp/$shape-$lifecycle" --progress off \
+      >"$tmp/$shape-$lifecycle.log" 2>&1 || { cat "$tmp/$shape-$lifecycle.log" >&2; exit 1; }
+    wall[$lifecycle]=$(python3 -c "import time; print(f'{time.time() - $start:.1f}')")
+    figures "$tmp/$shape-$lifecycle" >"$tmp/$shape-$lifecycle.figures"
+    engines=$(python3 -c "import sqlite3; print(sqlite3.connect('$tmp/$shape-$lifecycle/results.db').execute('SELECT COUNT(DISTINCT engine_id), COUNT(*) FROM results').fetchone())")
+    printf '%-15s %-18s wall %7s s  GPU-s %8s  (engines, runs) %s\n' "$shape" "$lifecycle" \
+      "${wall[$lifecycle]}" "$(python3 -c "print(f'{${wall[$lifecycle]} * $gpus:.0f}')")" "$engines"
+  done
+  printf '%-15s per_run / per_configuration GPU-seconds: %sx; largest TTFT/TPOT median difference: %s\n' \
+    "$shape" "$(python3 -c "print(f'{${wall[per_run]} / ${wall[per_configuration]}:.2f}')")" \
+    "$(compare_figures "$tmp/$shape-per_run.figures" "$tmp/$shape-per_configuration.figures")"
+done
