@@ -195,6 +195,10 @@ void RunExecutor::Execute() {
     result.setError(fmt::format("cancelled: {}", cancel_reason()));
   }
   result.setFinishedAtUnixMs(UnixNowMs());
+  if (result.hasRecord()) {
+    result.getRecord().setAttemptS(
+        static_cast<double>(result.getFinishedAtUnixMs() - result.getStartedAtUnixMs()) / 1e3);
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     result_ = std::move(message);

@@ -107,6 +107,36 @@ std::string EngineStartText(const Row& row) {
   return fmt::format("warm #{}, {}", row.Text("engine_run_index"), row.Text("cache_state"));
 }
 
+// The GPU time the measured runs held, by phase: starting engines (each engine's cold start,
+// on the run that started it), measuring (the measured phases), and the rest of each run
+// (resets, warm-up, quality tasks, draining). "" without a run that reports its time.
+std::string GpuTimeMarkdown(const results::Table& summary) {
+  double starting_s = 0, measuring_s = 0, held_s = 0;
+  size_t runs = 0, starts = 0;
+  for (size_t r = 0; r < summary.rows.size(); ++r) {
+    const Row row(summary, r);
+    if (row.Null("attempt_s") || row.Null("gpu_count")) continue;
+    const double gpus = std::strtod(row.Text("gpu_count").c_str(), nullptr);
+    ++runs;
+    held_s += gpus * std::strtod(row.Text("attempt_s").c_str(), nullptr);
+    if (!row.Null("duration_s"))
+      measuring_s += gpus * std::strtod(row.Text("duration_s").c_str(), nullptr);
+    const bool started = row.Null("engine_run_index") || row.Text("engine_run_index") == "0";
+    if (started && !row.Null("cold_start_ms")) {
+      starting_s += gpus * std::strtod(row.Text("cold_start_ms").c_str(), nullptr) / 1e3;
+      ++starts;
+    }
+  }
+  if (runs == 0) return "";
+  const double other_s = std::max(0.0, held_s - starting_s - measuring_s);
+  return fmt::format(
+      "\n## GPU time\n\n{} run(s) held {:.3f} GPU-hours: starting engines {:.3f} ({} engine "
+      "start(s)), measuring {:.3f}, the rest {:.3f} (cache resets, warm-up, quality tasks, "
+      "draining). GPUs idle between runs are not counted here "
+      "(docs/matrix.md#engine-lifecycle).\n",
+      runs, held_s / 3600, starting_s / 3600, starts, measuring_s / 3600, other_s / 3600);
+}
+
 // Why each run is not plainly valid, and why its requests failed (docs/metrics.md).
 std::string CertificatesMarkdown(const results::Table& summary) {
   std::string lines, reasons;
@@ -315,6 +345,7 @@ std::string ReportMarkdown(results::ResultsStore& store, const results::Table& s
   }
   if (!failures.empty()) md += "\n## Runs not done\n\n" + failures;
   md += CertificatesMarkdown(summary);
+  md += GpuTimeMarkdown(summary);
   md += CurvesMarkdown(data);
   md += CostMarkdown(data);
   md += DiagnosisMarkdown(data);

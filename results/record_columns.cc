@@ -180,6 +180,7 @@ std::vector<RecordColumn> Build() {
   Int(c, "engine_run_index", [](Record r) { return int64_t{r.getEngineRunIndex()}; });
   Real(c, "engine_age_s", [](Record r) { return r.getEngineAgeS(); });
   Text(c, "cache_state", [](Record r) { return std::string(r.getCacheState()); });
+  Real(c, "attempt_s", [](Record r) { return r.getAttemptS(); });
   // Load modes: cancellations at the drain timeout, client queue time, time to first byte, and
   // the steady-state window's aggregate throughputs.
   Int(c, "cancelled", [](Record r) { return int64_t{r.getCancelled()}; });

@@ -208,6 +208,9 @@ struct BenchmarkRecord {
   engineAgeS @94 :Float64;
   engineLifecycle @95 :Text;      # "per_configuration", "per_run"
   cacheState @96 :Text;
+  # Seconds the run held its GPUs on the head: from the assignment's start to its result
+  # (starting or resetting the engine, warm-up, the measured phase, quality tasks, draining).
+  attemptS @97 :Float64;
 }
 
 struct EffectiveSetting {

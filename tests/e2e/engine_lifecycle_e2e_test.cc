@@ -79,6 +79,14 @@ TEST(EngineLifecycle, OneEngineServesEveryLevelOfItsConfigurationFromAResetCache
       }
     }
   }
+  // Each run held its GPUs longer than its measured phase; the report sums the time by phase,
+  // with one engine start per configuration.
+  EXPECT_EQ(h.QueryInt(h.Path("out"), "SELECT COUNT(*) FROM results WHERE attempt_s > duration_s"),
+            6);
+  const std::string report = ReadTextFile(h.Path("out") + "/report.md");
+  EXPECT_NE(report.find("## GPU time"), std::string::npos) << report;
+  EXPECT_NE(report.find("(2 engine start(s))"), std::string::npos) << report;
+  EXPECT_NE(report.find("| warm #2, reset |"), std::string::npos) << report;
   EXPECT_EQ(h.QueryInt(h.Path("out"),
                        "SELECT COUNT(*) FROM results WHERE engine_lifecycle = "
                        "'per_configuration'"),
