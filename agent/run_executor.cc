@@ -539,9 +539,10 @@ Status HeadRun::PostCacheReset() {
     }
     // vLLM 0.33 answers 200 {"success": false} when blocks are still held (0.11: always an
     // empty 200); SGLang answers 400 while requests are in flight.
-    if (response.status_code != 200 ||
-        response.body.find("\"success\":false") != std::string::npos ||
-        response.body.find("\"success\": false") != std::string::npos) {
+    const auto answer = nlohmann::json::parse(response.body, nullptr, false);
+    const bool refused = answer.is_object() && answer.contains("success") &&
+                         answer["success"].is_boolean() && !answer["success"].get<bool>();
+    if (response.status_code != 200 || refused) {
       return Status::Unavailable(fmt::format("POST {} answered HTTP {}: {}", url,
                                              response.status_code, response.body.substr(0, 200)));
     }

@@ -12,6 +12,7 @@
 #include <map>
 #include <sstream>
 
+#include "common/file_text.h"
 #include "common/unknown_key.h"
 #include "common/yaml_reader.h"
 #include "matrix/matrix_loader.h"
@@ -85,20 +86,11 @@ std::shared_ptr<capnp::MallocMessageBuilder> CopySpec(schema::RunSpec::Reader sp
   return message;
 }
 
-Status ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("{}: cannot open the published table", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  *out = text.str();
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status LoadPublishedTable(const std::string& path, PointSet* out) {
   std::string text;
-  if (Status s = ReadFile(path, &text); !s.ok()) return s;
+  if (Status s = ReadWholeFile(path, "the published table", &text); !s.ok()) return s;
   YamlDocument document(path, text, "the published table");
   if (!document.ok()) return document.status();
   YamlReader& reader = document.reader();

@@ -99,6 +99,7 @@ Status Coordinator::Prepare(matrix::LoadedMatrix& matrix) {
       SteadyNowNs() + int64_t{settings_.heartbeat_ms} * 1'000'000 * settings_.liveness * 2;
   runs_.clear();
   run_index_.clear();
+  runs_of_configuration_.clear();
   for (auto& s : stored) {
     RunSlot slot;
     slot.run_id = s.run_id;
@@ -111,13 +112,16 @@ Status Coordinator::Prepare(matrix::LoadedMatrix& matrix) {
       slot.hold_until_ns = hold_until_ns;
     kj::Maybe<kj::Exception> corrupt = kj::runCatchingExceptions([&]() {
       capnp::FlatArrayMessageReader reader(slot.spec_words);
-      slot.max_attempts = std::max<uint32_t>(1, reader.getRoot<schema::RunSpec>().getMaxAttempts());
+      const auto spec = reader.getRoot<schema::RunSpec>();
+      slot.max_attempts = std::max<uint32_t>(1, spec.getMaxAttempts());
+      slot.configuration = spec.getEngineConfiguration();
     });
     if (corrupt != nullptr) {
       return Status::Internal(
           fmt::format("{}: the stored spec of run {} is unreadable", db_path, slot.run_id));
     }
     run_index_[slot.run_id] = runs_.size();
+    runs_of_configuration_[slot.configuration].push_back(runs_.size());
     runs_.push_back(std::move(slot));
   }
   return Status::Ok();
@@ -675,12 +679,13 @@ void Coordinator::Dispatch(int64_t now_ns) {
   // An agent that keeps an engine up takes the next pending run of its configuration first: the
   // runs of one configuration follow each other on one engine.
   for (const AgentEntry* agent : std::vector<const AgentEntry*>(idle)) {
-    if (agent->warm_configuration.empty()) continue;
-    for (auto& run : runs_) {
+    const auto of = runs_of_configuration_.find(agent->warm_configuration);
+    if (agent->warm_configuration.empty() || of == runs_of_configuration_.end()) continue;
+    for (const size_t i : of->second) {
+      RunSlot& run = runs_[i];
       if (run.state != results::RunState::kPending || run.hold_until_ns > now_ns) continue;
       capnp::FlatArrayMessageReader reader(run.spec_words);
       const auto spec = reader.getRoot<schema::RunSpec>();
-      if (spec.getEngineConfiguration() != agent->warm_configuration) continue;
       if (auto placement = PlaceRun(spec, {agent})) {
         AssignRun(run, spec, *placement, now_ns, &idle);
         break;
@@ -763,15 +768,12 @@ bool Coordinator::KeepsEngine(const RunSlot& run, schema::RunSpec::Reader spec) 
       run.placement.size() != 1) {
     return false;
   }
-  for (const auto& other : runs_) {
-    if (&other == &run || other.state != results::RunState::kPending) continue;
-    capnp::FlatArrayMessageReader reader(other.spec_words);
-    if (reader.getRoot<schema::RunSpec>().getEngineConfiguration() ==
-        spec.getEngineConfiguration()) {
-      return true;
-    }
-  }
-  return false;
+  // The runs of its configuration only (a handful: levels x repeats), never the whole sweep.
+  const auto of = runs_of_configuration_.find(run.configuration);
+  if (of == runs_of_configuration_.end()) return false;
+  return std::any_of(of->second.begin(), of->second.end(), [&](size_t i) {
+    return &runs_[i] != &run && runs_[i].state == results::RunState::kPending;
+  });
 }
 
 void Coordinator::ShowAssigned(const RunSlot& run, int64_t now_ns) {

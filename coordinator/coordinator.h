@@ -88,6 +88,7 @@ class Coordinator {
     uint32_t max_attempts = 3;
     std::vector<std::string> placement;  // agent ids of the current attempt, head first
     int64_t hold_until_ns = 0;           // not dispatched before: a result may be on its way
+    std::string configuration;           // the spec's engineConfiguration
   };
 
   Status CheckSecurity() const;
@@ -134,6 +135,8 @@ class Coordinator {
   std::unique_ptr<results::ResultsStore> store_;
   std::vector<RunSlot> runs_;
   std::map<std::string, size_t> run_index_;
+  // Indices into runs_ by engine configuration: the runs one kept engine may serve.
+  std::map<std::string, std::vector<size_t>> runs_of_configuration_;
   AgentRegistry agents_;
   std::atomic<bool> stop_{false};
   size_t duplicates_dropped_ = 0;

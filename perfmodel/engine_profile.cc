@@ -1,5 +1,6 @@
 #include "perfmodel/engine_profile.h"
 
+#include "common/file_text.h"
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
@@ -105,15 +106,6 @@ void ReadCalibration(YamlMap c, Calibration* out) {
   }
   range.Finish();
   c.Finish();
-}
-
-Status ReadFile(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("{}: cannot open the engine profile", path));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  *out = buffer.str();
-  return Status::Ok();
 }
 
 // Leading dotted numbers of a version ("v0.5.3.post3" -> 0 5 3), empty when there are none.
@@ -246,7 +238,7 @@ std::vector<std::string> ShippedEngineProfiles() {
 Status LoadEngineProfile(const std::string& name_or_path, EngineProfile* out) {
   if (IsProfilePath(name_or_path)) {
     std::string text;
-    if (Status s = ReadFile(name_or_path, &text); !s.ok()) return s;
+    if (Status s = ReadWholeFile(name_or_path, "the engine profile", &text); !s.ok()) return s;
     return ParseEngineProfile(text, name_or_path, out);
   }
   const std::string path = fmt::format("{}{}.yaml", kEngineDir, name_or_path);

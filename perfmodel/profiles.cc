@@ -10,6 +10,7 @@
 #include <functional>
 #include <sstream>
 
+#include "common/file_text.h"
 #include "common/yaml_reader.h"
 
 namespace servesweep::perfmodel {
@@ -32,15 +33,6 @@ double DtypeBytes(const std::string& dtype) {
   if (dtype == "fp8" || dtype == "fp8_e4m3" || dtype == "fp8_e5m2") return 1;
   if (dtype == "fp4" || dtype == "nvfp4" || dtype == "mxfp4") return 0.5;
   return 0;
-}
-
-Status ReadText(const std::string& path, std::string* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("{}: cannot open the profile for reading", path));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  *out = buffer.str();
-  return Status::Ok();
 }
 
 }  // namespace
@@ -71,7 +63,7 @@ Status Load(const std::string& name_or_path, std::string_view dir, const char* k
             Status (*parse)(std::string_view, const std::string&, Profile*), Profile* out) {
   if (IsProfilePath(name_or_path)) {
     std::string text;
-    if (Status s = ReadText(name_or_path, &text); !s.ok()) return s;
+    if (Status s = ReadWholeFile(name_or_path, "the profile for reading", &text); !s.ok()) return s;
     return parse(text, name_or_path, out);
   }
   const std::string path = fmt::format("{}{}.yaml", dir, name_or_path);

@@ -34,6 +34,9 @@ class Row {
     if (!Null("validity")) results::ParseValidity(Text("validity"), &v).IgnoreError();
     return v;
   }
+  double Real(const std::string& column) const {
+    return std::strtod(table_.rows[row_][index_.at(column)].c_str(), nullptr);
+  }
   std::string Number(const std::string& column, int decimals) const {
     if (Null(column)) return "n/a";
     return fmt::format(
@@ -116,14 +119,13 @@ std::string GpuTimeMarkdown(const results::Table& summary) {
   for (size_t r = 0; r < summary.rows.size(); ++r) {
     const Row row(summary, r);
     if (row.Null("attempt_s") || row.Null("gpu_count")) continue;
-    const double gpus = std::strtod(row.Text("gpu_count").c_str(), nullptr);
+    const double gpus = row.Real("gpu_count");
     ++runs;
-    held_s += gpus * std::strtod(row.Text("attempt_s").c_str(), nullptr);
-    if (!row.Null("duration_s"))
-      measuring_s += gpus * std::strtod(row.Text("duration_s").c_str(), nullptr);
+    held_s += gpus * row.Real("attempt_s");
+    if (!row.Null("duration_s")) measuring_s += gpus * row.Real("duration_s");
     const bool started = row.Null("engine_run_index") || row.Text("engine_run_index") == "0";
     if (started && !row.Null("cold_start_ms")) {
-      starting_s += gpus * std::strtod(row.Text("cold_start_ms").c_str(), nullptr) / 1e3;
+      starting_s += gpus * row.Real("cold_start_ms") / 1e3;
       ++starts;
     }
   }

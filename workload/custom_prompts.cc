@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "common/file_text.h"
+
 namespace servesweep::workload {
 
 Status ParseCustomPrompts(const std::string& text, const std::string& path,
@@ -85,11 +87,9 @@ Status ParseCustomPrompts(const std::string& text, const std::string& path,
 }
 
 Status ReadCustomPrompts(const std::string& path, std::vector<CustomPromptLine>* out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::NotFound(fmt::format("{}: cannot open the prompts file", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseCustomPrompts(text.str(), path, out);
+  std::string text;
+  if (Status s = ReadWholeFile(path, "the prompts file", &text); !s.ok()) return s;
+  return ParseCustomPrompts(text, path, out);
 }
 
 bool ParsePromptsSpec(const std::string& spec, std::string* path) {
