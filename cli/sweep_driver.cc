@@ -31,7 +31,8 @@ void PrintUncertifiedRuns(results::ResultsStore& store) {
     } else if (run.validity == schema::Validity::INVALID) {
       fmt::print("  invalid [{}]: {}\n", run.label, run.validity_reasons);
     }
-    if (run.client_bound) fmt::print("  client-bound [{}]: {}\n", run.label, run.client_bound_reasons);
+    if (run.client_bound)
+      fmt::print("  client-bound [{}]: {}\n", run.label, run.client_bound_reasons);
   }
 }
 
@@ -106,8 +107,11 @@ int DriveSweep(coordinator::CoordinatorSettings settings, const DriverOptions& o
     spdlog::error("reports: {}", s.message());
     return kExitError;
   }
-  fmt::print("servesweep: {} runs: {} done, {} failed, {} not finished\n", totals.runs, totals.done,
-             totals.failed, totals.pending + totals.running);
+  fmt::print(
+      "servesweep: {} runs: {} done, {} failed, {}{} not finished\n", totals.runs, totals.done,
+      totals.failed,
+      totals.skipped > 0 ? fmt::format("{} skipped (over-saturated below), ", totals.skipped) : "",
+      totals.pending + totals.running);
   PrintUncertifiedRuns(coord.store());
   fmt::print("  results database: {}/results.db\n", settings.out_dir);
   fmt::print("  summary:          {}\n", paths.summary_csv);

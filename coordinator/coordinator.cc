@@ -100,6 +100,7 @@ Status Coordinator::Prepare(matrix::LoadedMatrix& matrix) {
   runs_.clear();
   run_index_.clear();
   runs_of_configuration_.clear();
+  runs_of_ladder_.clear();
   for (auto& s : stored) {
     RunSlot slot;
     slot.run_id = s.run_id;
@@ -115,6 +116,8 @@ Status Coordinator::Prepare(matrix::LoadedMatrix& matrix) {
       const auto spec = reader.getRoot<schema::RunSpec>();
       slot.max_attempts = std::max<uint32_t>(1, spec.getMaxAttempts());
       slot.configuration = spec.getEngineConfiguration();
+      slot.ladder = matrix::LoadLadderOf(spec);
+      slot.level = matrix::LoadLevelOf(spec);
     });
     if (corrupt != nullptr) {
       return Status::Internal(
@@ -122,6 +125,7 @@ Status Coordinator::Prepare(matrix::LoadedMatrix& matrix) {
     }
     run_index_[slot.run_id] = runs_.size();
     runs_of_configuration_[slot.configuration].push_back(runs_.size());
+    runs_of_ladder_[slot.ladder].push_back(runs_.size());
     runs_.push_back(std::move(slot));
   }
   return Status::Ok();
@@ -577,6 +581,9 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
     if (settings_.progress) {
       settings_.progress->RunEnded(run_id, "done", SteadyNowNs(), result.getRequests().size());
     }
+    if (result.getRecord().getStopped() == schema::StopReason::OVERSATURATED) {
+      SkipLevelsAbove(*run, result.getRecord().getStopEvidence());
+    }
     ack(false, "");
     return;
   }
@@ -613,6 +620,40 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
   }
   agent_done();
   ack(false, "");
+}
+
+void Coordinator::SkipLevelsAbove(const RunSlot& saturated, const std::string& evidence) {
+  const auto of = runs_of_ladder_.find(saturated.ladder);
+  if (of == runs_of_ladder_.end()) return;
+  const std::string level = matrix::DescribeLoadLevel(saturated.level);
+  for (size_t i : of->second) {
+    RunSlot& run = runs_[i];
+    if (run.state != results::RunState::kPending || !matrix::IsAbove(run.level, saturated.level)) {
+      continue;
+    }
+    capnp::MallocMessageBuilder message;
+    auto result = message.initRoot<schema::RunResult>();
+    result.setRunId(run.run_id);
+    result.setAttempt(run.attempts);
+    result.setStatus(schema::RunStatus::SKIPPED);
+    result.setError(fmt::format("skipped: {} ({}) of its load ladder was over-saturated: {}", level,
+                                saturated.run_id, evidence));
+    capnp::FlatArrayMessageReader spec(run.spec_words);
+    result.setSpec(spec.getRoot<schema::RunSpec>());
+    const int64_t now_ms = UnixNowMs();
+    result.setStartedAtUnixMs(now_ms);
+    result.setFinishedAtUnixMs(now_ms);
+    bool duplicate = false;
+    ++results_in_batch_;
+    if (Status s = store_->CommitResult(result, false, &duplicate); !s.ok()) {
+      spdlog::error("could not record run {} as skipped: {}", run.run_id, s.message());
+      continue;  // it stays pending and runs: nothing is lost
+    }
+    run.state = results::RunState::kSkipped;
+    spdlog::info("run {} [{}] skipped: {} ({}) was over-saturated", run.run_id, run.label, level,
+                 saturated.run_id);
+    if (settings_.progress) settings_.progress->RunEnded(run.run_id, "skipped", SteadyNowNs());
+  }
 }
 
 void Coordinator::EndAttempt(RunSlot& run, const std::string& outcome, const std::string& error) {
@@ -799,7 +840,8 @@ void Coordinator::SendHeartbeats() {
 
 bool Coordinator::AllFinished() const {
   return std::all_of(runs_.begin(), runs_.end(), [](const RunSlot& run) {
-    return run.state == results::RunState::kDone || run.state == results::RunState::kFailed;
+    return run.state == results::RunState::kDone || run.state == results::RunState::kFailed ||
+           run.state == results::RunState::kSkipped;
   });
 }
 
@@ -823,6 +865,9 @@ SweepTotals Coordinator::Totals() const {
         break;
       case results::RunState::kFailed:
         ++totals.failed;
+        break;
+      case results::RunState::kSkipped:
+        ++totals.skipped;
         break;
       case results::RunState::kRunning:
         ++totals.running;

@@ -24,6 +24,7 @@
 #include "common/status.h"
 #include "coordinator/agent_registry.h"
 #include "coordinator/zap_handler.h"
+#include "matrix/load_ladder.h"
 #include "matrix/matrix_loader.h"
 #include "results/results_store.h"
 
@@ -54,7 +55,7 @@ struct CoordinatorSettings {
 };
 
 struct SweepTotals {
-  size_t runs = 0, done = 0, failed = 0, pending = 0, running = 0;
+  size_t runs = 0, done = 0, failed = 0, skipped = 0, pending = 0, running = 0;
   size_t duplicates_dropped = 0;  // results received for runs already committed
   size_t frames_rejected = 0;     // malformed or unexpected frames dropped
   size_t impostors_refused = 0;   // messages under an agent id bound to another public key
@@ -89,6 +90,8 @@ class Coordinator {
     std::vector<std::string> placement;  // agent ids of the current attempt, head first
     int64_t hold_until_ns = 0;           // not dispatched before: a result may be on its way
     std::string configuration;           // the spec's engineConfiguration
+    std::string ladder;                  // matrix::LoadLadderOf(spec)
+    matrix::LoadLevel level;
   };
 
   Status CheckSecurity() const;
@@ -108,6 +111,9 @@ class Coordinator {
   // False (and the message is to be dropped) when `identity` is bound to another key.
   bool KeyMatchesIdentity(const std::string& identity, const std::string& peer_key);
   void OnResult(const std::string& identity, schema::RunResult::Reader result);
+  // `saturated` ended over-saturated: its ladder's pending runs above its level are recorded as
+  // skipped (RunStatus::SKIPPED, the reason in their error), never dispatched.
+  void SkipLevelsAbove(const RunSlot& saturated, const std::string& evidence);
   void OnProbeReport(const std::string& identity, schema::ProbeReport::Reader report);
   void RequestProbes();
   void LoseAgent(const std::string& id, const std::string& why);
@@ -137,6 +143,8 @@ class Coordinator {
   std::map<std::string, size_t> run_index_;
   // Indices into runs_ by engine configuration: the runs one kept engine may serve.
   std::map<std::string, std::vector<size_t>> runs_of_configuration_;
+  // Indices into runs_ by load ladder: the levels an over-saturated one skips.
+  std::map<std::string, std::vector<size_t>> runs_of_ladder_;
   AgentRegistry agents_;
   std::atomic<bool> stop_{false};
   size_t duplicates_dropped_ = 0;

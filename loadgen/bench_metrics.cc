@@ -201,6 +201,9 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
   out.load_thread_busy_max = result.client.busiest_thread_cpu_fraction;
   out.read_lag_p99_ms = result.client.read_lag.PercentileMs(99);
   out.send_lateness_p99_ms = result.client.send_lateness.PercentileMs(99);
+  out.stopped = result.stopped;
+  out.stop_evidence = result.stop_evidence;
+  out.stopped_at_s = result.stopped_at_s;
   return out;
 }
 

@@ -76,6 +76,10 @@ struct BenchSummary {
   double load_thread_busy_max = 0;  // CPU time / wall time of the busiest load thread
   double read_lag_p99_ms = 0;       // kernel receive stamp -> the read by the load thread
   double send_lateness_p99_ms = 0;  // due (scheduled, slot free) -> handed to libcurl
+  // An early stop (LoadResult::stopped): kNone when the phase ran its full length.
+  StopReason stopped = StopReason::kNone;
+  std::string stop_evidence;
+  double stopped_at_s = 0;
 };
 
 BenchSummary Summarize(const LoadResult& result, const SloLimits& slo = {});

@@ -31,6 +31,7 @@
 #include "common/curl_global.h"
 #include "common/receive_time.h"
 #include "loadgen/arrival_schedule.h"
+#include "loadgen/early_stop_source.h"
 #include "loadgen/openai_stream.h"
 #include "loadgen/prompt_builder.h"
 #include "loadgen/request_source.h"
@@ -833,17 +834,32 @@ Status RunValidLoad(const LoadSettings& settings, LoadResult* out,
     source =
         MakeCountSource(settings, settings.num_requests, 0, /*warmup=*/false, std::move(schedule));
   }
+  std::unique_ptr<EarlyStopSource> stopping;
+  if (settings.early_stop.enabled()) {
+    stopping =
+        std::make_unique<EarlyStopSource>(*source, settings.early_stop, open_loop && cap == 0,
+                                          by_duration ? std::llround(settings.warmup_s * 1e9) : 0);
+  }
   std::deque<RequestRecord> records;
   const int64_t t0_ns = SteadyNowNs();
-  threads.RunPhase(*source, records, cap, t0_ns, /*warmup=*/false, settings.drain_timeout_s);
+  threads.RunPhase(stopping ? *stopping : *source, records, cap, t0_ns, /*warmup=*/false,
+                   settings.drain_timeout_s);
   result.t0_steady_ns = t0_ns;
   result.client = threads.load();
+  if (stopping && stopping->verdict().reason != StopReason::kNone) {
+    result.stopped = stopping->verdict().reason;
+    result.stop_evidence = stopping->verdict().evidence;
+    result.stopped_at_s = stopping->verdict().at_s;
+  }
 
   result.requests.assign(std::make_move_iterator(records.begin()),
                          std::make_move_iterator(records.end()));
   if (by_duration) {
     result.window_start_ns = std::llround(settings.warmup_s * 1e9);
     result.window_end_ns = std::llround((settings.warmup_s + settings.duration_s) * 1e9);
+    if (stopping && stopping->stopped_at_ns() >= 0) {
+      result.window_end_ns = std::min(result.window_end_ns, stopping->stopped_at_ns());
+    }
   }
   uint32_t failed = 0, cancelled = 0, measured = 0;
   int64_t last_measured_done_ns = -1, last_measured_send_ns = 0;

@@ -13,6 +13,7 @@
 #include "common/status.h"
 #include "loadgen/arrival_schedule.h"
 #include "loadgen/client_load.h"
+#include "loadgen/early_stop.h"
 #include "workload/load_settings.h"
 
 namespace servesweep::loadgen {
@@ -88,6 +89,12 @@ struct LoadResult {
                              // with another process's timestamps (the emulator's request log)
   // The load threads' own saturation over the measured phase (client_load.h).
   ClientLoad client;
+  // Why the measured phase ended before its full length (settings.early_stop, early_stop.h):
+  // kNone when it did not, with the figures that decided and when (seconds of measured phase).
+  // A duration-mode window then ends there.
+  StopReason stopped = StopReason::kNone;
+  std::string stop_evidence;
+  double stopped_at_s = 0;
 };
 
 // Runs the load into *out. InvalidArgument (nothing sent) when the settings break a rule of

@@ -1,8 +1,8 @@
 // One request source shared by several load threads: every call that reads or changes what is
-// left to send is made under one lock (WantsAnswerText and IssueEndNs are fixed at
-// construction), and a due request is taken in one step (TakeIfDue), so each request goes out
-// exactly once. The lock
-// is held for a source call only (microseconds), never across a network wait.
+// left to send is made under one lock (WantsAnswerText is fixed at construction; IssueEndNs is
+// not, since an early stop moves it), and a due request is taken in one step (TakeIfDue), so
+// each request goes out exactly once. The lock is held for a source call only (microseconds),
+// never across a network wait.
 //
 // Thread-safety: all methods may be called from any thread.
 #pragma once
@@ -40,7 +40,10 @@ class SharedSource final : public RequestSource {
     inner_.Finished(record, answer, now_ns);
   }
   bool WantsAnswerText() const override { return inner_.WantsAnswerText(); }
-  int64_t IssueEndNs() const override { return inner_.IssueEndNs(); }
+  int64_t IssueEndNs() const override {
+    std::lock_guard lock(mu_);
+    return inner_.IssueEndNs();
+  }
   uint32_t ExpectedTotal() const override {
     std::lock_guard lock(mu_);
     return inner_.ExpectedTotal();

@@ -161,6 +161,52 @@ void ReadSharedPrefix(YamlReader& r, const YAML::Node& node, schema::Workload::B
   w.setSharedPrefixLenTok(r.Uint(prefix_len, "prefix_len", 1));
 }
 
+// `early_stop: {stable: true | {...}, oversaturated: true | {...}, max_duration_s: S}`
+// (workload/load_settings.h EarlyStopSettings; the schema holds its defaults).
+void ReadEarlyStop(YamlReader& r, const YAML::Node& node, schema::Workload::Builder w) {
+  YamlMap m(r, node, "early_stop");
+  const YAML::Node stable = m.Get("stable");
+  const YAML::Node oversaturated = m.Get("oversaturated");
+  const YAML::Node max_duration = m.Get("max_duration_s");
+  m.Finish();
+  if (r.failed()) return;
+  auto stop = w.initEarlyStop();
+  if (Present(stable)) {
+    if (stable.IsMap()) {
+      YamlMap rule(r, stable, "early_stop.stable");
+      double tolerance_pct = stop.getTolerancePct();
+      rule.ReadNumber("tolerance_pct", &tolerance_pct);
+      stop.setTolerancePct(tolerance_pct);
+      if (auto v = rule.Get("windows")) stop.setWindows(r.Uint(v, "windows", 2));
+      if (auto v = rule.Get("window_requests")) {
+        stop.setWindowRequests(r.Uint(v, "window_requests", 4));
+      }
+      if (auto v = rule.Get("min_requests")) stop.setMinRequests(r.Uint(v, "min_requests", 1));
+      rule.Finish();
+      stop.setStable(true);
+    } else {
+      stop.setStable(r.Bool(stable, "stable"));
+    }
+  }
+  if (Present(oversaturated)) {
+    if (oversaturated.IsMap()) {
+      YamlMap rule(r, oversaturated, "early_stop.oversaturated");
+      double min_s = stop.getMinS(), window_s = stop.getWindowS(), growth = stop.getMinGrowth();
+      rule.ReadNumber("min_s", &min_s);
+      rule.ReadNumber("window_s", &window_s);
+      rule.ReadNumber("min_growth", &growth);
+      rule.Finish();
+      stop.setMinS(min_s);
+      stop.setWindowS(window_s);
+      stop.setMinGrowth(growth);
+      stop.setOversaturated(true);
+    } else {
+      stop.setOversaturated(r.Bool(oversaturated, "oversaturated"));
+    }
+  }
+  if (Present(max_duration)) stop.setMaxDurationS(r.Number(max_duration, "max_duration_s"));
+}
+
 // One workload key: its name and how its value is read. The key and the code reading it are one
 // entry, so there is no separate list of keys to keep in step.
 struct WorkloadKey {
@@ -262,6 +308,7 @@ const std::vector<WorkloadKey>& WorkloadKeys() {
       {"drain_timeout_s",
        [](YamlReader& r, N v, P, W w) { w.setDrainTimeoutS(r.Number(v, "drain_timeout_s")); }},
       {"sessions", [](YamlReader& r, N v, P, W w) { ReadSessions(r, v, w); }},
+      {"early_stop", [](YamlReader& r, N v, P, W w) { ReadEarlyStop(r, v, w); }},
       // `jsonl:<file>`, read by the expansion (workload_expansion.h).
       {"prompts",
        [](YamlReader& r, N v, P path, W w) {

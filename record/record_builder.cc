@@ -201,6 +201,22 @@ void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summ
   record.setLoadThreadBusyMax(summary.load_thread_busy_max);
   record.setReadLagP99Ms(summary.read_lag_p99_ms);
   record.setSendLatenessP99Ms(summary.send_lateness_p99_ms);
+  switch (summary.stopped) {
+    case loadgen::StopReason::kNone:
+      record.setStopped(schema::StopReason::NONE);
+      break;
+    case loadgen::StopReason::kStable:
+      record.setStopped(schema::StopReason::STABLE);
+      break;
+    case loadgen::StopReason::kOversaturated:
+      record.setStopped(schema::StopReason::OVERSATURATED);
+      break;
+    case loadgen::StopReason::kMaxDuration:
+      record.setStopped(schema::StopReason::MAX_DURATION);
+      break;
+  }
+  record.setStopEvidence(summary.stop_evidence);
+  record.setStoppedAtS(summary.stopped_at_s);
   const std::string client_bound = loadgen::ClientBoundReasons(loadgen::ClientLoadFiguresOf(
       summary, std::max<uint32_t>(1, spec.getWorkload().getClientThreads())));
   record.setClientBound(!client_bound.empty());

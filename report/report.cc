@@ -112,8 +112,9 @@ std::string EngineStartText(const Row& row) {
 
 // The GPU time the measured runs held, by phase: starting engines (each engine's cold start,
 // on the run that started it), measuring (the measured phases), and the rest of each run
-// (resets, warm-up, quality tasks, draining). "" without a run that reports its time.
-std::string GpuTimeMarkdown(const results::Table& summary) {
+// (resets, warm-up, quality tasks, draining); and the agents' GPUs idle in the sweep's span
+// (between runs, or with no run to take). "" without a run that reports its time.
+std::string GpuTimeMarkdown(const results::Table& summary, const results::SweepGpuSpan& span) {
   double starting_s = 0, measuring_s = 0, held_s = 0;
   size_t runs = 0, starts = 0;
   for (size_t r = 0; r < summary.rows.size(); ++r) {
@@ -131,12 +132,44 @@ std::string GpuTimeMarkdown(const results::Table& summary) {
   }
   if (runs == 0) return "";
   const double other_s = std::max(0.0, held_s - starting_s - measuring_s);
-  return fmt::format(
+  std::string md = fmt::format(
       "\n## GPU time\n\n{} run(s) held {:.3f} GPU-hours: starting engines {:.3f} ({} engine "
       "start(s)), measuring {:.3f}, the rest {:.3f} (cache resets, warm-up, quality tasks, "
-      "draining). GPUs idle between runs are not counted here "
-      "(docs/matrix.md#engine-lifecycle).\n",
+      "draining).",
       runs, held_s / 3600, starting_s / 3600, starts, measuring_s / 3600, other_s / 3600);
+  const double available_s = span.agent_gpus * span.span_s;
+  if (available_s > 0) {
+    md += fmt::format(
+        " The agents' {:g} GPU(s) over the sweep's {:.0f} s were idle {:.3f} GPU-hours more "
+        "(between runs, or with no run to take; docs/matrix.md#engine-lifecycle).",
+        span.agent_gpus, span.span_s, std::max(0.0, available_s - held_s) / 3600);
+  }
+  return md + "\n";
+}
+
+// The runs that ended their measured phase early, with the evidence, and the levels skipped
+// above an over-saturated one (docs/matrix.md#early-stop). "" when there are none.
+std::string EarlyStopsMarkdown(const results::Table& summary) {
+  std::string stopped, skipped;
+  for (size_t r = 0; r < summary.rows.size(); ++r) {
+    const Row row(summary, r);
+    if (row.Text("status") == "skipped") {
+      skipped += fmt::format("- {}: {}\n", row.Text("label"), row.Text("last_error"));
+    } else if (!row.Null("stopped") && !row.Text("stopped").empty()) {
+      stopped += fmt::format("- {}: stopped: {} after {} s measured: {}\n", row.Text("label"),
+                             row.Text("stopped"), row.Number("stopped_at_s", 1),
+                             row.Text("stop_evidence"));
+    }
+  }
+  if (stopped.empty() && skipped.empty()) return "";
+  std::string md =
+      "\n## Early stops\n\nRuns whose measured phase ended before its full length "
+      "(`early_stop`): their figures cover the requests measured until then. A run stopped "
+      "`oversaturated` measured a queue that kept growing: its latencies depend on how long it "
+      "ran, and the levels above it were skipped.\n\n";
+  md += stopped;
+  if (!skipped.empty()) md += "\nSkipped, never run (no GPU time spent):\n\n" + skipped;
+  return md;
 }
 
 // Why each run is not plainly valid, and why its requests failed (docs/metrics.md).
@@ -261,16 +294,21 @@ std::string ReportMarkdown(results::ResultsStore& store, const results::Table& s
   if (Status s = results::LoadSweepMeta(store, &info); !s.ok()) {
     info["sweep_name"] = "(meta not read: " + s.message() + ")";
   }
-  size_t done = 0, failed = 0, other = 0;
+  size_t done = 0, failed = 0, skipped = 0, other = 0;
   for (size_t r = 0; r < summary.rows.size(); ++r) {
     const std::string status = Row(summary, r).Text("status");
-    (status == "done" ? done : status == "failed" ? failed : other)++;
+    (status == "done"      ? done
+     : status == "failed"  ? failed
+     : status == "skipped" ? skipped
+                           : other)++;
   }
   std::string md = fmt::format("# servesweep report: {}\n\n", info["sweep_name"]);
   md += fmt::format("Matrix `{}` (hash {}), servesweep {}.\n\n", info["matrix_path"],
                     info["matrix_hash"], info["servesweep_version"]);
-  md += fmt::format("{} runs: {} done, {} failed, {} not finished.\n\n", summary.rows.size(), done,
-                    failed, other);
+  md += fmt::format(
+      "{} runs: {} done, {} failed, {}{} not finished.\n\n", summary.rows.size(), done, failed,
+      skipped > 0 ? fmt::format("{} skipped (a lower load level over-saturated), ", skipped) : "",
+      other);
   for (size_t r = 0; r < summary.rows.size(); ++r) {
     const std::string simulation = Row(summary, r).Text("simulation");
     if (simulation != "none" && simulation != "n/a") {
@@ -340,14 +378,17 @@ std::string ReportMarkdown(results::ResultsStore& store, const results::Table& s
   std::string failures;
   for (size_t r = 0; r < summary.rows.size(); ++r) {
     const Row row(summary, r);
-    if (row.Text("status") == "done") continue;
+    if (row.Text("status") == "done" || row.Text("status") == "skipped") continue;  // Early stops
     failures += fmt::format("- `{}` [{}]: {} after {} attempt(s): {}\n", row.Text("run_id"),
                             row.Text("label"), row.Text("status"), row.Text("attempts"),
                             row.Text("last_error"));
   }
   if (!failures.empty()) md += "\n## Runs not done\n\n" + failures;
   md += CertificatesMarkdown(summary);
-  md += GpuTimeMarkdown(summary);
+  md += EarlyStopsMarkdown(summary);
+  results::SweepGpuSpan span;
+  if (Status s = results::LoadSweepGpuSpan(store, &span); !s.ok()) span = {};
+  md += GpuTimeMarkdown(summary, span);
   md += CurvesMarkdown(data);
   md += CostMarkdown(data);
   md += DiagnosisMarkdown(data);

@@ -68,6 +68,8 @@ std::vector<RecordColumn> Build() {
                      return std::string("cancelled");
                    case schema::RunStatus::REFUSED:
                      return std::string("refused");
+                   case schema::RunStatus::SKIPPED:
+                     return std::string("skipped");
                    default:
                      return std::string("failed");
                  }
@@ -209,6 +211,9 @@ std::vector<RecordColumn> Build() {
   Int(c, "reconnects", [](Record r) { return int64_t{r.getReconnects()}; });
   Text(c, "failure_reasons", [](Record r) { return std::string(r.getFailureReasons()); });
   Int(c, "measured_scrapes", [](Record r) { return int64_t{r.getMeasuredScrapes()}; });
+  Text(c, "stopped", [](Record r) { return std::string(StopReasonName(r.getStopped())); });
+  Text(c, "stop_evidence", [](Record r) { return std::string(r.getStopEvidence()); });
+  Real(c, "stopped_at_s", [](Record r) { return r.getStoppedAtS(); });
 
   // Engine signals scraped from /metrics during the measured phase.
   Real(c, "kv_cache_usage_max", [](Record r) { return r.getKvCacheUsageMax(); });
@@ -290,6 +295,20 @@ std::string_view ValidityName(schema::Validity validity) {
       return "invalid";
     case schema::Validity::NOT_RECONCILED:
       return "not reconciled";
+  }
+  return "";
+}
+
+std::string_view StopReasonName(schema::StopReason reason) {
+  switch (reason) {
+    case schema::StopReason::NONE:
+      return "";
+    case schema::StopReason::STABLE:
+      return "stable";
+    case schema::StopReason::OVERSATURATED:
+      return "oversaturated";
+    case schema::StopReason::MAX_DURATION:
+      return "max_duration";
   }
   return "";
 }

@@ -39,4 +39,8 @@ std::string_view ValidityName(schema::Validity validity);
 // InvalidArgument for a name that is none of the four (a database of another servesweep).
 Status ParseValidity(std::string_view name, schema::Validity* out);
 
+// An early stop as results.db and summary.csv store it: "" (ran its full length), "stable",
+// "oversaturated", "max_duration".
+std::string_view StopReasonName(schema::StopReason reason);
+
 }  // namespace servesweep::results

@@ -55,10 +55,10 @@ Status LoadNodeProbes(ResultsStore& store, std::vector<NodeProbeReport>* reports
       !s.ok()) {
     return s;
   }
-  if (Status s = store.Query(
-          "SELECT agent_id, reason FROM node_probes WHERE verdict NOT IN ('ok', '') "
-          "ORDER BY agent_id, name, gpu",
-          &f);
+  if (Status s =
+          store.Query("SELECT agent_id, reason FROM node_probes WHERE verdict NOT IN ('ok', '') "
+                      "ORDER BY agent_id, name, gpu",
+                      &f);
       !s.ok()) {
     return s;
   }
@@ -95,6 +95,23 @@ Status LoadSimulationKind(ResultsStore& store, std::string* out) {
   return Status::Ok();
 }
 
+Status LoadSweepGpuSpan(ResultsStore& store, SweepGpuSpan* out) {
+  Table t;
+  if (Status s = store.Query(
+          "SELECT (SELECT IFNULL(SUM(MAX(gpus, emulated_gpus)), 0) FROM agents), "
+          "IFNULL((MAX(finished_unix_ms) - MIN(started_unix_ms)) / 1000.0, 0) FROM results "
+          "WHERE started_unix_ms > 0 AND finished_unix_ms > 0",
+          &t);
+      !s.ok()) {
+    return s;
+  }
+  *out = SweepGpuSpan();
+  if (t.rows.empty()) return Status::Ok();
+  out->agent_gpus = ToDouble(t.rows[0][0]);
+  out->span_s = std::max(0.0, ToDouble(t.rows[0][1]));
+  return Status::Ok();
+}
+
 Status LoadGpuModels(ResultsStore& store, std::map<std::string, std::string>* out) {
   Table t;
   if (Status s = store.Query("SELECT run_id, gpu_model FROM results", &t); !s.ok()) return s;
@@ -122,11 +139,11 @@ Status LoadPlottedSignals(ResultsStore& store, std::vector<EngineSample>* out) {
 
 Status LoadRequestTtfts(ResultsStore& store, std::vector<RequestTtft>* out) {
   Table t;
-  if (Status s = store.Query(
-          "SELECT run_id, prompt_tokens, (first_token_ns - "
-          "CASE WHEN sent_ns >= 0 THEN sent_ns ELSE start_ns END) / 1e6, start_ns "
-          "FROM requests WHERE success = 1 ORDER BY run_id, idx",
-          &t);
+  if (Status s =
+          store.Query("SELECT run_id, prompt_tokens, (first_token_ns - "
+                      "CASE WHEN sent_ns >= 0 THEN sent_ns ELSE start_ns END) / 1e6, start_ns "
+                      "FROM requests WHERE success = 1 ORDER BY run_id, idx",
+                      &t);
       !s.ok()) {
     return s;
   }
@@ -149,8 +166,8 @@ Status LoadOkResultFigures(ResultsStore& store, const std::vector<std::string>& 
     select += fmt::format(", \"{}\"", c);
   }
   Table t;
-  if (Status s = store.Query(
-          fmt::format("SELECT {} FROM results WHERE result_status = 'ok'", select), &t);
+  if (Status s =
+          store.Query(fmt::format("SELECT {} FROM results WHERE result_status = 'ok'", select), &t);
       !s.ok()) {
     return s;
   }
@@ -159,8 +176,8 @@ Status LoadOkResultFigures(ResultsStore& store, const std::vector<std::string>& 
     ResultFigures figures;
     figures.simulation = t.rows[r][1];
     for (size_t c = 0; c < columns.size(); ++c) {
-      figures.values.push_back(t.is_null[r][c + 2] ? std::nullopt
-                                                   : std::optional<double>(ToDouble(t.rows[r][c + 2])));
+      figures.values.push_back(
+          t.is_null[r][c + 2] ? std::nullopt : std::optional<double>(ToDouble(t.rows[r][c + 2])));
     }
     (*by_run_id)[t.rows[r][0]] = std::move(figures);
   }

@@ -55,6 +55,14 @@ Status LoadSweepMeta(ResultsStore& store, std::map<std::string, std::string>* ou
 // The simulation of the sweep's simulated runs ("" when every run was measured).
 Status LoadSimulationKind(ResultsStore& store, std::string* out);
 
+// The GPUs the sweep could use, and for how long: every agent's GPUs (emulated ones included)
+// from the first committed result's start to the last one's end. 0 and 0 without results.
+struct SweepGpuSpan {
+  double agent_gpus = 0;
+  double span_s = 0;
+};
+Status LoadSweepGpuSpan(ResultsStore& store, SweepGpuSpan* out);
+
 // run_id -> the GPU model its record names.
 Status LoadGpuModels(ResultsStore& store, std::map<std::string, std::string>* out);
 

@@ -66,20 +66,30 @@ std::string SerializeToString(capnp::MessageBuilder& message) {
   return std::string(chars.begin(), chars.size());
 }
 
-constexpr const char* kSchemaSql = R"sql(
-PRAGMA journal_mode=WAL;
-PRAGMA synchronous=FULL;
-PRAGMA foreign_keys=ON;
-CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS runs(
+// The runs table under a name (`runs`, or the copy a migration fills). Its CHECK lists every
+// RunStateName.
+std::string RunsTableSql(const char* name) {
+  return fmt::format(R"sql(CREATE TABLE IF NOT EXISTS {}(
   run_id TEXT PRIMARY KEY,
   idx INTEGER NOT NULL,
   label TEXT NOT NULL,
   spec BLOB NOT NULL,
-  status TEXT NOT NULL CHECK(status IN ('pending','running','done','failed')),
+  status TEXT NOT NULL CHECK(status IN ('pending','running','done','failed','skipped')),
   attempts INTEGER NOT NULL DEFAULT 0,
   last_error TEXT NOT NULL DEFAULT '',
   updated_unix_ms INTEGER NOT NULL);
+)sql",
+                     name);
+}
+
+constexpr const char* kSchemaPragmasSql = R"sql(
+PRAGMA journal_mode=WAL;
+PRAGMA synchronous=FULL;
+PRAGMA foreign_keys=ON;
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+)sql";
+
+constexpr const char* kSchemaSql = R"sql(
 CREATE TABLE IF NOT EXISTS attempts(
   run_id TEXT NOT NULL REFERENCES runs(run_id),
   attempt INTEGER NOT NULL,
@@ -195,6 +205,8 @@ const char* RunStateName(RunState state) {
       return "done";
     case RunState::kFailed:
       return "failed";
+    case RunState::kSkipped:
+      return "skipped";
   }
   return "?";
 }
@@ -210,7 +222,10 @@ Status ResultsStore::Open(const std::string& path, std::unique_ptr<ResultsStore>
   }
   sqlite3_busy_timeout(db, 10000);
   std::unique_ptr<ResultsStore> store(new ResultsStore(db));
-  Status status = store->Exec(kSchemaSql);
+  Status status = store->Exec(kSchemaPragmasSql);
+  if (status.ok()) status = store->Exec(RunsTableSql("runs"));
+  if (status.ok()) status = store->MigrateRunsTable();
+  if (status.ok()) status = store->Exec(kSchemaSql);
   if (status.ok()) status = store->Exec(ResultsTableSql());
   // Per-request columns added after the first release: added to older databases in place.
   for (const char* column : kLaterRequestColumns) {
@@ -224,6 +239,33 @@ Status ResultsStore::Open(const std::string& path, std::unique_ptr<ResultsStore>
   if (!status.ok()) return status.Prefixed(path);
   *out = std::move(store);
   return Status::Ok();
+}
+
+// A database made before the `skipped` state has a runs table whose CHECK refuses it: the
+// table is rebuilt with the current CHECK and every row copied (SQLite cannot alter a CHECK;
+// sqlite.org/lang_altertable.html#otheralter, foreign keys off while the table is replaced).
+Status ResultsStore::MigrateRunsTable() {
+  std::string text;
+  {
+    // Finalized before the table is dropped: an open read locks it.
+    Statement sql(db_, "SELECT sql FROM sqlite_master WHERE type='table' AND name='runs'");
+    if (sqlite3_step(sql.get()) != SQLITE_ROW) return Status::Ok();
+    text = reinterpret_cast<const char*>(sqlite3_column_text(sql.get(), 0));
+  }
+  if (text.find("'skipped'") != std::string::npos) return Status::Ok();
+  if (Status s = Exec("PRAGMA foreign_keys=OFF"); !s.ok()) return s;
+  Status status = InTransaction([&]() -> Status {
+    for (const std::string& step :
+         {std::string("DROP TABLE IF EXISTS runs_migrated"), RunsTableSql("runs_migrated"),
+          std::string("INSERT INTO runs_migrated SELECT * FROM runs"),
+          std::string("DROP TABLE runs"),
+          std::string("ALTER TABLE runs_migrated RENAME TO runs")}) {
+      if (Status s = Exec(step); !s.ok()) return s.Prefixed("migrating the runs table");
+    }
+    return Status::Ok();
+  });
+  const Status on = Exec("PRAGMA foreign_keys=ON");
+  return status.ok() ? on : status;
 }
 
 // A database made before a record column existed (e.g. cost_per_mtok_output) gets the column
@@ -395,6 +437,7 @@ Status ResultsStore::LoadRuns(std::vector<StoredRun>* out) {
     const std::string state = text(4);
     run.state = state == "done"      ? RunState::kDone
                 : state == "failed"  ? RunState::kFailed
+                : state == "skipped" ? RunState::kSkipped
                 : state == "running" ? RunState::kRunning
                                      : RunState::kPending;
     run.attempts = static_cast<uint32_t>(sqlite3_column_int64(stmt.get(), 5));
@@ -561,7 +604,8 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
       if (status = probe.Run(); !status.ok()) return status;
     }
     Statement run(db_, "UPDATE runs SET status=?, last_error=?, updated_unix_ms=? WHERE run_id=?");
-    run.Bind(1, std::string(final_state_done ? "done" : "failed"));
+    const bool skipped = result.getStatus() == schema::RunStatus::SKIPPED;
+    run.Bind(1, std::string(final_state_done ? "done" : skipped ? "skipped" : "failed"));
     run.Bind(2, std::string(result.getError()));
     run.Bind(3, UnixNowMs());
     run.Bind(4, run_id);
@@ -577,6 +621,7 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
     history.Bind(4, result.getStartedAtUnixMs());
     history.Bind(5, std::string(final_state_done                                   ? "committed"
                                 : result.getStatus() == schema::RunStatus::REFUSED ? "refused"
+                                : skipped                                          ? "skipped"
                                                                                    : "failed"));
     history.Bind(6, std::string(result.getError()));
     return history.Run();

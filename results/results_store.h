@@ -24,7 +24,9 @@ namespace servesweep::results {
 
 struct RecordColumn;
 
-enum class RunState { kPending, kRunning, kDone, kFailed };
+// kSkipped: never run, by the coordinator's decision (a lower level of its load ladder was
+// over-saturated); final, like kDone and kFailed.
+enum class RunState { kPending, kRunning, kDone, kFailed, kSkipped };
 const char* RunStateName(RunState state);
 
 struct StoredRun {
@@ -91,6 +93,7 @@ class ResultsStore {
  private:
   explicit ResultsStore(sqlite3* db) : db_(db) {}
   Status Exec(const std::string& sql);
+  Status MigrateRunsTable();
   Status AddLaterRecordColumns();
   Status FillRecordColumns(const std::vector<const RecordColumn*>& added);
   // BEGIN IMMEDIATE; body; COMMIT, or ROLLBACK when the body fails or throws.

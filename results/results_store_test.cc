@@ -150,6 +150,56 @@ TEST_F(ResultsStoreTest, RecordColumnsMissingFromAnOlderDatabaseAreAddedAndFille
   EXPECT_EQ(summary.rows.size(), 3u);
 }
 
+// An older servesweep's runs table refuses the `skipped` state in its CHECK: opening the
+// database rebuilds it with every row kept, and a skipped run is then recorded and read back.
+TEST_F(ResultsStoreTest, ARunsTableWithoutTheSkippedStateIsMigratedWithItsRows) {
+  ASSERT_TRUE(store_->MarkRunning(run0_, 1, "a").ok());
+  capnp::MallocMessageBuilder message;
+  BuildResult(message, 1);
+  bool duplicate = true;
+  ASSERT_TRUE(store_->CommitResult(message.getRoot<schema::RunResult>(), true, &duplicate).ok());
+  store_.reset();
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &raw), SQLITE_OK);
+  for (const char* sql :
+       {"PRAGMA foreign_keys=OFF",
+        "CREATE TABLE runs_old(run_id TEXT PRIMARY KEY, idx INTEGER NOT NULL, label TEXT NOT "
+        "NULL, spec BLOB NOT NULL, status TEXT NOT NULL CHECK(status IN "
+        "('pending','running','done','failed')), attempts INTEGER NOT NULL DEFAULT 0, "
+        "last_error TEXT NOT NULL DEFAULT '', updated_unix_ms INTEGER NOT NULL)",
+        "INSERT INTO runs_old SELECT * FROM runs", "DROP TABLE runs",
+        "ALTER TABLE runs_old RENAME TO runs"}) {
+    ASSERT_EQ(sqlite3_exec(raw, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sql;
+  }
+  ASSERT_NE(sqlite3_exec(raw, "UPDATE runs SET status='skipped'", nullptr, nullptr, nullptr),
+            SQLITE_OK);  // the old CHECK
+  sqlite3_close(raw);
+
+  const Status opened = ResultsStore::Open(path_, &store_);
+  ASSERT_TRUE(opened.ok()) << opened.message();
+  std::vector<StoredRun> runs;
+  ASSERT_TRUE(store_->LoadRuns(&runs).ok());
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0].state, RunState::kDone);
+  EXPECT_EQ(Cell("SELECT COUNT(*) FROM requests"), "3");  // the rows that refer to it stay
+  capnp::MallocMessageBuilder skipped;
+  auto result = skipped.initRoot<schema::RunResult>();
+  const auto spec = matrix_->matrix().getRuns()[2];
+  result.setRunId(spec.getRunId());
+  result.setStatus(schema::RunStatus::SKIPPED);
+  result.setError("skipped: concurrency 2 was over-saturated");
+  result.setSpec(spec);
+  ASSERT_TRUE(store_->CommitResult(result, false, &duplicate).ok());
+  EXPECT_FALSE(duplicate);
+  ASSERT_TRUE(store_->LoadRuns(&runs).ok());
+  EXPECT_EQ(runs[2].state, RunState::kSkipped);
+  EXPECT_EQ(runs[2].last_error, "skipped: concurrency 2 was over-saturated");
+  EXPECT_EQ(Cell("SELECT result_status FROM results WHERE run_id='" +
+                 std::string(spec.getRunId().cStr()) + "'"),
+            "skipped");
+  EXPECT_STREQ(RunStateName(RunState::kSkipped), "skipped");
+}
+
 TEST_F(ResultsStoreTest, EndAttemptRetriesThenFailsOnlyTheCurrentAttempt) {
   ASSERT_TRUE(store_->MarkRunning(run0_, 1, "a").ok());
   ASSERT_TRUE(store_->EndAttempt(run0_, 1, "lost", "agent a lost", false).ok());

@@ -211,6 +211,13 @@ struct BenchmarkRecord {
   # Seconds the run held its GPUs on the head: from the assignment's start to its result
   # (starting or resetting the engine, warm-up, the measured phase, quality tasks, draining).
   attemptS @97 :Float64;
+  # Why the measured phase ended before its full length (the workload's early_stop,
+  # docs/results.md#early-stop): "" (it ran its length), "stable", "oversaturated" or
+  # "max_duration" in results.db; the figures that decided; and when, in seconds of measured
+  # phase.
+  stopped @98 :StopReason;
+  stopEvidence @99 :Text;
+  stoppedAtS @100 :Float64;
 }
 
 struct EffectiveSetting {
@@ -228,6 +235,14 @@ enum Validity {
   notReconciled @3;  # the engine exposes no counter to check against; why in validityReasons
 }
 
+# loadgen/early_stop.h StopReason: why a measured phase ended before its full length.
+enum StopReason {
+  none @0;           # it ran its full length
+  stable @1;
+  oversaturated @2;
+  maxDuration @3;
+}
+
 enum RunStatus {
   ok @0;
   failed @1;
@@ -235,6 +250,8 @@ enum RunStatus {
   busy @3;       # the agent could not take the assignment (busy); nothing was measured
   refused @4;    # the run's settings cannot run (an invalid argument): recorded with the reason
                  # after one attempt and never retried, since another attempt would fail the same
+  skipped @5;    # never run, by the coordinator: a lower level of its load ladder was
+                 # over-saturated (the reason in `error`); nothing was measured or spent
 }
 
 struct RunResult {

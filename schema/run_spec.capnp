@@ -102,6 +102,21 @@ struct Workload {
   maxInFlight @36 :UInt32;
   # The warm-up's slots (a closed loop); 0 = concurrency, else maxInFlight, else all at once.
   warmupConcurrency @37 :UInt32;
+  earlyStop @38 :EarlyStop;        # off unless set (workload/load_settings.h EarlyStopSettings)
+}
+
+# workload/load_settings.h EarlyStopSettings; the defaults are its defaults.
+struct EarlyStop {
+  stable @0 :Bool;
+  tolerancePct @1 :Float64 = 5;
+  windows @2 :UInt32 = 3;
+  windowRequests @3 :UInt32 = 32;
+  minRequests @4 :UInt32;
+  oversaturated @5 :Bool;
+  minS @6 :Float64 = 10;
+  windowS @7 :Float64 = 30;
+  minGrowth @8 :Float64 = 0.1;
+  maxDurationS @9 :Float64;
 }
 
 struct CustomPrompt {

@@ -101,6 +101,42 @@ std::optional<Broken> FirstBrokenRule(const LoadSettings& s) {
                               "found {}",
                               s.drain_timeout_s)};
   }
+  if (s.early_stop.enabled()) {
+    const EarlyStopSettings& e = s.early_stop;
+    if (!(e.tolerance_pct > 0 && e.tolerance_pct < 100)) {
+      return Broken{"early_stop", fmt::format("expected 'early_stop.stable.tolerance_pct' in "
+                                              "(0, 100), found {}",
+                                              e.tolerance_pct)};
+    }
+    if (e.windows < 2 || e.window_requests < 4) {
+      return Broken{"early_stop",
+                    fmt::format("expected 'early_stop.stable' windows >= 2 of window_requests >= "
+                                "4 (a percentile needs a few requests), found {} of {}",
+                                e.windows, e.window_requests)};
+    }
+    if (!(e.min_s >= 0 && std::isfinite(e.min_s)) ||
+        !(e.window_s > 0 && std::isfinite(e.window_s))) {
+      return Broken{"early_stop",
+                    fmt::format("expected 'early_stop.oversaturated' min_s >= 0 and window_s > 0 "
+                                "seconds, found {} and {}",
+                                e.min_s, e.window_s)};
+    }
+    if (!(e.min_growth > 0 && std::isfinite(e.min_growth))) {
+      return Broken{"early_stop", fmt::format("expected 'early_stop.oversaturated.min_growth' "
+                                              "> 0, found {}",
+                                              e.min_growth)};
+    }
+    if (!(e.max_duration_s >= 0 && std::isfinite(e.max_duration_s))) {
+      return Broken{"early_stop", fmt::format("expected 'early_stop.max_duration_s' >= 0 "
+                                              "seconds (0 = none), found {}",
+                                              e.max_duration_s)};
+    }
+    if (sessions) {
+      return Broken{"early_stop",
+                    "expected 'early_stop' without 'sessions' (a conversation cut short is not "
+                    "the workload asked for), found both"};
+    }
+  }
   if (by_duration && (!s.plan.empty() || sessions || s.warmup_requests > 0)) {
     return Broken{"duration_s",
                   "expected 'duration_s' without trace, length distributions, shared_prefix, "
@@ -209,6 +245,17 @@ LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::string& ba
   settings.turns = w.getTurns();
   settings.think_time_s = w.getThinkTimeS();
   settings.think_time_exponential = w.getThinkTimeExponential();
+  const auto stop = w.getEarlyStop();
+  settings.early_stop.stable = stop.getStable();
+  settings.early_stop.tolerance_pct = stop.getTolerancePct();
+  settings.early_stop.windows = stop.getWindows();
+  settings.early_stop.window_requests = stop.getWindowRequests();
+  settings.early_stop.min_requests = stop.getMinRequests();
+  settings.early_stop.oversaturated = stop.getOversaturated();
+  settings.early_stop.min_s = stop.getMinS();
+  settings.early_stop.window_s = stop.getWindowS();
+  settings.early_stop.min_growth = stop.getMinGrowth();
+  settings.early_stop.max_duration_s = stop.getMaxDurationS();
   for (auto prompt : w.getCustomPrompts()) {
     settings.custom_prompts.push_back(
         {prompt.getPrompt(), prompt.getMessagesJson(), prompt.getMaxTokens()});
@@ -250,6 +297,7 @@ LoadSettings WarmupLoadSettings(const LoadSettings& s) {
   warmup.custom_prompts.clear();
   warmup.warmup_s = warmup.duration_s = 0;
   warmup.drain_timeout_s = 0;
+  warmup.early_stop = {};                        // a warm-up runs its length: it is not measured
   warmup.seed = s.seed ^ 0x5eed5eed5eed5eedULL;  // prompts unlike the measured ones
   return warmup;
 }

@@ -44,6 +44,33 @@ struct CustomPrompt {
   uint32_t max_tokens = 0;
 };
 
+// Ending the measured phase before its full length (docs/matrix.md#early-stop), judged by the
+// load generator from the requests it completes (loadgen/early_stop.h):
+// - stable: the last `windows` windows of `window_requests` successful completions each agree
+//   within tolerance_pct on output tok/s (by Little's law), TTFT p50 and p90, and TPOT p50
+//   (latencies within 1 ms always agree), once min_requests measured requests have completed;
+// - oversaturated: after min_s measured seconds, the delay from a request's due time to its first
+//   token grows with time over the last window_s seconds, significantly (one-sided 95%) and by at
+//   least min_growth seconds per second (arrivals outrunning completions by that fraction: 0.1
+//   is rho >= 1.1); an open loop without a cap must also show its requests in flight growing by
+//   min_growth per completion (its queue keeps growing);
+// - max_duration_s (> 0): the phase ends then whatever the figures say.
+// Off by default: a run measures its full length.
+struct EarlyStopSettings {
+  bool stable = false;
+  double tolerance_pct = 5;
+  uint32_t windows = 3;
+  uint32_t window_requests = 32;
+  uint32_t min_requests = 0;  // 0: windows x window_requests
+  bool oversaturated = false;
+  double min_s = 10;
+  double window_s = 30;
+  double min_growth = 0.1;
+  double max_duration_s = 0;
+
+  bool enabled() const { return stable || oversaturated || max_duration_s > 0; }
+};
+
 struct LoadSettings {
   std::string base_url;  // e.g. "http://127.0.0.1:8000" (no trailing /v1)
   Api api = Api::kCompletions;
@@ -114,6 +141,7 @@ struct LoadSettings {
   // schedule, at most `concurrency` in flight when > 0. Warm-up keeps input/output_len_tok.
   std::vector<PlannedRequest> plan;
   bool replay_arrivals = true;
+  EarlyStopSettings early_stop;
   // false: a new connection per request, for servers that close a connection after a streamed
   // response while announcing keep-alive (a reused one then dies as the next request is sent).
   bool reuse_connections = true;

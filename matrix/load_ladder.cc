@@ -1,0 +1,62 @@
+#include "matrix/load_ladder.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <fmt/format.h>
+
+#include "common/ids.h"
+
+namespace servesweep::matrix {
+
+std::string LoadLadderOf(schema::RunSpec::Reader spec) {
+  capnp::MallocMessageBuilder scratch;
+  scratch.setRoot(spec);
+  auto copy = scratch.getRoot<schema::RunSpec>();
+  copy.setRunId("");
+  copy.setIndex(0);
+  copy.setRepeat(0);
+  copy.setLabel("");
+  copy.setBaseline(false);
+  copy.setCompareGroup("");  // holds the level when the level is not a compared axis
+  auto w = copy.getWorkload();
+  w.setConcurrency(0);
+  w.setRequestRatePerS(0);
+  w.setMaxInFlight(0);
+  w.setSeed(0);
+  // Canonical bytes: the same keys give the same digest whatever the builder's layout.
+  capnp::MallocMessageBuilder canonical;
+  canonical.setRoot(copy.asReader());
+  const auto words = capnp::messageToFlatArray(canonical);
+  const auto bytes = words.asChars();
+  return "ladder-" + StableHashHex(std::string_view(bytes.begin(), bytes.size())).substr(0, 12);
+}
+
+LoadLevel LoadLevelOf(schema::RunSpec::Reader spec) {
+  const auto w = spec.getWorkload();
+  return {w.getConcurrency(), w.getRequestRatePerS(), w.getMaxInFlight()};
+}
+
+bool IsAbove(const LoadLevel& a, const LoadLevel& b) {
+  // A cap of 0 means none: the largest cap of all.
+  auto cap_rank = [](uint32_t cap) { return cap == 0 ? UINT64_MAX : uint64_t{cap}; };
+  const bool no_less = a.concurrency >= b.concurrency &&
+                       a.request_rate_per_s >= b.request_rate_per_s &&
+                       cap_rank(a.max_in_flight) >= cap_rank(b.max_in_flight);
+  const bool more = a.concurrency > b.concurrency || a.request_rate_per_s > b.request_rate_per_s ||
+                    cap_rank(a.max_in_flight) > cap_rank(b.max_in_flight);
+  return no_less && more;
+}
+
+std::string DescribeLoadLevel(const LoadLevel& level) {
+  std::string out;
+  if (level.concurrency > 0) out = fmt::format("concurrency {}", level.concurrency);
+  if (level.request_rate_per_s > 0) {
+    out += fmt::format("{}request_rate {:g}/s", out.empty() ? "" : " ", level.request_rate_per_s);
+  }
+  if (level.max_in_flight > 0) {
+    out += fmt::format("{}max_in_flight {}", out.empty() ? "" : " ", level.max_in_flight);
+  }
+  return out.empty() ? "no load level" : out;
+}
+
+}  // namespace servesweep::matrix

@@ -1,0 +1,34 @@
+// A run's load ladder: the runs that differ from it only in their load level (concurrency, request
+// rate, an open loop's cap), their repeat and their identity. When a level of a ladder is
+// over-saturated (loadgen/early_stop.h), the levels above it would only measure a longer queue:
+// the coordinator skips them (docs/matrix.md#early-stop).
+//
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "schema/run_spec.capnp.h"
+
+namespace servesweep::matrix {
+
+// "ladder-" and 12 hex digits of a stable hash of everything in the spec but its load level,
+// repeat, seed and identity (run id, index, label, compare group, baseline).
+std::string LoadLadderOf(schema::RunSpec::Reader spec);
+
+struct LoadLevel {
+  uint32_t concurrency = 0;
+  double request_rate_per_s = 0;
+  uint32_t max_in_flight = 0;
+};
+LoadLevel LoadLevelOf(schema::RunSpec::Reader spec);
+
+// `a` puts more load than `b`: no less of every knob, and more of one. A cap of 0 is none, so
+// it is above every cap.
+bool IsAbove(const LoadLevel& a, const LoadLevel& b);
+
+// "concurrency 32", "request_rate 8/s", "request_rate 8/s max_in_flight 64".
+std::string DescribeLoadLevel(const LoadLevel& level);
+
+}  // namespace servesweep::matrix
