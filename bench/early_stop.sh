@@ -7,7 +7,7 @@
 #    min_requests 200: the measured requests per run (the bar: within 20% of 200), the wall
 #    seconds, and the TTFT/TPOT medians against the same levels run to 600 requests without it.
 # 2. ladder: request_rate at about 0.5x, 0.8x, 2x and 4x the capacity measured by the 16-slot
-#    closed loop, 900 requests each, early_stop oversaturated: which level stopped, after how many
+#    closed loop, 40 s of arrivals each, early_stop oversaturated: which level stopped, after how many
 #    measured seconds (the bar: within 30 s), the levels skipped, and the GPU-seconds of the
 #    whole ladder against running every level to its length.
 #
@@ -79,17 +79,19 @@ echo "capacity (16 slots): ${capacity} req/s"
 
 # 2. ladder
 rates=$(python3 -c "c = $capacity; print(', '.join(f'{c * f:.2f}' for f in (0.5, 0.8, 2, 4)))")
+# Each level 40 s of arrivals, as a ladder of fixed-length levels would be.
+counts=$(python3 -c "c = $capacity; print(', '.join(str(round(c * f * 40)) for f in (0.5, 0.8, 2, 4)))")
 {
   head_yaml ladder
   cat <<YAML
 workload:
   input_len: 256
   output_len: 64
-  num_requests: 900
   seed: 3
   early_stop: {oversaturated: true}
-axes:
-  request_rate: [$rates]
+zip:
+  - request_rate: [$rates]
+    num_requests: [$counts]
 YAML
 } >"$tmp/ladder.yaml"
 sed -e '/early_stop/d' -e 's/^name: ladder/name: ladder_full/' "$tmp/ladder.yaml" >"$tmp/ladder_full.yaml"
@@ -97,8 +99,8 @@ echo
 echo "== ladder (request_rate ${rates}; oversaturated: min_s 10, window_s 30, min_growth 0.1)"
 wall_ladder=$(sweep ladder "$tmp/ladder.yaml")
 wall_ladder_full=$(sweep ladder_full "$tmp/ladder_full.yaml")
-echo "level status stopped stopped_at_s completed duration_s"
-query ladder "SELECT runs.label, runs.status, r.stopped, r.stopped_at_s, r.completed, r.duration_s FROM runs LEFT JOIN results r USING(run_id) ORDER BY runs.idx"
+echo "level status stopped stopped_at_s sent duration_s"
+query ladder "SELECT runs.label, runs.status, r.stopped, r.stopped_at_s, r.completed + r.failed, r.duration_s FROM runs LEFT JOIN results r USING(run_id) ORDER BY runs.idx"
 echo "without early stop:"
 query ladder_full "SELECT request_rate_per_s, completed, duration_s, ttft_median_ms FROM results ORDER BY request_rate_per_s"
 echo "GPU-seconds (1 GPU, wall): early stop ${wall_ladder} s, every level to its length ${wall_ladder_full} s: $(python3 -c "print(f'{$wall_ladder_full / $wall_ladder:.2f}')")x"

@@ -11,7 +11,8 @@
 # GPU-seconds = each run's GPUs x the sweep's wall seconds while it holds them: with one agent
 # running one run at a time, wall seconds x the agent's GPUs. Prints, per shape and lifecycle,
 # the wall seconds, GPU-seconds, the ratio, and the largest difference between the two
-# lifecycles' per-level TTFT and TPOT medians (the figures must not move).
+# lifecycles' per-level TTFT and TPOT medians (the figures must not move); then the same with one
+# engine per configuration and early_stop (each level stopped once stable, docs/matrix.md).
 #
 # Usage: bench/engine_lifecycle.sh [build_dir=build]
 # Env: STARTUP_MS (6000), SERVESWEEP (default BUILD/servesweep).
@@ -24,7 +25,8 @@ BENCH_NAME=engine_lifecycle
 [ -x "$SERVESWEEP" ] || { echo "engine_lifecycle: $SERVESWEEP not built" >&2; exit 1; }
 source "$(dirname "$0")/lib.sh"
 
-# matrix NAME LIFECYCLE GPUS AXES: a sweep of the emulator with this lifecycle and axes.
+# matrix NAME LIFECYCLE GPUS AXES [EARLY_STOP]: a sweep of the emulator with this lifecycle and
+# axes (and the workload's early_stop, when given).
 matrix() {
   cat <<YAML
 name: $1
@@ -32,10 +34,13 @@ engine: sim
 model: m
 engine_lifecycle: $2
 local: {agents: 1, gpus_per_agent: $3}
-workload: {input_len: 64, output_len: 32, num_requests: 128, warmup_requests: 8, seed: 7}
+workload: {input_len: 64, output_len: 32, num_requests: 128, warmup_requests: 8, seed: 7${5:+, early_stop: $5}}
 $4
 YAML
 }
+# The third variant: one engine per configuration, and each level stopped once stable after 32
+# requests (windows of 8), the rest of its 128 not sent.
+EARLY_STOP="{stable: {min_requests: 32, window_requests: 8}}"
 VLLM_VS_SGLANG="repeats: 3
 axes:
   sim: [{ttft_ms: 20, itl_ms: 5, startup_ms: $STARTUP_MS}, {ttft_ms: 18, itl_ms: 6, startup_ms: $STARTUP_MS}]
@@ -77,8 +82,12 @@ PY
 for shape in vllm-vs-sglang topology-sweep; do
   if [ "$shape" = vllm-vs-sglang ]; then axes=$VLLM_VS_SGLANG gpus=1; else axes=$TOPOLOGY gpus=16; fi
   declare -A wall
-  for lifecycle in per_run per_configuration; do
-    matrix "$shape" "$lifecycle" "$gpus" "$axes" >"$tmp/$shape-$lifecycle.yaml"
+  for lifecycle in per_run per_configuration early_stop; do
+    if [ "$lifecycle" = early_stop ]; then
+      matrix "$shape" per_configuration "$gpus" "$axes" "$EARLY_STOP" >"$tmp/$shape-$lifecycle.yaml"
+    else
+      matrix "$shape" "$lifecycle" "$gpus" "$axes" >"$tmp/$shape-$lifecycle.yaml"
+    fi
     start=$(date +%s.%N)
     "$SERVESWEEP" run "$tmp/$shape-$lifecycle.yaml" --out "$tmp/$shape-$lifecycle" --progress off \
       >"$tmp/$shape-$lifecycle.log" 2>&1 || { cat "$tmp/$shape-$lifecycle.log" >&2; exit 1; }
@@ -91,4 +100,7 @@ for shape in vllm-vs-sglang topology-sweep; do
   printf '%-15s per_run / per_configuration GPU-seconds: %sx; largest TTFT/TPOT median difference: %s\n' \
     "$shape" "$(python3 -c "print(f'{${wall[per_run]} / ${wall[per_configuration]}:.2f}')")" \
     "$(compare_figures "$tmp/$shape-per_run.figures" "$tmp/$shape-per_configuration.figures")"
+  printf '%-15s per_run / (per_configuration + early stop) GPU-seconds: %sx; largest TTFT/TPOT median difference: %s\n' \
+    "$shape" "$(python3 -c "print(f'{${wall[per_run]} / ${wall[early_stop]}:.2f}')")" \
+    "$(compare_figures "$tmp/$shape-per_run.figures" "$tmp/$shape-early_stop.figures")"
 done

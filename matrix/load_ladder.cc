@@ -23,6 +23,9 @@ std::string LoadLadderOf(schema::RunSpec::Reader spec) {
   w.setRequestRatePerS(0);
   w.setMaxInFlight(0);
   w.setSeed(0);
+  // A ladder's length is often scaled with its level (a zip of concurrency and num_requests).
+  w.setNumRequests(0);
+  w.setWarmupRequests(0);
   // Canonical bytes: the same keys give the same digest whatever the builder's layout.
   capnp::MallocMessageBuilder canonical;
   canonical.setRoot(copy.asReader());

@@ -1,5 +1,6 @@
 // A run's load ladder: the runs that differ from it only in their load level (concurrency, request
-// rate, an open loop's cap), their repeat and their identity. When a level of a ladder is
+// rate, an open loop's cap), their length (num_requests, warmup_requests: often scaled with the
+// level), their repeat, seed and identity. When a level of a ladder is
 // over-saturated (loadgen/early_stop.h), the levels above it would only measure a longer queue:
 // the coordinator skips them (docs/matrix.md#early-stop).
 //
@@ -14,7 +15,7 @@
 namespace servesweep::matrix {
 
 // "ladder-" and 12 hex digits of a stable hash of everything in the spec but its load level,
-// repeat, seed and identity (run id, index, label, compare group, baseline).
+// length, repeat, seed and identity (run id, index, label, compare group, baseline).
 std::string LoadLadderOf(schema::RunSpec::Reader spec);
 
 struct LoadLevel {

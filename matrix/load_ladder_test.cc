@@ -24,7 +24,9 @@ TEST(LoadLadder, LevelsAndRepeatsShareALadderOtherKeysDoNot) {
   const Status s = ExpandMatrix("m.yaml", std::string(kBase) + R"(compare: [layout]
 axes:
   layout: [{tp: 1}, {tp: 2}]
-  concurrency: [1, 8, 64]
+zip:
+  - concurrency: [1, 8, 64]
+    num_requests: [4, 32, 256]
 )",
                                 &m);
   ASSERT_TRUE(s.ok()) << s.message();
@@ -32,7 +34,7 @@ axes:
   ASSERT_EQ(runs.size(), 12u);
   std::set<std::string> ladders;
   for (auto run : runs) ladders.insert(LoadLadderOf(run));
-  EXPECT_EQ(ladders.size(), 2u);  // one per layout: levels, repeats and compare groups aside
+  EXPECT_EQ(ladders.size(), 2u);  // one per layout: levels, lengths, repeats, compare groups aside
   EXPECT_EQ(LoadLadderOf(runs[0]).rfind("ladder-", 0), 0u);
   EXPECT_EQ(LoadLadderOf(runs[0]).size(), 19u);
   for (const char* keys : {"slo: {ttft_ms: 100}\n", "sim: {itl_ms: 3}\n"}) {

@@ -1,9 +1,10 @@
 """What the installed engines define, for servesweep's tables to be checked against:
-the option strings of each parser (the flag tables) and the Prometheus metric names of each
-engine (the /metrics mapping tables).
+the option strings of each parser (the flag tables), the Prometheus metric names of each
+engine (the /metrics mapping tables), and the routes that reset their prefix caches.
 """
 import argparse
 import ast
+import importlib.util
 import os
 
 import check_common
@@ -154,6 +155,144 @@ def metric_names(engine, model, declared=True):
     raise ValueError("unknown engine '%s'" % engine)
 
 
+# The prefix-cache reset each engine's server defines, which a kept engine is reset with between
+# runs (docs/engines.md#cache-reset).
+CACHE_RESET_PATHS = {"vllm": "/reset_prefix_cache", "sglang": "/flush_cache"}
+_ROUTE_DECORATORS = {"get": ["GET"], "post": ["POST"], "put": ["PUT"], "delete": ["DELETE"]}
+
+
+def _parents(tree):
+    parent = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parent[child] = node
+    return parent
+
+
+def _gates(node, parent):
+    """The tests of the `if` statements enclosing node, innermost first, as source text."""
+    out = []
+    while node in parent:
+        node = parent[node]
+        if isinstance(node, ast.If):
+            out.append(ast.unparse(node.test))
+    return out
+
+
+def _routers(tree):
+    """Module-level names bound to an APIRouter(...)."""
+    out = set()
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                and ast.unparse(node.value.func).endswith("APIRouter")):
+            out.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return out
+
+
+def _package_sources(package_dir):
+    """Module name -> (source text, is a package's __init__), tests and benchmarks aside."""
+    out = {}
+    top = os.path.dirname(package_dir)
+    for root, dirs, files in os.walk(package_dir):
+        dirs[:] = [d for d in dirs if d not in ("tests", "test", "benchmarks", "__pycache__")]
+        for file in files:
+            if not file.endswith(".py"):
+                continue
+            path = os.path.join(root, file)
+            try:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            except (UnicodeDecodeError, OSError):
+                continue
+            module = os.path.relpath(path, top)[:-3].replace(os.sep, ".")
+            out[module.removesuffix(".__init__")] = (text, file == "__init__.py")
+    return out
+
+
+def _parsed(sources, needle):
+    """(module, tree, is_package) of the sources whose text holds needle (parsing every file
+    of a package this size takes minutes; the text test takes a second)."""
+    for module, (text, is_package) in sources.items():
+        if needle in text:
+            try:
+                yield module, ast.parse(text), is_package
+            except SyntaxError:
+                continue
+
+
+def route_facts(package_dir, route):
+    """Where the package's server defines `route`: its HTTP methods, and the conditions it is
+    registered under: the `if` tests around its handler, or, for a handler on an APIRouter whose
+    module is imported by a function (a router attached on demand), the `if` tests around each
+    call of that function."""
+    sources = _package_sources(package_dir)
+    found = []
+    for module, tree, _ in _parsed(sources, '"%s"' % route):
+        parent = _parents(tree)
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for deco in node.decorator_list:
+                if not (isinstance(deco, ast.Call) and isinstance(deco.func, ast.Attribute)
+                        and deco.args and isinstance(deco.args[0], ast.Constant)
+                        and deco.args[0].value == route):
+                    continue
+                kind = deco.func.attr
+                methods = _ROUTE_DECORATORS.get(kind, [])
+                if kind == "api_route":
+                    for keyword in deco.keywords:
+                        if keyword.arg == "methods":
+                            methods = sorted(ast.literal_eval(keyword.value))
+                owner = deco.func.value.id if isinstance(deco.func.value, ast.Name) else ""
+                found.append({"module": module, "methods": methods,
+                              "gates": _gates(node, parent), "handler": node.name,
+                              "on_router": owner in _routers(tree)})
+    for fact in found:
+        if fact["gates"] or not fact["on_router"]:
+            continue
+        attachers = set()
+        tail = ".".join(fact["module"].split(".")[-2:])
+        for module, tree, is_package in _parsed(sources, tail):
+            base = module if is_package else module.rpartition(".")[0]
+            for node in ast.walk(tree):
+                if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for inner in ast.walk(node):
+                    if isinstance(inner, ast.ImportFrom):
+                        target = inner.module or ""
+                        if inner.level:
+                            parts = base.split(".")
+                            up = parts[:len(parts) - inner.level + 1]
+                            target = ".".join(up + ([target] if target else []))
+                        if target == fact["module"]:
+                            attachers.add(node.name)
+        gates = []
+        for name in sorted(attachers):
+            for module, tree, _ in _parsed(sources, name + "("):
+                parent = _parents(tree)
+                for node in ast.walk(tree):
+                    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                            and node.func.id == name):
+                        gates.append({"call": name, "module": module,
+                                      "gates": _gates(node, parent)})
+        fact["attached_by"] = gates
+    return {"package": os.path.basename(package_dir), "route": route, "definitions": found}
+
+
+def cache_reset_routes():
+    """The cache reset route of every engine installed here (route_facts), with its version."""
+    out = {}
+    for engine, route in CACHE_RESET_PATHS.items():
+        version = check_common.package_version(engine)
+        if not version:
+            continue
+        spec = importlib.util.find_spec(engine)
+        facts = route_facts(os.path.dirname(spec.origin), route)
+        facts["version"] = version
+        out[engine] = facts
+    return out
+
+
 def all_facts(model):
     """Every parser and engine of this environment: {"options": {parser: option_table},
     "metrics": {engine: metric_names}} (one import of each engine; no source scan)."""
@@ -167,4 +306,5 @@ def all_facts(model):
     for engine in ("vllm", "sglang"):
         if have[engine]:
             out["metrics"][engine] = metric_names(engine, model, declared=False)
+    out["cache_reset"] = cache_reset_routes()
     return out

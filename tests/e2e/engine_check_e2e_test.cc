@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -386,8 +387,63 @@ workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
 // option strings of every parser (flag tables) and the metric names (the /metrics mapping);
 // the saved dumps of tests/data/engine-facts must be what the installed engines say
 // (SERVESWEEP_UPDATE_GOLDEN=1 rewrites them).
-TEST(EngineCheck, FlagTablesAndMetricNamesMatchTheInstalledEngines) {
+// The cache resets the adapters plan (as the golden launch descriptions print them, which
+// engines_test holds the adapters to): engine -> {path, the environment it is started with}.
+struct PlannedReset {
+  std::string path;
+  std::set<std::string> env;  // NAME=VALUE
+};
+std::map<std::string, PlannedReset> PlannedCacheResets() {
+  std::map<std::string, PlannedReset> out;
+  std::istringstream golden(ReadSourceFile("tests/golden/engine_argv.txt"));
+  std::string line, engine;
+  std::set<std::string> env;
+  while (std::getline(golden, line)) {
+    if (const size_t at = line.find("[engine] "); at != std::string::npos) {
+      std::istringstream words(line.substr(at + 9));
+      std::string word;
+      env.clear();
+      while (words >> word && word.find('=') != std::string::npos) env.insert(word);
+      engine = word;  // the first word that is not NAME=VALUE: the engine's command
+    }
+    const std::string marker = "cache reset: POST ";
+    if (const size_t at = line.find(marker); at != std::string::npos && !engine.empty()) {
+      out[engine] = {line.substr(at + marker.size()), env};
+    }
+  }
+  return out;
+}
+
+// The installed engine defines the planned reset: POST on that path, registered under no
+// condition but environment variables the launch sets (`envs.NAME` for NAME=1).
+void ExpectCacheResetDefined(const nlohmann::json& facts, const PlannedReset& planned,
+                             const std::string& where) {
+  ASSERT_EQ(facts["route"], planned.path) << where;
+  ASSERT_EQ(facts["definitions"].size(), 1u) << where << ": " << facts.dump();
+  const auto& definition = facts["definitions"][0];
+  const auto& methods = definition["methods"];
+  EXPECT_NE(std::find(methods.begin(), methods.end(), "POST"), methods.end()) << where;
+  std::vector<std::string> gates = definition["gates"].get<std::vector<std::string>>();
+  if (definition.contains("attached_by")) {
+    ASSERT_FALSE(definition["attached_by"].empty()) << where << ": its router is never attached";
+    for (const auto& call : definition["attached_by"]) {
+      for (const auto& gate : call["gates"]) gates.push_back(gate);
+    }
+  }
+  for (const std::string& gate : gates) {
+    const std::string name = gate.rfind("envs.", 0) == 0 ? gate.substr(5) : "";
+    EXPECT_TRUE(!name.empty() && planned.env.count(name + "=1"))
+        << where << ": " << planned.path << " is registered only when `" << gate
+        << "`, which the launch does not make true";
+  }
+}
+
+TEST(EngineCheck, FlagTablesMetricNamesAndCacheResetsMatchTheInstalledEngines) {
   REQUIRE_ENGINE_ENVS(envs);
+  const auto planned_resets = PlannedCacheResets();
+  ASSERT_TRUE(planned_resets.count("vllm") && planned_resets.count("sglang"));
+  EXPECT_EQ(planned_resets.at("vllm").env.count("VLLM_SERVER_DEV_MODE=1"), 1u);
+  size_t checked_resets = 0;
   const std::string facts_dir = std::string(SERVESWEEP_SOURCE_DIR) + "/tests/data/engine-facts/";
   std::map<std::string, engines::ParserOptions> parsers;  // "vllm-0.33.0", "vllm-router-0.1.17"
   std::vector<scraper::DefinedMetrics> metrics;
@@ -412,6 +468,11 @@ TEST(EngineCheck, FlagTablesAndMetricNamesMatchTheInstalledEngines) {
               .ok());
       EXPECT_EQ(kept.listed, parsers[name].listed) << saved << " is not what " << env << " says";
       EXPECT_EQ(kept.hidden, parsers[name].hidden) << saved;
+    }
+    for (const auto& [engine, reset] : facts["cache_reset"].items()) {
+      ExpectCacheResetDefined(reset, planned_resets.at(engine),
+                              engine + " " + reset["version"].get<std::string>() + " in " + env);
+      ++checked_resets;
     }
     for (const auto& [engine, names] : facts["metrics"].items()) {
       const std::string name = engine + "-" + names["version"].get<std::string>();
@@ -447,6 +508,7 @@ TEST(EngineCheck, FlagTablesAndMetricNamesMatchTheInstalledEngines) {
     ++checked_tables;
   }
   EXPECT_EQ(checked_tables, 3u);
+  EXPECT_GE(checked_resets, 3u);  // vLLM 0.33.0 and 0.11.0, SGLang 0.5.23
 }
 
 // bin/<name> of `h`: the stand-in engine with `python` on its #! line
