@@ -6,6 +6,8 @@
 #include <array>
 #include <cmath>
 
+#include "loadgen/bench_metrics.h"
+
 namespace servesweep::loadgen {
 namespace {
 
@@ -20,13 +22,6 @@ double TQuantile95(uint32_t df) {
   if (df <= 60) return 1.684;  // the value at 40: conservative up to 60
   if (df <= 120) return 1.671;
   return 1.645;
-}
-
-// The q-quantile (nearest rank) of v, which it sorts.
-double Quantile(std::vector<double>& v, double q) {
-  std::sort(v.begin(), v.end());
-  const size_t rank = static_cast<size_t>(std::ceil(q * v.size()));
-  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
 }
 
 // A window's figures, in the order of kFigureNames.
@@ -115,7 +110,7 @@ const StopVerdict& EarlyStopJudge::Judge(double t_s) {
   if (verdict_.reason != StopReason::kNone) return verdict_;
   verdict_.at_s = t_s;
   verdict_.completed = completed_;
-  if (settings_.stable && successes_ >= next_stable_check_ && JudgeStable(t_s)) {
+  if (settings_.stable && successes_ >= next_stable_check_ && JudgeStable()) {
     verdict_.reason = StopReason::kStable;
   } else if (settings_.oversaturated && t_s >= next_saturation_check_s_ &&
              JudgeOversaturated(t_s)) {
@@ -129,7 +124,7 @@ const StopVerdict& EarlyStopJudge::Judge(double t_s) {
   return verdict_;
 }
 
-bool EarlyStopJudge::JudgeStable(double /*t_s*/) {
+bool EarlyStopJudge::JudgeStable() {
   // Judged again a quarter window later when not yet stable: the windows slide by completions.
   next_stable_check_ = successes_ + std::max<uint32_t>(1, settings_.window_requests / 4);
   const uint32_t k = settings_.windows, w = settings_.window_requests;
@@ -154,9 +149,11 @@ bool EarlyStopJudge::JudgeStable(double /*t_s*/) {
     const double in_flight =
         span_s > 0 ? (last.in_flight_area - before.in_flight_area) / span_s : 0;
     figures[j][0] = span_s > 0 ? in_flight / (e2e_s / w) * (tokens / w) : INFINITY;
-    figures[j][2] = Quantile(ttft, 0.9);
-    figures[j][1] = Quantile(ttft, 0.5);
-    figures[j][3] = tpot.empty() ? 0 : Quantile(tpot, 0.5);
+    // Percentiles as the record's figures have them (numpy's linear interpolation).
+    const Stats ttft_ms = ComputeStats(std::move(ttft));
+    figures[j][1] = ttft_ms.median;
+    figures[j][2] = ttft_ms.p90;
+    figures[j][3] = tpot.empty() ? 0 : ComputeStats(std::move(tpot)).median;
   }
   std::string evidence;
   for (size_t f = 0; f < kFigureNames.size(); ++f) {

@@ -90,7 +90,7 @@ class EarlyStopJudge {
   };
   // Requests in flight integrated over time (request-seconds), up to t_s.
   void Integrate(double t_s, uint32_t in_flight);
-  bool JudgeStable(double t_s);
+  bool JudgeStable();
   bool JudgeOversaturated(double t_s);
 
   workload::EarlyStopSettings settings_;

@@ -211,15 +211,21 @@ TEST(EarlyStopMaxDuration, EndsThePhaseAtTheCapAndTheVerdictStays) {
   EXPECT_DOUBLE_EQ(judge.Judge(45).at_s, 30);  // once given, it stays
 }
 
-// Through RunLoad, against a real HTTP/SSE server: a steady closed loop stops once stable,
-// its in-flight requests finish and stay measured; a duration-mode window ends at the cap.
-TEST(EarlyStopLoad, AStableClosedLoopStopsAtItsMinimumCountAndKeepsWhatWasInFlight) {
-  testing::TestSseServer server(500);
+// Eight-token prompts and answers against `server`.
+LoadSettings ShortRequestsTo(const testing::TestSseServer& server) {
   LoadSettings s;
   s.base_url = server.base_url();
   s.model = "ok";
   s.input_len_tok = 8;
   s.output_len_tok = 8;
+  return s;
+}
+
+// Through RunLoad, against a real HTTP/SSE server: a steady closed loop stops once stable,
+// its in-flight requests finish and stay measured; a duration-mode window ends at the cap.
+TEST(EarlyStopLoad, AStableClosedLoopStopsAtItsMinimumCountAndKeepsWhatWasInFlight) {
+  testing::TestSseServer server(500);
+  LoadSettings s = ShortRequestsTo(server);
   s.concurrency = 4;
   s.num_requests = 5000;
   s.early_stop.stable = true;
@@ -238,11 +244,7 @@ TEST(EarlyStopLoad, AStableClosedLoopStopsAtItsMinimumCountAndKeepsWhatWasInFlig
 
 TEST(EarlyStopLoad, ADurationWindowEndsAtTheCap) {
   testing::TestSseServer server(500);
-  LoadSettings s;
-  s.base_url = server.base_url();
-  s.model = "ok";
-  s.input_len_tok = 8;
-  s.output_len_tok = 8;
+  LoadSettings s = ShortRequestsTo(server);
   s.concurrency = 2;
   s.warmup_s = 0.1;
   s.duration_s = 30;

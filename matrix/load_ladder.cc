@@ -1,37 +1,29 @@
 #include "matrix/load_ladder.h"
 
-#include <capnp/message.h>
-#include <capnp/serialize.h>
 #include <fmt/format.h>
 
-#include "common/ids.h"
+#include "matrix/spec_digest.h"
 
 namespace servesweep::matrix {
 
 std::string LoadLadderOf(schema::RunSpec::Reader spec) {
-  capnp::MallocMessageBuilder scratch;
-  scratch.setRoot(spec);
-  auto copy = scratch.getRoot<schema::RunSpec>();
-  copy.setRunId("");
-  copy.setIndex(0);
-  copy.setRepeat(0);
-  copy.setLabel("");
-  copy.setBaseline(false);
-  copy.setCompareGroup("");  // holds the level when the level is not a compared axis
-  auto w = copy.getWorkload();
-  w.setConcurrency(0);
-  w.setRequestRatePerS(0);
-  w.setMaxInFlight(0);
-  w.setSeed(0);
-  // A ladder's length is often scaled with its level (a zip of concurrency and num_requests).
-  w.setNumRequests(0);
-  w.setWarmupRequests(0);
-  // Canonical bytes: the same keys give the same digest whatever the builder's layout.
-  capnp::MallocMessageBuilder canonical;
-  canonical.setRoot(copy.asReader());
-  const auto words = capnp::messageToFlatArray(canonical);
-  const auto bytes = words.asChars();
-  return "ladder-" + StableHashHex(std::string_view(bytes.begin(), bytes.size())).substr(0, 12);
+  return "ladder-" + SpecDigestWithout(spec, [](schema::RunSpec::Builder copy) {
+           copy.setRunId("");
+           copy.setIndex(0);
+           copy.setRepeat(0);
+           copy.setLabel("");
+           copy.setBaseline(false);
+           copy.setCompareGroup("");  // holds the level when the level is not a compared axis
+           auto w = copy.getWorkload();
+           w.setConcurrency(0);
+           w.setRequestRatePerS(0);
+           w.setMaxInFlight(0);
+           w.setSeed(0);
+           // A ladder's length is often scaled with its level (a zip of concurrency and
+           // num_requests).
+           w.setNumRequests(0);
+           w.setWarmupRequests(0);
+         });
 }
 
 LoadLevel LoadLevelOf(schema::RunSpec::Reader spec) {

@@ -59,6 +59,17 @@ axes: {concurrency: [1, 2, 4]}
     auto requests = result.initRequests(3);
     for (uint32_t i = 0; i < 3; ++i) requests[i].setIndex(i);
   }
+  // The first run's result committed, the store closed, the file opened by plain SQLite: to
+  // make an older servesweep's database out of it.
+  void CommitFirstRunAndReopenRaw(sqlite3** raw) {
+    ASSERT_TRUE(store_->MarkRunning(run0_, 1, "a").ok());
+    capnp::MallocMessageBuilder message;
+    BuildResult(message, 1);
+    bool duplicate = true;
+    ASSERT_TRUE(store_->CommitResult(message.getRoot<schema::RunResult>(), true, &duplicate).ok());
+    store_.reset();
+    ASSERT_EQ(sqlite3_open(path_.c_str(), raw), SQLITE_OK);
+  }
 
   std::string path_;
   std::unique_ptr<ResultsStore> store_;
@@ -126,15 +137,9 @@ TEST_F(ResultsStoreTest, RequestsKeepSessionTurnFirstByteSendAndCancellation) {
 }
 
 TEST_F(ResultsStoreTest, RecordColumnsMissingFromAnOlderDatabaseAreAddedAndFilled) {
-  ASSERT_TRUE(store_->MarkRunning(run0_, 1, "a").ok());
-  capnp::MallocMessageBuilder message;
-  BuildResult(message, 1);
-  bool duplicate = true;
-  ASSERT_TRUE(store_->CommitResult(message.getRoot<schema::RunResult>(), true, &duplicate).ok());
   // An older servesweep made this database: two record columns did not exist yet.
-  store_.reset();
   sqlite3* raw = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &raw), SQLITE_OK);
+  ASSERT_NO_FATAL_FAILURE(CommitFirstRunAndReopenRaw(&raw));
   for (const char* column : {"output_throughput", "goodput"}) {
     const std::string sql = std::string("ALTER TABLE results DROP COLUMN ") + column;
     EXPECT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << sql;
@@ -153,14 +158,8 @@ TEST_F(ResultsStoreTest, RecordColumnsMissingFromAnOlderDatabaseAreAddedAndFille
 // An older servesweep's runs table refuses the `skipped` state in its CHECK: opening the
 // database rebuilds it with every row kept, and a skipped run is then recorded and read back.
 TEST_F(ResultsStoreTest, ARunsTableWithoutTheSkippedStateIsMigratedWithItsRows) {
-  ASSERT_TRUE(store_->MarkRunning(run0_, 1, "a").ok());
-  capnp::MallocMessageBuilder message;
-  BuildResult(message, 1);
-  bool duplicate = true;
-  ASSERT_TRUE(store_->CommitResult(message.getRoot<schema::RunResult>(), true, &duplicate).ok());
-  store_.reset();
   sqlite3* raw = nullptr;
-  ASSERT_EQ(sqlite3_open(path_.c_str(), &raw), SQLITE_OK);
+  ASSERT_NO_FATAL_FAILURE(CommitFirstRunAndReopenRaw(&raw));
   for (const char* sql :
        {"PRAGMA foreign_keys=OFF",
         "CREATE TABLE runs_old(run_id TEXT PRIMARY KEY, idx INTEGER NOT NULL, label TEXT NOT "
@@ -189,6 +188,7 @@ TEST_F(ResultsStoreTest, ARunsTableWithoutTheSkippedStateIsMigratedWithItsRows) 
   result.setStatus(schema::RunStatus::SKIPPED);
   result.setError("skipped: concurrency 2 was over-saturated");
   result.setSpec(spec);
+  bool duplicate = true;
   ASSERT_TRUE(store_->CommitResult(result, false, &duplicate).ok());
   EXPECT_FALSE(duplicate);
   ASSERT_TRUE(store_->LoadRuns(&runs).ok());

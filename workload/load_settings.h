@@ -48,7 +48,8 @@ struct CustomPrompt {
 // load generator from the requests it completes (loadgen/early_stop.h):
 // - stable: the last `windows` windows of `window_requests` successful completions each agree
 //   within tolerance_pct on output tok/s (by Little's law), TTFT p50 and p90, and TPOT p50
-//   (latencies within 1 ms always agree), once min_requests measured requests have completed;
+//   (latencies within 1 ms always agree), once max(min_requests, windows x window_requests)
+//   measured requests have succeeded;
 // - oversaturated: after min_s measured seconds, the delay from a request's due time to its first
 //   token grows with time over the last window_s seconds, significantly (one-sided 95%) and by at
 //   least min_growth seconds per second (arrivals outrunning completions by that fraction: 0.1
