@@ -61,44 +61,7 @@ BENCH_NAME=loadgen_vs_nginx
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
 
-# The static body, as the file nginx serves at /v1/completions (too long for `return 200 '...'`:
-# nginx caps a config token at 4 KB).
-mkdir -p "$tmp/www/v1"
-"$PYTHON" - "$OUTPUT_TOK" "$tmp/www/v1/completions" <<'PY'
-import json, sys
-n, raw = int(sys.argv[1]), sys.argv[2]
-events = []
-for i in range(n):
-    events.append({"id": "cmpl-0123456789abcdef", "object": "text_completion", "created": 1764460800,
-                   "model": "m", "choices": [{"index": 0, "text": f" tok{i}", "logprobs": None,
-                   "finish_reason": "length" if i == n - 1 else None, "stop_reason": None}]})
-events.append({"id": "cmpl-0123456789abcdef", "object": "text_completion", "created": 1764460800,
-               "model": "m", "choices": [],
-               "usage": {"prompt_tokens": 16, "total_tokens": 16 + n, "completion_tokens": n}})
-text = "".join(f"data: {json.dumps(e, separators=(',', ':'))}\n\n" for e in events) + "data: [DONE]\n\n"
-open(raw, "w").write(text)
-PY
-body_bytes=$(stat -c %s "$tmp/www/v1/completions")
-# The same body without the usage event, under the prefix /no-usage: a vLLM server sends that
-# event (choices: []) only when the request asks for it (stream_options.include_usage), which
-# SGLang's completions client does not, and that client fails on it (choices[0] of []).
-mkdir -p "$tmp/www/no-usage/v1"
-sed '/"choices":\[\],"usage"/,+1d' "$tmp/www/v1/completions" >"$tmp/www/no-usage/v1/completions"
-# sglang.bench_serving waits for GET /v1/models to answer 200 before it starts.
-echo '{"object":"list","data":[{"id":"m","object":"model"}]}' |
-  tee "$tmp/www/v1/models" >"$tmp/www/no-usage/v1/models"
-
-nginx_port=$(free_port)
-# A POST to a static file is answered 405; error_page turns that into the file, served as to a
-# GET (the request body is read and discarded; the connection stays open).
-write_nginx_conf "$nginx_port" 20000 " backlog=4096" '      root '"$tmp"'/www;
-      default_type "text/event-stream; charset=utf-8";
-      open_file_cache max=16;
-      error_page 405 =200 $uri;'
-nginx -p "$tmp/nginx" -c "$tmp/nginx/nginx.conf" -e "$tmp/nginx/error.log" &
-pids+=($!)
-url="http://127.0.0.1:$nginx_port"
-wait_ready "$url/v1/completions"
+serve_static_sse "$OUTPUT_TOK"  # sets url and body_bytes
 
 echo "== $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== nginx (1 worker) serving $OUTPUT_TOK completion events + usage + [DONE] ($body_bytes bytes)" \

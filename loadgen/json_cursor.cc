@@ -102,6 +102,18 @@ void AppendUtf8(uint32_t cp, std::string* out) {
 
 }  // namespace
 
+bool IsPlainStringBody(std::string_view bytes) {
+  const char* p = bytes.data();
+  const char* const end = p + bytes.size();
+  while ((p = FindStringSpecial(p, end)) != end) {
+    if (static_cast<unsigned char>(*p) < 0x80) return false;  // a quote, backslash or control
+    const int n = Utf8Length(p, end);
+    if (n == 0) return false;
+    p += n;
+  }
+  return true;
+}
+
 JsonCursor::JsonCursor(std::string_view doc, std::vector<char>* stack)
     : p_(doc.data()), end_(doc.data() + doc.size()), begin_(doc.data()), stack_(stack) {
   stack_->clear();

@@ -141,4 +141,8 @@ std::string Unescape(const JsonString& s);
 // `s` decodes to exactly `want` (want has no escapes).
 bool StringEquals(const JsonString& s, std::string_view want);
 
+// Between quotes, `bytes` would be a valid JSON string without escapes: no quote, backslash or
+// control byte, and valid UTF-8 (the rules ReadString checks).
+bool IsPlainStringBody(std::string_view bytes);
+
 }  // namespace servesweep::loadgen

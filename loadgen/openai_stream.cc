@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "loadgen/json_cursor.h"
 
@@ -28,9 +29,8 @@ template <size_t N>
   return StringEquals(key, std::string_view(name, N - 1));
 }
 
-// What one payload says, as far as the definitions care.
-struct Facts {
-  // Top level.
+// What one payload says, as far as the definitions care: the output facts and the errors.
+struct Facts : OpenAiStreamDecoder::OutputFacts {
   bool error_present = false;         // an "error" member, of any type
   char error_kind = 0;                // first byte of its value: '{', '"', 'n' (null), other
   bool error_message_string = false;  // error object's "message" is a string
@@ -40,17 +40,8 @@ struct Facts {
   JsonString object;
   bool message_string = false;  // top-level "message" is a string (older vLLM errors)
   JsonString message;
-  bool usage_object = false;
-  double prompt_tokens = 0;
-  double completion_tokens = 0;
-  // choices[0], when choices is a non-empty array whose first element is an object.
-  bool choice_object = false;
-  bool text = false;  // non-empty "text"
-  bool delta_object = false;
-  bool content = false, reasoning_content = false, reasoning = false, tool_calls = false;
-  bool logprobs_object = false;
-  size_t logprob_tokens = 0;   // "tokens" array size (0: absent, empty or not an array)
-  size_t logprob_content = 0;  // "content" array size
+  // The bytes of each output string's value as last read (data() null: none, or not a string).
+  std::string_view text_value, content_value, reasoning_content_value, reasoning_value;
 };
 
 // The usage numbers, as nlohmann's get<double>() then our cast: non-numbers count 0, negatives
@@ -97,11 +88,13 @@ class PayloadReader {
     return *is_string ? cur_.ReadString(value) : cur_.Skip();
   }
 
-  bool NonEmptyStringOrSkip(bool* non_empty) {
+  // *value: the string's bytes, or a null view when it is not a string.
+  bool NonEmptyStringOrSkip(bool* non_empty, std::string_view* value) {
     bool is_string = false;
     JsonString s;
     if (!StringOrSkip(&is_string, &s)) return false;
     *non_empty = is_string && !s.raw.empty();  // an escape decodes to >= 1 byte
+    *value = is_string ? s.raw : std::string_view();
     return true;
   }
 
@@ -167,24 +160,31 @@ class PayloadReader {
 
   void ResetChoice() {
     f_.text = false;
-    f_.delta_object = false;
-    f_.content = f_.reasoning_content = f_.reasoning = f_.tool_calls = false;
+    f_.text_value = {};
+    ResetDelta();
     f_.logprobs_object = false;
     f_.logprob_tokens = f_.logprob_content = 0;
   }
 
+  void ResetDelta() {
+    f_.delta_object = false;
+    f_.content = f_.reasoning_content = f_.reasoning = f_.tool_calls = false;
+    f_.content_value = f_.reasoning_content_value = f_.reasoning_value = {};
+  }
+
   bool ChoiceMember(const JsonString& key) {
-    if (KeyIs(key, "text")) return NonEmptyStringOrSkip(&f_.text);
+    if (KeyIs(key, "text")) return NonEmptyStringOrSkip(&f_.text, &f_.text_value);
     if (KeyIs(key, "delta")) {
-      f_.delta_object = false;
-      f_.content = f_.reasoning_content = f_.reasoning = f_.tool_calls = false;
+      ResetDelta();
       if (cur_.Peek() != '{') return cur_.Skip();
       f_.delta_object = true;
       return Object([this](const JsonString& k) {
-        if (KeyIs(k, "content")) return NonEmptyStringOrSkip(&f_.content);
+        if (KeyIs(k, "content")) return NonEmptyStringOrSkip(&f_.content, &f_.content_value);
         // `reasoning` is the field name newer vLLM uses for reasoning_content.
-        if (KeyIs(k, "reasoning_content")) return NonEmptyStringOrSkip(&f_.reasoning_content);
-        if (KeyIs(k, "reasoning")) return NonEmptyStringOrSkip(&f_.reasoning);
+        if (KeyIs(k, "reasoning_content")) {
+          return NonEmptyStringOrSkip(&f_.reasoning_content, &f_.reasoning_content_value);
+        }
+        if (KeyIs(k, "reasoning")) return NonEmptyStringOrSkip(&f_.reasoning, &f_.reasoning_value);
         if (KeyIs(k, "tool_calls")) {
           size_t n = 0;
           if (!ArraySizeOrSkip(&n)) return false;
@@ -220,21 +220,47 @@ void OpenAiStreamDecoder::Reset() {
   last_completion_tokens_ = 0;
 }
 
+bool OpenAiStreamDecoder::MatchesShape(std::string_view payload, OutputFacts* facts) const {
+  const Shape& sh = shape_;
+  if (sh.decides == nullptr) return false;
+  const std::string_view doc = sh.doc;
+  const size_t suffix = doc.size() - sh.value_end;
+  if (payload.size() < sh.value_begin + suffix) return false;
+  if (std::memcmp(payload.data(), doc.data(), sh.value_begin) != 0) return false;
+  if (std::memcmp(payload.data() + payload.size() - suffix, doc.data() + sh.value_end, suffix) !=
+      0) {
+    return false;
+  }
+  const std::string_view value =
+      payload.substr(sh.value_begin, payload.size() - suffix - sh.value_begin);
+  if (!IsPlainStringBody(value)) return false;
+  *facts = sh.facts;
+  facts->*sh.decides = !value.empty();
+  return true;
+}
+
 StreamChunk OpenAiStreamDecoder::Decode(std::string_view payload) {
-  StreamChunk chunk;
   // Servers pad with spaces or newlines now and then; [DONE] must still be recognised.
   size_t b = payload.find_first_not_of(" \t\r\n");
   size_t e = payload.find_last_not_of(" \t\r\n");
   payload = b == std::string_view::npos ? std::string_view{} : payload.substr(b, e - b + 1);
   if (payload == "[DONE]") {
+    StreamChunk chunk;
     chunk.done = true;
     return chunk;
   }
-  if (payload.empty()) return chunk;  // an empty data line carries nothing
+  if (payload.empty()) return StreamChunk{};  // an empty data line carries nothing
+
+  OutputFacts same;
+  if (MatchesShape(payload, &same)) {
+    ++shape_hits_;
+    return FromFacts(same);
+  }
 
   Facts f;
   PayloadReader reader(payload, &stack_, &f);
   if (!reader.Read() || reader.not_object()) {
+    StreamChunk chunk;
     chunk.error = true;
     chunk.error_text = "bad stream payload: " + Truncate(payload);
     return chunk;
@@ -244,6 +270,7 @@ StreamChunk OpenAiStreamDecoder::Decode(std::string_view payload) {
   const bool object_error =
       f.object_string && !f.object.raw.empty() && StringEquals(f.object, "error");
   if ((f.error_present && f.error_kind != 'n') || object_error) {
+    StreamChunk chunk;
     chunk.error = true;
     std::string message;
     if (object_error && f.message_string && !f.message.raw.empty()) {
@@ -260,6 +287,27 @@ StreamChunk OpenAiStreamDecoder::Decode(std::string_view payload) {
     return chunk;
   }
 
+  // The newest shape with an output string replaces the one kept (the first such string read:
+  // text, content, reasoning_content, reasoning).
+  const std::pair<std::string_view, bool OutputFacts::*> values[] = {
+      {f.text_value, &OutputFacts::text},
+      {f.content_value, &OutputFacts::content},
+      {f.reasoning_content_value, &OutputFacts::reasoning_content},
+      {f.reasoning_value, &OutputFacts::reasoning}};
+  for (const auto& [value, decides] : values) {
+    if (value.data() == nullptr) continue;
+    shape_.doc.assign(payload);
+    shape_.value_begin = static_cast<size_t>(value.data() - payload.data());
+    shape_.value_end = shape_.value_begin + value.size();
+    shape_.decides = decides;
+    shape_.facts = f;
+    break;
+  }
+  return FromFacts(f);
+}
+
+StreamChunk OpenAiStreamDecoder::FromFacts(const OutputFacts& f) {
+  StreamChunk chunk;
   if (f.usage_object) {
     chunk.has_usage = true;
     chunk.prompt_tokens = ToTokens(f.prompt_tokens);
