@@ -37,6 +37,8 @@ void AddBenchFlags(CLI::App& cmd, BenchOptions* o) {
                  "Load threads sharing the concurrency (one core parses ~20,000 streams/s)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  cmd.add_flag("--pin-threads", o->load.pin_threads,
+               "Each load thread on its own core of the allowed set (steadier beside a server)");
   cmd.add_option("--burstiness", o->load.burstiness,
                  "Open loop: gamma arrivals of this shape (1 = Poisson, < 1 burstier)")
       ->capture_default_str()

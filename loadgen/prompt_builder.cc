@@ -40,7 +40,14 @@ uint32_t PrefixTokens(const PromptPrefix& prefix, uint32_t len_tok) {
 std::string BuildPrompt(uint64_t seed, uint64_t index, uint32_t len_tok,
                         const PromptPrefix& prefix) {
   std::string prompt;
-  prompt.reserve(static_cast<size_t>(len_tok) * 6);
+  AppendPrompt(seed, index, len_tok, prefix, &prompt);
+  return prompt;
+}
+
+void AppendPrompt(uint64_t seed, uint64_t index, uint32_t len_tok, const PromptPrefix& prefix,
+                  std::string* out) {
+  std::string& prompt = *out;
+  prompt.reserve(prompt.size() + static_cast<size_t>(len_tok) * 6);
   const uint32_t shared = PrefixTokens(prefix, len_tok);
   for (uint32_t t = 0; t < shared; ++t) {
     if (t) prompt.push_back(' ');
@@ -60,7 +67,6 @@ std::string BuildPrompt(uint64_t seed, uint64_t index, uint32_t len_tok,
     }
     prompt.append(kVocab[word]);
   }
-  return prompt;
 }
 
 std::vector<uint32_t> BuildPromptTokenIds(uint64_t seed, uint64_t index, uint32_t len_tok,

@@ -31,6 +31,10 @@ struct PromptPrefix {
 // implementation-defined).
 std::string BuildPrompt(uint64_t seed, uint64_t index, uint32_t len_tok,
                         const PromptPrefix& prefix = {});
+// The same words appended to *out (no allocation when it has room). They never need escaping
+// in a JSON string.
+void AppendPrompt(uint64_t seed, uint64_t index, uint32_t len_tok, const PromptPrefix& prefix,
+                  std::string* out);
 
 // The same prompt as token ids, for /v1/completions `prompt: [ids]`: exactly len_tok input
 // tokens on any engine, no tokenizer needed. Ids are drawn from [kFirstTokenId, kFirstTokenId +

@@ -93,6 +93,9 @@ struct LoadSettings {
   // most one thread per in-flight request), all taking requests from one source: for more
   // requests/s than one core parses (about 20,000 streams of 128 events per second here).
   uint32_t threads = 1;
+  // Each load thread on its own core (loadgen/thread_pinning.h): steadier rates when the client
+  // shares a few cores with the server.
+  bool pin_threads = false;
   double request_rate_per_s = 0;
   double burstiness = 1;  // open loop: gamma gaps (1 = Poisson), as vLLM's --burstiness
   // Open loop: kConstant sends at exactly 1 / rate gaps (burstiness ignored); kPoisson means
