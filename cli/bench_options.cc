@@ -34,7 +34,7 @@ void AddBenchFlags(CLI::App& cmd, BenchOptions* o) {
   o->concurrency_flag->check(CLI::PositiveNumber);
   o->rate_flag->check(CLI::PositiveNumber);
   cmd.add_option("--threads", o->load.threads,
-                 "Load threads sharing the concurrency (one core parses ~20,000 streams/s)")
+                 "Load threads sharing the concurrency (one core parses ~30,000 streams/s)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   cmd.add_flag("--pin-threads", o->load.pin_threads,

@@ -91,7 +91,7 @@ struct LoadSettings {
   uint32_t warmup_concurrency = 0;
   // Load threads, each with its own libcurl multi handle and a share of the concurrency (at
   // most one thread per in-flight request), all taking requests from one source: for more
-  // requests/s than one core parses (about 20,000 streams of 128 events per second here).
+  // requests/s than one core parses (about 30,000 streams of 128 events per second here).
   uint32_t threads = 1;
   // Each load thread on its own core (loadgen/thread_pinning.h): steadier rates when the client
   // shares a few cores with the server.
