@@ -39,6 +39,9 @@ Status LoadPoints(const CalibrateRequest& r, PointSet* set, std::vector<bool>* i
     if (Status s = Select(r.holdout, *set, &held); !s.ok()) return s.Prefixed("--holdout");
     for (size_t i = 0; i < held.size(); ++i) set->points[i].held_out = held[i];
   }
+  for (CalibrationPoint& p : set->points) {
+    for (const auto& name : r.holdout_cases) p.held_out = p.held_out || p.case_name == name;
+  }
   in_fit->assign(set->points.size(), true);
   if (!r.fit_only.empty()) {
     if (Status s = Select(r.fit_only, *set, in_fit); !s.ok()) return s.Prefixed("--fit-only");
@@ -91,13 +94,6 @@ record::VirtualRunOptions OptionsFor(const CalibrationPoint& p, const CalibrateR
     }
   }
   return options;
-}
-
-// Whether a point is the profile's to fit: its engine, at a version in the profile's range.
-bool Fits(const perfmodel::EngineProfile& profile, const CalibrationPoint& p) {
-  if (profile.engine == "any") return true;
-  return profile.engine == p.Spec().getEngine().cStr() &&
-         perfmodel::InVersionRange(profile.versions, p.Spec().getEngineVersion());
 }
 
 Status Fit(const CalibrateRequest& r, const std::vector<const CalibrationPoint*>& fitted,
@@ -226,6 +222,12 @@ void RecordCalibration(const CalibrateRequest& r, const CalibrationReport& repor
 
 }  // namespace
 
+bool ProfileFits(const perfmodel::EngineProfile& profile, const CalibrationPoint& p) {
+  if (profile.engine == "any") return true;
+  return profile.engine == p.Spec().getEngine().cStr() &&
+         perfmodel::InVersionRange(profile.versions, p.Spec().getEngineVersion());
+}
+
 std::vector<std::string> DefaultFitCoefficients() {
   return {"kernels.weight_read_efficiency",
           "kernels.gemm_efficiency",
@@ -264,7 +266,7 @@ Status Calibrate(const CalibrateRequest& r, CalibrationReport* report) {
     std::vector<const CalibrationPoint*> fitted;
     for (size_t i = 0; i < points.size(); ++i) {
       const CalibrationPoint& p = points[i];
-      if (Fits(*profile, p) && p.excluded.empty() && !p.held_out && in_fit[i]) {
+      if (ProfileFits(*profile, p) && p.excluded.empty() && !p.held_out && in_fit[i]) {
         fitted.push_back(&p);
       }
     }
@@ -282,7 +284,7 @@ Status Calibrate(const CalibrateRequest& r, CalibrationReport* report) {
   for (const CalibrationPoint& p : points) {
     PointReport row;
     row.point = &p;
-    const bool mine = profile != nullptr && Fits(*profile, p);
+    const bool mine = profile != nullptr && ProfileFits(*profile, p);
     row.prediction = Predict(p, OptionsFor(p, r, mine ? profile : nullptr));
     row.fitted = report->fitted && mine && p.excluded.empty() && !p.held_out;
     for (size_t m = 0; m < p.metrics.size(); ++m) {

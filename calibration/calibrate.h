@@ -41,10 +41,11 @@ struct CalibrateRequest {
   // Coefficients to fit, each "name" or "name:min:max" (bounds narrower than the coefficient's
   // own); empty: evaluate only. Needs engine_profile.
   std::vector<std::string> fit;
-  std::string holdout;        // a selector (Select): predicted, never fitted
-  std::string fit_only;       // a selector: the only points fitted
-  std::string hardware;       // for db runs and specs naming none
-  std::string model_profile;  // for db runs whose served name names none
+  std::string holdout;                     // a selector (Select): predicted, never fitted
+  std::vector<std::string> holdout_cases;  // cases (CalibrationPoint::case_name) held out too
+  std::string fit_only;                    // a selector: the only points fitted
+  std::string hardware;                    // for db runs and specs naming none
+  std::string model_profile;               // for db runs whose served name names none
   int max_evaluations = 300;
   FitLoss loss = FitLoss::kSquared;
   double holdout_bound_pct = 0;  // > 0: the held-out median |error| must be at most this
@@ -99,6 +100,10 @@ struct CalibrationReport {
   std::optional<perfmodel::EngineProfile> profile;
   bool fitted = false;
 };
+
+// Whether a point is the profile's to fit: its engine (or any, for an "any" profile), at a
+// version in the profile's range.
+bool ProfileFits(const perfmodel::EngineProfile& profile, const CalibrationPoint& point);
 
 // Loads, fits (when asked) and evaluates. Failures are the inputs': a table or database that
 // cannot be read, a selector or coefficient that is wrong, nothing to fit (InvalidArgument,

@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "calibration/calibrate.h"
+#include "calibration/cross_validate.h"
 #include "cli/commands.h"
 #include "perfmodel/engine_profile.h"
 
@@ -31,6 +32,8 @@ struct CalibrateOptions {
   std::string out;
   bool check = false;
   bool json = false;
+  bool cross_validate = false;
+  std::vector<std::string> recipes;  // PROFILE=COEFFICIENTS, cross-validated and pooled
 };
 
 std::vector<std::string> Split(const std::string& text) {
@@ -123,12 +126,127 @@ nlohmann::json ReportJson(const calibration::CalibrationReport& report) {
   return out;
 }
 
+std::string BandText(const calibration::ErrorBand& b) {
+  if (b.figures == 0) return "no figure";
+  const std::string range = fmt::format("{} / {}", Pct(b.low), Pct(b.high));
+  if (b.known) return range;
+  return fmt::format("unknown ({} case{}; {} needed; seen {})", b.cases, b.cases == 1 ? "" : "s",
+                     calibration::kMinBandCases, range);
+}
+
+void PrintCrossValidation(const calibration::CrossValidation& cv) {
+  fmt::print("{:<58} {:<24} {:>11} {:>11} {:>8}  {}\n", "held-out point", "figure", "measured",
+             "predicted", "error", "kind");
+  std::string last;
+  for (const auto& f : cv.figures) {
+    fmt::print("{:<58} {:<24} {:>11.4g} {:>11.4g} {:>8}  {}{}\n",
+               f.point_id == last ? "" : f.point_id, f.metric, f.measured, f.predicted,
+               Pct(f.error), perfmodel::ExtrapolationKindName(f.kind),
+               f.outside.empty() ? "" : " (" + f.outside + ")");
+    last = f.point_id;
+  }
+  for (const auto& c : cv.cases) {
+    fmt::print(
+        "held out {} ({}): median |error| {} over {} figures{}\n", c.name, c.profile,
+        std::isnan(c.median_abs_error) ? "n/a" : fmt::format("{:.1f}%", c.median_abs_error * 100),
+        c.figures, c.refitted ? "" : " (nothing else to fit: the start profile predicted it)");
+  }
+  fmt::print("{:<20} {:>7} {:>5} {:>14}  {}\n", "kind", "figures", "cases", "median |error|",
+             "80% of figures within");
+  for (int k = 0; k < perfmodel::kExtrapolationKinds; ++k) {
+    const calibration::ErrorBand& b = cv.bands[k];
+    if (b.figures == 0) continue;
+    fmt::print("{:<20} {:>7} {:>5} {:>13.1f}%  {}\n",
+               perfmodel::ExtrapolationKindName(static_cast<perfmodel::ExtrapolationKind>(k)),
+               b.figures, b.cases, b.median_abs * 100, BandText(b));
+  }
+  fmt::print(
+      "leave-one-case-out: median |error| {:.1f}% over {} figures of {} cases ({} fits, "
+      "{:.1f} s)\n",
+      cv.median_abs_error * 100, cv.figures.size(), cv.cases.size(), cv.fits, cv.fit_seconds);
+  if (cv.judged_figures > 0) {
+    fmt::print(
+        "coverage: {:.0f}% of {} figures inside their kind's 80% band measured without "
+        "their own case; median band width {:.1f} points\n",
+        cv.coverage * 100, cv.judged_figures, cv.median_band_width * 100);
+  } else {
+    fmt::print("coverage: not judged (no kind has figures of {} other cases)\n",
+               calibration::kMinBandCases);
+  }
+}
+
+nlohmann::json CrossValidationJson(const calibration::CrossValidation& cv) {
+  nlohmann::json out{{"figures", nlohmann::json::array()},
+                     {"cases", nlohmann::json::array()},
+                     {"bands", nlohmann::json::array()}};
+  for (const auto& f : cv.figures) {
+    out["figures"].push_back({{"case", f.case_name},
+                              {"point", f.point_id},
+                              {"metric", f.metric},
+                              {"measured", f.measured},
+                              {"predicted", Number(f.predicted)},
+                              {"error", Number(f.error)},
+                              {"kind", perfmodel::ExtrapolationKindName(f.kind)},
+                              {"outside", f.outside}});
+  }
+  for (const auto& c : cv.cases) {
+    out["cases"].push_back({{"case", c.name},
+                            {"profile", c.profile},
+                            {"figures", c.figures},
+                            {"median_abs_error", Number(c.median_abs_error)},
+                            {"refitted", c.refitted}});
+  }
+  for (int k = 0; k < perfmodel::kExtrapolationKinds; ++k) {
+    const calibration::ErrorBand& b = cv.bands[k];
+    out["bands"].push_back(
+        {{"kind", perfmodel::ExtrapolationKindName(static_cast<perfmodel::ExtrapolationKind>(k))},
+         {"figures", b.figures},
+         {"cases", b.cases},
+         {"known", b.known},
+         {"low", Number(b.low)},
+         {"high", Number(b.high)},
+         {"median_abs_error", Number(b.median_abs)}});
+  }
+  out["median_abs_error"] = Number(cv.median_abs_error);
+  out["judged_figures"] = cv.judged_figures;
+  out["coverage"] = Number(cv.coverage);
+  out["median_band_width"] = Number(cv.median_band_width);
+  return out;
+}
+
+int RunCrossValidation(const CalibrateOptions& o) {
+  std::vector<calibration::CalibrateRequest> requests;
+  for (const std::string& recipe : o.recipes) {
+    const size_t eq = recipe.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == recipe.size()) {
+      spdlog::error("calibrate --recipe: expected PROFILE=COEFFICIENTS, found '{}'", recipe);
+      return kExitError;
+    }
+    requests.push_back(o.request);
+    requests.back().engine_profile = recipe.substr(0, eq);
+    requests.back().fit = Split(recipe.substr(eq + 1));
+  }
+  if (requests.empty()) requests.push_back(o.request);
+  calibration::CrossValidation cv;
+  if (Status s = calibration::CrossValidate(requests, &cv); !s.ok()) {
+    spdlog::error("{}", s.message());
+    return kExitError;
+  }
+  if (o.json) {
+    fmt::print("{}\n", CrossValidationJson(cv).dump(2));
+  } else {
+    PrintCrossValidation(cv);
+  }
+  return kExitOk;
+}
+
 int Run(CalibrateOptions& o) {
   calibration::CalibrateRequest& r = o.request;
   r.db_metrics = Split(o.metrics);
   r.fit = o.fit_default ? calibration::DefaultFitCoefficients() : Split(o.fit);
   r.loss = o.loss == "absolute" ? calibration::FitLoss::kAbsolute : calibration::FitLoss::kSquared;
   r.fitted_at = Today();
+  if (o.cross_validate) return RunCrossValidation(o);
   calibration::CalibrationReport report;
   if (Status s = calibration::Calibrate(r, &report); !s.ok()) {
     spdlog::error("{}", s.message());
@@ -209,6 +327,14 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--check", o->check,
                 "Exit 1 when a case's bound, the table's median bound or the held-out bound is "
                 "broken");
+  cmd->add_flag("--cross-validate", o->cross_validate,
+                "Leave one case out: fit again without each case (--engine-profile and --fit), "
+                "predict it, and print the held-out errors and the 80% band per kind of "
+                "extrapolation");
+  cmd->add_option("--recipe", o->recipes,
+                  "With --cross-validate, instead of --engine-profile and --fit: "
+                  "PROFILE=COEFFICIENTS (comma-separated), repeated, one per profile; their "
+                  "held-out figures are pooled into one set of bands");
   cmd->add_flag("--json", o->json, "Print points, errors, cases and the profile as JSON");
   cmd->callback([o, exit_code] {
     // What the profile says it was fitted by: the inputs and the fit, not the output options.

@@ -16,22 +16,12 @@
 #include <limits>
 #include <map>
 
+#include "common/percentile.h"
+
 namespace servesweep::loadgen {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-// numpy.percentile(method="linear") on sorted data, including numpy's _lerp, which computes
-// b - (b - a) * (1 - t) when t >= 0.5 so that results are monotone and exact at the ends.
-double Percentile(const std::vector<double>& sorted, double p) {
-  const double pos = p / 100.0 * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  const double t = pos - static_cast<double>(lo);
-  const double a = sorted[lo], b = sorted[hi];
-  const double diff = b - a;
-  return t >= 0.5 ? b - diff * (1.0 - t) : a + diff * t;
-}
 
 Stats Scaled(Stats s, double k) {
   for (double* v : {&s.mean, &s.median, &s.std, &s.p90, &s.p95, &s.p99, &s.min, &s.max}) *v *= k;
@@ -56,10 +46,10 @@ Stats ComputeStats(std::vector<double> values) {
   double sq = 0;
   for (double v : values) sq += (v - s.mean) * (v - s.mean);
   s.std = std::sqrt(sq / static_cast<double>(values.size()));  // population, like np.std
-  s.median = Percentile(values, 50);
-  s.p90 = Percentile(values, 90);
-  s.p95 = Percentile(values, 95);
-  s.p99 = Percentile(values, 99);
+  s.median = PercentileOfSorted(values, 50);
+  s.p90 = PercentileOfSorted(values, 90);
+  s.p95 = PercentileOfSorted(values, 95);
+  s.p99 = PercentileOfSorted(values, 99);
   s.min = values.front();
   s.max = values.back();
   return s;

@@ -8,6 +8,8 @@
 #include <numeric>
 #include <utility>
 
+#include "perfmodel/profiles.h"
+
 namespace servesweep::perfmodel {
 namespace {
 
@@ -237,6 +239,54 @@ bool InCalibratedRange(const Calibration& c, const RunShape& run, std::string* w
   CheckRange("load", run.load, g.load_min, g.load_max, &out);
   *why = Joined(out);
   return out.empty();
+}
+
+const char* ExtrapolationKindName(ExtrapolationKind kind) {
+  switch (kind) {
+    case ExtrapolationKind::kInRange:
+      return "in range";
+    case ExtrapolationKind::kOtherShape:
+      return "other shape";
+    case ExtrapolationKind::kOtherModel:
+      return "other model";
+    case ExtrapolationKind::kOtherArchitecture:
+      return "other architecture";
+    case ExtrapolationKind::kOtherHardware:
+      return "other hardware";
+    case ExtrapolationKind::kUncalibrated:
+      return "uncalibrated";
+  }
+  return "?";
+}
+
+namespace {
+
+// "moe mla", "dense gqa": what the model's kernels are; the model's own name when it has no
+// profile (then only itself is of its kind).
+std::string ArchitectureKind(const std::string& model_name) {
+  ModelProfile model;
+  if (!LoadModelProfile(model_name, &model).ok()) return "unprofiled " + model_name;
+  return fmt::format("{} {}{}", model.experts > 0 ? "moe" : "dense",
+                     model.attention == AttentionKind::kMla ? "mla" : "gqa",
+                     model.sparse_layers > 0 ? " sparse" : "");
+}
+
+}  // namespace
+
+ExtrapolationKind ClassifyRun(const Calibration& c, const RunShape& run) {
+  if (!c.fitted) return ExtrapolationKind::kUncalibrated;
+  const CalibrationRange& g = c.range;
+  if (!Contains(g.hardware, run.hardware)) return ExtrapolationKind::kOtherHardware;
+  if (!Contains(g.models, run.model)) {
+    const std::string kind = ArchitectureKind(run.model);
+    for (const auto& fitted : g.models) {
+      if (ArchitectureKind(fitted) == kind) return ExtrapolationKind::kOtherModel;
+    }
+    return ExtrapolationKind::kOtherArchitecture;
+  }
+  std::string why;
+  return InCalibratedRange(c, run, &why) ? ExtrapolationKind::kInRange
+                                         : ExtrapolationKind::kOtherShape;
 }
 
 std::string LayoutName(int tp, int pp, int dp, int ep, bool dp_attention, int prefill_instances,

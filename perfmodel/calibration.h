@@ -73,6 +73,27 @@ struct RunShape {
 };
 bool InCalibratedRange(const Calibration& calibration, const RunShape& run, std::string* why);
 
+// How far a run lies from what a calibration was fitted on, nearest first; a run is of the
+// farthest kind it qualifies for. The kinds a cross-validated band is measured per
+// (calibration/cross_validate.h): the error to expect grows with the distance.
+enum class ExtrapolationKind {
+  kInRange,            // model, hardware and layout fitted; lengths and load in range
+  kOtherShape,         // fitted model and hardware; another layout, lengths or load
+  kOtherModel,         // a model not fitted, of an architecture kind that was
+  kOtherArchitecture,  // no fitted model of its architecture kind (dense/MoE x attention)
+  kOtherHardware,      // hardware not fitted
+  kUncalibrated,       // the profile was not fitted at all
+};
+inline constexpr int kExtrapolationKinds = 6;
+
+// "in range", "other shape", "other model", "other architecture", "other hardware",
+// "uncalibrated".
+const char* ExtrapolationKindName(ExtrapolationKind kind);
+
+// The kind of `run` against `calibration`. A model's architecture kind is read from its model
+// profile ("moe mla", "dense gqa"); a model without a profile is its own kind.
+ExtrapolationKind ClassifyRun(const Calibration& calibration, const RunShape& run);
+
 // A layout as calibrations name it: "tp4", "tp2 pp2", "tp8 dp8 dp-attention ep8", "1p+3d tp2".
 std::string LayoutName(int tp, int pp, int dp, int ep, bool dp_attention, int prefill_instances,
                        int decode_instances);

@@ -66,5 +66,31 @@ TEST(Calibration, RangeSaysWhatIsOutside) {
   EXPECT_EQ(LayoutName(2, 1, 1, 1, false, 1, 3), "1p+3d tp2");
 }
 
+// A run is of the farthest kind it qualifies for: the hardware before the model, the model's
+// architecture kind (dense GQA Llama 8B next to a fitted dense GQA 70B; MoE Qwen3-30B-A3B or
+// MLA DeepSeek-V3 next to none) before its shape.
+TEST(Calibration, ARunIsClassifiedByItsFarthestDistanceFromTheFit) {
+  Calibration c;
+  c.fitted = true;
+  ExtendRange({"llama-3.1-70b", "h100", "tp4", 200, 180, 12}, &c.range);
+  ExtendRange({"llama-3.1-70b", "h100", "tp4", 220, 190, 30}, &c.range);
+  const auto kind = [&](const RunShape& run) { return ClassifyRun(c, run); };
+  EXPECT_EQ(kind({"llama-3.1-70b", "h100", "tp4", 210, 185, 20}), ExtrapolationKind::kInRange);
+  EXPECT_EQ(kind({"llama-3.1-70b", "h100", "tp4", 210, 185, 33}), ExtrapolationKind::kInRange);
+  EXPECT_EQ(kind({"llama-3.1-70b", "h100", "tp4", 210, 185, 34}), ExtrapolationKind::kOtherShape);
+  EXPECT_EQ(kind({"llama-3.1-70b", "h100", "tp8", 210, 185, 20}), ExtrapolationKind::kOtherShape);
+  EXPECT_EQ(kind({"llama-3.1-8b", "h100", "tp1", 210, 185, 20}), ExtrapolationKind::kOtherModel);
+  EXPECT_EQ(kind({"qwen3-30b-a3b", "h100", "tp1", 210, 185, 20}),
+            ExtrapolationKind::kOtherArchitecture);
+  EXPECT_EQ(kind({"deepseek-v3", "h100", "tp8", 210, 185, 20}),
+            ExtrapolationKind::kOtherArchitecture);
+  EXPECT_EQ(kind({"no-such-model", "h100", "tp1", 210, 185, 20}),
+            ExtrapolationKind::kOtherArchitecture);
+  EXPECT_EQ(kind({"llama-3.1-8b", "h200", "tp1", 210, 185, 20}), ExtrapolationKind::kOtherHardware);
+  c.fitted = false;
+  EXPECT_EQ(kind({"llama-3.1-70b", "h100", "tp4", 210, 185, 20}), ExtrapolationKind::kUncalibrated);
+  EXPECT_STREQ(ExtrapolationKindName(ExtrapolationKind::kOtherArchitecture), "other architecture");
+}
+
 }  // namespace
 }  // namespace servesweep::perfmodel

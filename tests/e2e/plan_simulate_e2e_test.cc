@@ -283,5 +283,73 @@ TEST(Examples, ShippedMatricesPlanWithCommandsAndSimulate) {
   EXPECT_LT(std::stod(tpot.rows[1][1]), std::stod(tpot.rows[2][1]));  // 2P2D vs aggregated
 }
 
+// `calibrate --cross-validate` as users run it: the pooled recipes' held-out figures, bands
+// per kind (unknown below three cases), JSON and text, and a malformed recipe refused.
+TEST(Calibrate, CrossValidateRendersHeldOutFiguresAndBandsAndRefusesABadRecipe) {
+  Harness h("calibrate-cross-validate");
+  h.WriteFile("llama.yaml", R"(name: llama
+engine: vllm
+engine_version: 0.12.0
+model: meta-llama/Llama-3.1-8B-Instruct
+sim: {hardware: h100}
+workload: {input_len: 40, output_len: 100, num_requests: 16}
+local: {agents: 1, gpus_per_agent: 1}
+axes:
+  concurrency: [1, 2, 4]
+)");
+  std::string table = "cases:\n";
+  for (const int c : {1, 2, 4}) {
+    table += fmt::format(
+        "  - name: c{0}\n    source: s{0}\n    conditions: test\n    matrix: llama.yaml\n"
+        "    points:\n      - match: {{concurrency: {0}}}\n"
+        "        figures: {{ttft_median_ms: {1}, tpot_median_ms: {2}}}\n",
+        c, 20 + c, 7 + 0.2 * c);
+  }
+  const std::string path = h.WriteFile("table.yaml", table);
+  std::string output;
+  ASSERT_EQ(RunServesweep(fmt::format("calibrate --published {} --cross-validate --recipe "
+                                      "vllm-0.12=cpu.step_us --json",
+                                      path),
+                          &output),
+            0)
+      << output;
+  const auto json = nlohmann::json::parse(output.substr(output.find('{')));
+  ASSERT_EQ(json["cases"].size(), 3u) << output;
+  for (const auto& c : json["cases"]) {
+    EXPECT_EQ(c["profile"], "vllm-0.12");
+    EXPECT_TRUE(c["refitted"].get<bool>());
+  }
+  EXPECT_EQ(json["figures"].size(), 6u);
+  ASSERT_EQ(json["bands"].size(), 6u);
+  EXPECT_EQ(json["bands"][0]["kind"], "in range");
+  size_t counted = 0;
+  for (const auto& b : json["bands"]) {
+    counted += b["figures"].get<size_t>();
+    EXPECT_EQ(b["known"].get<bool>(), b["cases"].get<size_t>() >= 3) << b.dump();
+  }
+  EXPECT_EQ(counted, 6u);
+
+  ASSERT_EQ(RunServesweep(fmt::format("calibrate --published {} --cross-validate --engine-profile "
+                                      "vllm-0.12 --fit cpu.step_us",
+                                      path),
+                          &output),
+            0)
+      << output;
+  EXPECT_NE(output.find("leave-one-case-out: median |error| "), std::string::npos) << output;
+  EXPECT_NE(output.find("held out c2 (vllm-0.12): median |error| "), std::string::npos) << output;
+  EXPECT_NE(output.find("80% of figures within"), std::string::npos) << output;
+
+  EXPECT_EQ(RunServesweep(
+                fmt::format("calibrate --published {} --cross-validate --recipe vllm-0.12", path),
+                &output),
+            1);
+  EXPECT_NE(output.find("calibrate --recipe: expected PROFILE=COEFFICIENTS, found 'vllm-0.12'"),
+            std::string::npos)
+      << output;
+  EXPECT_EQ(RunServesweep(fmt::format("calibrate --published {} --cross-validate", path), &output),
+            1);
+  EXPECT_NE(output.find("expected --engine-profile and --fit"), std::string::npos) << output;
+}
+
 }  // namespace
 }  // namespace servesweep::testing
