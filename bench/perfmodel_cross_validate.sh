@@ -3,7 +3,9 @@
 # table, every shipped GPU engine profile with the coefficients its fit moves
 # (tests/fidelity/fit-engine-profiles.sh, single-stage here), pooled into one set of bands.
 # From the repository root after a build:
-#   bench/perfmodel_cross_validate.sh [build]
+#   bench/perfmodel_cross_validate.sh [build] [bands-out]
+# With bands-out (profiles/error_bands.yaml for the shipped one) the bands are written there too:
+# `plan` prints each run's band from the shipped file (rebuild: it is embedded).
 # Prints each held-out case's median |error|, the bands per kind of extrapolation and the
 # coverage (each case judged against the bands of the others). Figures go into the issue note
 # and docs/perfmodel.md; nothing here is asserted.
@@ -12,12 +14,13 @@
 # sglang-0.4 saw DeepSeek-R1): the DeepSeek-R1 figures are optimistic.
 set -eu
 B=${1:-build}
+OUT=${2:+--bands-out $2}
 E=profiles/engines
 DENSE=kernels.weight_read_efficiency,kernels.gemm_efficiency,cpu.step_us,cpu.seq_us,cpu.request_us,collectives.allreduce_us
 FRONT=kernels.weight_read_efficiency,cpu.request_us
 "$B/servesweep" calibrate --published tests/fidelity/published.yaml --cross-validate \
-  --max-evaluations 700 \
+  --max-evaluations 700 $OUT \
   --recipe "$E/vllm-0.6.yaml=$DENSE" --recipe "$E/sglang-0.3.yaml=$DENSE" \
   --recipe "$E/vllm-0.12.yaml=$FRONT" --recipe "$E/vllm-0.8.yaml=$FRONT" \
   --recipe "$E/sglang-0.4.yaml=$FRONT" --recipe "$E/sglang-0.5.20.yaml=launch.layer_gpu_us:6:200" |
-  grep -vE '^ ' | grep -vE '^(held-out point|[a-z0-9.-]+: )'
+  grep -vE '^ ' | grep -vE '^(held-out point|[a-z0-9.-]+: [a-z_]+=)'

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "calibration/true_profile_for_test.h"
 #include "testing/scratch_dir.h"
 
 namespace servesweep::calibration {
@@ -72,14 +73,8 @@ class CalibrateTest : public ::testing::Test {
 // Figures made by the model with a known coefficient are fitted back to it from a wrong start:
 // the fit moves the coefficient, the profile records what it was fitted on.
 TEST_F(CalibrateTest, TheFitRecoversTheCoefficientTheFiguresWereMadeWith) {
-  perfmodel::EngineProfile truth;
-  ASSERT_TRUE(perfmodel::LoadEngineProfile("vllm-0.12", &truth).ok());
-  double start_value = 0;
-  ASSERT_TRUE(perfmodel::GetCoefficient(truth, "cpu.step_us", &start_value).ok());
-  const double true_value = start_value * 3 + 300;
-  ASSERT_TRUE(perfmodel::SetCoefficient(&truth, "cpu.step_us", true_value).ok());
-  const std::string truth_path = dir_.Path("truth.yaml");
-  std::ofstream(truth_path) << perfmodel::EngineProfileYaml(truth, "");
+  double true_value = 0;
+  const std::string truth_path = WriteTrueProfile(dir_, &true_value);
   const std::vector<Figures> figures = ModelFigures(dir_, truth_path);
   ASSERT_EQ(figures.size(), 3u);
 

@@ -37,7 +37,7 @@ std::vector<std::string> FittedCases(const CalibrateRequest& r, const Calibratio
 // The held-out figures of `name` (its points the profile fits) from a report that held it out.
 void CollectCase(const std::string& name, const CalibrationReport& report, bool refitted,
                  CrossValidation* out) {
-  HeldOutCase row{name, report.profile->name, 0, kNaN, refitted};
+  HeldOutCase row{name, report.profile->name, 0, kNaN, refitted, ""};
   std::vector<double> errors;
   for (const PointReport& p : report.points) {
     // Only the profile's points were held out; the case's others (another engine's) were
@@ -150,6 +150,19 @@ Status CrossValidateProfile(const CalibrateRequest& request, CrossValidation* ou
     CalibrateRequest held = request;
     held.holdout_cases.push_back(name);
     const bool refit = cases.size() > 1;
+    if (!refit && base.profile->calibration.fitted) {
+      HeldOutCase row;
+      row.name = name;
+      row.profile = base.profile->name;
+      row.median_abs_error = kNaN;
+      row.refitted = false;
+      row.not_cross_validated = fmt::format(
+          "no other case to fit {} on, and its coefficients were fitted (on this case, perhaps): "
+          "a prediction would be in-sample",
+          base.profile->name);
+      out->cases.push_back(row);
+      continue;
+    }
     if (!refit) held.fit.clear();
     CalibrationReport report;
     if (Status s = Calibrate(held, &report); !s.ok()) return s.Prefixed("holding out " + name);

@@ -12,9 +12,10 @@
 // the other cases' figures (the band never saw the case it is judged on).
 //
 // What it does not hide: a case that leaves nothing else to fit is predicted by the start
-// profile's coefficients and counted as uncalibrated; coefficients outside `fit` keep the start
-// profile's values, which may have been fitted on the case before (start from an unfitted
-// profile for a clean measure).
+// profile's coefficients and counted as uncalibrated when that profile was never fitted; when it
+// was (perhaps on this very case) the case is listed as not cross-validated, without figures.
+// Coefficients outside `fit` keep the start profile's values, which may have been fitted on the
+// case before (start from an unfitted profile for a clean measure).
 //
 // Thread-safety: one call, one thread (each fit evaluates the model serially).
 #pragma once
@@ -26,10 +27,11 @@
 #include "calibration/calibrate.h"
 #include "common/status.h"
 #include "perfmodel/calibration.h"
+#include "perfmodel/error_bands.h"
 
 namespace servesweep::calibration {
 
-inline constexpr size_t kMinBandCases = 3;
+using perfmodel::kMinBandCases;  // a band is known from this many cases of its kind
 inline constexpr double kBandLowPercentile = 10;
 inline constexpr double kBandHighPercentile = 90;
 
@@ -54,6 +56,9 @@ struct HeldOutCase {
   size_t figures = 0;
   double median_abs_error = 0;  // NaN when no figure could be predicted
   bool refitted = true;         // false: nothing else to fit, the start profile predicted it
+  // Why the case gave no held-out figure: nothing else to fit and a start profile that was
+  // fitted (on this case, perhaps): its prediction would be in-sample. "" when it gave them.
+  std::string not_cross_validated;
 };
 
 struct CrossValidation {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 
+#include "calibration/true_profile_for_test.h"
 #include "testing/scratch_dir.h"
 
 namespace servesweep::calibration {
@@ -152,13 +153,8 @@ class CrossValidateTest : public ::testing::Test {
 // at 1 and 4 among the others; 8 another shape, above them; Qwen3-8B another model of the same
 // dense GQA kind as Llama).
 TEST_F(CrossValidateTest, EachCaseIsPredictedByAFitThatNeverSawIt) {
-  perfmodel::EngineProfile truth;
-  ASSERT_TRUE(perfmodel::LoadEngineProfile("vllm-0.12", &truth).ok());
-  double step_us = 0;
-  ASSERT_TRUE(perfmodel::GetCoefficient(truth, "cpu.step_us", &step_us).ok());
-  ASSERT_TRUE(perfmodel::SetCoefficient(&truth, "cpu.step_us", step_us * 3 + 300).ok());
-  const std::string truth_path = dir_.Path("truth.yaml");
-  std::ofstream(truth_path) << perfmodel::EngineProfileYaml(truth, "");
+  double true_step_us = 0;
+  const std::string truth_path = WriteTrueProfile(dir_, &true_step_us);
   const std::vector<Point> points = ModelPoints(truth_path);
 
   CalibrateRequest r;
@@ -253,19 +249,36 @@ zip:
   }
 }
 
-TEST_F(CrossValidateTest, OneCaseAloneIsPredictedByTheStartProfileAndCalledUncalibrated) {
+// A case alone leaves nothing to fit: an unfitted start profile predicts it out of sample
+// (uncalibrated); a fitted one may have been fitted on it, so the case gives no figure.
+TEST_F(CrossValidateTest, OneCaseAloneIsUncalibratedOrNotCrossValidated) {
   std::vector<Point> points = ModelPoints("vllm-0.12");
   points.resize(1);
+  perfmodel::EngineProfile unfitted;
+  ASSERT_TRUE(perfmodel::LoadEngineProfile("vllm-0.12", &unfitted).ok());
+  unfitted.calibration = {};
+  const std::string unfitted_path = dir_.Path("unfitted.yaml");
+  std::ofstream(unfitted_path) << perfmodel::EngineProfileYaml(unfitted, "");
   CalibrateRequest r;
   r.published = {dir_.WriteFile("table.yaml", Table(points))};
-  r.engine_profile = "vllm-0.12";
+  r.engine_profile = unfitted_path;
   r.fit = {"cpu.step_us"};
   CrossValidation cv;
   ASSERT_TRUE(CrossValidate(r, &cv).ok());
   EXPECT_EQ(cv.fits, 0);
   ASSERT_EQ(cv.cases.size(), 1u);
   EXPECT_FALSE(cv.cases[0].refitted);
+  EXPECT_EQ(cv.cases[0].not_cross_validated, "");
+  ASSERT_EQ(cv.figures.size(), 2u);
   for (const HeldOutFigure& f : cv.figures) EXPECT_EQ(f.kind, ExtrapolationKind::kUncalibrated);
+
+  r.engine_profile = "vllm-0.12";  // shipped: fitted
+  ASSERT_TRUE(CrossValidate(r, &cv).ok());
+  ASSERT_EQ(cv.cases.size(), 1u);
+  EXPECT_NE(cv.cases[0].not_cross_validated.find("a prediction would be in-sample"),
+            std::string::npos);
+  EXPECT_TRUE(cv.figures.empty());
+  EXPECT_TRUE(std::isnan(cv.median_abs_error));
 }
 
 TEST_F(CrossValidateTest, WrongInputsAreRefusedWithWhatWasExpected) {

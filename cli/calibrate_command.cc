@@ -13,12 +13,14 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "calibration/calibrate.h"
 #include "calibration/cross_validate.h"
 #include "cli/commands.h"
 #include "perfmodel/engine_profile.h"
+#include "perfmodel/error_bands.h"
 
 namespace servesweep::cli {
 namespace {
@@ -34,6 +36,7 @@ struct CalibrateOptions {
   bool json = false;
   bool cross_validate = false;
   std::vector<std::string> recipes;  // PROFILE=COEFFICIENTS, cross-validated and pooled
+  std::string bands_out;  // with --cross-validate: the bands as profiles/error_bands.yaml
 };
 
 std::vector<std::string> Split(const std::string& text) {
@@ -134,6 +137,13 @@ std::string BandText(const calibration::ErrorBand& b) {
                      calibration::kMinBandCases, range);
 }
 
+// Distinct published cases (or databases) that gave held-out figures.
+size_t CasesWithFigures(const calibration::CrossValidation& cv) {
+  std::set<std::string> names;
+  for (const auto& f : cv.figures) names.insert(f.case_name);
+  return names.size();
+}
+
 void PrintCrossValidation(const calibration::CrossValidation& cv) {
   fmt::print("{:<58} {:<24} {:>11} {:>11} {:>8}  {}\n", "held-out point", "figure", "measured",
              "predicted", "error", "kind");
@@ -149,7 +159,10 @@ void PrintCrossValidation(const calibration::CrossValidation& cv) {
     fmt::print(
         "held out {} ({}): median |error| {} over {} figures{}\n", c.name, c.profile,
         std::isnan(c.median_abs_error) ? "n/a" : fmt::format("{:.1f}%", c.median_abs_error * 100),
-        c.figures, c.refitted ? "" : " (nothing else to fit: the start profile predicted it)");
+        c.figures,
+        !c.not_cross_validated.empty() ? ": not cross-validated: " + c.not_cross_validated
+        : c.refitted                   ? ""
+                     : " (nothing else to fit: the unfitted start profile predicted it)");
   }
   fmt::print("{:<20} {:>7} {:>5} {:>14}  {}\n", "kind", "figures", "cases", "median |error|",
              "80% of figures within");
@@ -161,9 +174,10 @@ void PrintCrossValidation(const calibration::CrossValidation& cv) {
                b.figures, b.cases, b.median_abs * 100, BandText(b));
   }
   fmt::print(
-      "leave-one-case-out: median |error| {:.1f}% over {} figures of {} cases ({} fits, "
-      "{:.1f} s)\n",
-      cv.median_abs_error * 100, cv.figures.size(), cv.cases.size(), cv.fits, cv.fit_seconds);
+      "leave-one-case-out: median |error| {:.1f}% over {} figures of {} cases ({} held out by "
+      "their profiles, {} fits, {:.1f} s)\n",
+      cv.median_abs_error * 100, cv.figures.size(), CasesWithFigures(cv), cv.cases.size(), cv.fits,
+      cv.fit_seconds);
   if (cv.judged_figures > 0) {
     fmt::print(
         "coverage: {:.0f}% of {} figures inside their kind's 80% band measured without "
@@ -194,7 +208,8 @@ nlohmann::json CrossValidationJson(const calibration::CrossValidation& cv) {
                             {"profile", c.profile},
                             {"figures", c.figures},
                             {"median_abs_error", Number(c.median_abs_error)},
-                            {"refitted", c.refitted}});
+                            {"refitted", c.refitted},
+                            {"not_cross_validated", c.not_cross_validated}});
   }
   for (int k = 0; k < perfmodel::kExtrapolationKinds; ++k) {
     const calibration::ErrorBand& b = cv.bands[k];
@@ -236,6 +251,30 @@ int RunCrossValidation(const CalibrateOptions& o) {
     fmt::print("{}\n", CrossValidationJson(cv).dump(2));
   } else {
     PrintCrossValidation(cv);
+  }
+  if (!o.bands_out.empty()) {
+    perfmodel::ErrorBands bands;
+    bands.measured_by = o.request.fitted_by;
+    bands.measured_at = o.request.fitted_at;
+    for (int k = 0; k < perfmodel::kExtrapolationKinds; ++k) {
+      const calibration::ErrorBand& b = cv.bands[k];
+      bands.bands[k] = {b.figures, b.cases, b.low * 100, b.high * 100};
+    }
+    std::ofstream file(o.bands_out);
+    file << perfmodel::ErrorBandsYaml(
+        bands,
+        fmt::format("The performance model's cross-validated error per kind of "
+                    "extrapolation (perfmodel/error_bands.h):\n{} held-out figures of {} "
+                    "cases, median |error| {:.1f}%; coverage {}.",
+                    cv.figures.size(), CasesWithFigures(cv), cv.median_abs_error * 100,
+                    cv.judged_figures > 0 ? fmt::format("{:.0f}% of {} judged figures",
+                                                        cv.coverage * 100, cv.judged_figures)
+                                          : std::string("not judged (no kind has 3 other cases)")));
+    if (!file) {
+      spdlog::error("{}: cannot write the error bands", o.bands_out);
+      return kExitError;
+    }
+    if (!o.json) fmt::print("wrote {}\n", o.bands_out);
   }
   return kExitOk;
 }
@@ -335,6 +374,10 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
                   "With --cross-validate, instead of --engine-profile and --fit: "
                   "PROFILE=COEFFICIENTS (comma-separated), repeated, one per profile; their "
                   "held-out figures are pooled into one set of bands");
+  cmd->add_option("--bands-out", o->bands_out,
+                  "With --cross-validate: write the bands per kind as an error-bands file "
+                  "(profiles/error_bands.yaml is the shipped one: plan prints each run's band "
+                  "from it)");
   cmd->add_flag("--json", o->json, "Print points, errors, cases and the profile as JSON");
   cmd->callback([o, exit_code] {
     // What the profile says it was fitted by: the inputs and the fit, not the output options.
@@ -351,6 +394,11 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
     if (o->loss != "squared") line += " --loss " + o->loss;
     if (!o->request.hardware.empty()) line += " --hardware " + o->request.hardware;
     if (!o->request.model_profile.empty()) line += " --model-profile " + o->request.model_profile;
+    if (o->cross_validate) line += " --cross-validate";
+    for (const auto& recipe : o->recipes) line += " --recipe " + recipe;
+    if (o->request.max_evaluations != calibration::CalibrateRequest{}.max_evaluations) {
+      line += fmt::format(" --max-evaluations {}", o->request.max_evaluations);
+    }
     *exit_code = Run(*o);
   });
 }

@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -16,6 +18,7 @@
 #include "cli/engine_checks.h"
 #include "engines/launch_plan.h"
 #include "matrix/matrix_loader.h"
+#include "perfmodel/error_bands.h"
 #include "record/virtual_run.h"
 #include "report/report.h"
 #include "results/results_store.h"
@@ -32,6 +35,7 @@ struct PlanOptions {
   std::string out_dir;
   std::string hardware;
   std::vector<std::string> engine_profiles;  // replace the shipped choice for their engines
+  std::string error_bands;                   // replaces profiles/error_bands.yaml
   bool json = false;
   bool commands = false;
   bool check_engines = false;
@@ -50,11 +54,18 @@ struct Estimate {
   std::vector<std::string> problems;
 };
 
-// "calibrated ±8%", "extrapolated ±24%", "uncalibrated ±24%": how far an estimate may be off
-// (an extrapolation's is at least the model's typical error where it was not fitted).
+// "in range -17%/+58%", "other model: error unknown": how far an estimate may be off, from the
+// cross-validated band of figures like it (perfmodel/error_bands.h), never from the fit's own
+// error; unknown while too few cases of its kind were held out.
+std::string Standing(const std::string& kind, double band_low_pct, double band_high_pct) {
+  if (std::isnan(band_low_pct) || std::isnan(band_high_pct)) return kind + ": error unknown";
+  return fmt::format("{} {:+.0f}%/{:+.0f}%", kind, band_low_pct, band_high_pct);
+}
 std::string Standing(const record::CalibrationLabel& label) {
-  const std::string kind = label.standing.substr(0, label.standing.find(':'));
-  return fmt::format("{} ±{:.0f}%", kind, label.error_pct);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  return Standing(perfmodel::ExtrapolationKindName(label.kind),
+                  label.band.known() ? label.band.low_pct : nan,
+                  label.band.known() ? label.band.high_pct : nan);
 }
 
 Estimate EstimateRun(schema::RunSpec::Reader spec, const record::VirtualRunOptions& options,
@@ -193,6 +204,15 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const record::VirtualRunOptions& opt
             e.known ? nlohmann::json(e.label.error_pct) : nlohmann::json(nullptr)},
            {"calibration_standing",
             e.known ? nlohmann::json(e.label.standing) : nlohmann::json(nullptr)},
+           {"calibration_kind", e.known
+                                    ? nlohmann::json(perfmodel::ExtrapolationKindName(e.label.kind))
+                                    : nlohmann::json(nullptr)},
+           {"calibration_band_low_pct", e.known && e.label.band.known()
+                                            ? nlohmann::json(e.label.band.low_pct)
+                                            : nlohmann::json(nullptr)},
+           {"calibration_band_high_pct", e.known && e.label.band.known()
+                                             ? nlohmann::json(e.label.band.high_pct)
+                                             : nlohmann::json(nullptr)},
            {"problems", e.problems}});
       if (commands) {
         out["runs"].back()["commands"] =
@@ -300,12 +320,12 @@ int Simulate(matrix::LoadedMatrix& loaded, const PlanOptions& options,
       continue;
     }
     const auto r = result.asReader().getRecord();
-    const record::CalibrationLabel label{r.getCalibration(), r.getCalibrationErrorPct(),
-                                         r.getCalibrationStanding()};
     fmt::print("{:<36} {:>5} {:>9.2f} {:>11.1f} {:>10.1f} {:>10.2f} {:>9.1f}  {}\n",
                spec.getLabel().cStr(), spec.getGpusNeeded(), r.getRequestThroughput(),
                r.getOutputThroughput(), r.getTtftMs().getMedian(), r.getTpotMs().getMedian(),
-               sim_ms, Standing(label));
+               sim_ms,
+               Standing(r.getCalibrationKind(), r.getCalibrationBandLowPct(),
+                        r.getCalibrationBandHighPct()));
   }
   report::ReportPaths paths;
   if (s = report::WriteReports(*store, options.out_dir, &paths); !s.ok()) {
@@ -329,6 +349,10 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", options->out_dir, "Output folder of the simulation")->needs(simulate);
   cmd->add_option("--hardware", options->hardware,
                   "Hardware profile for runs whose matrix names none (e.g. h200, or a YAML path)");
+  cmd->add_option("--error-bands", options->error_bands,
+                  "Label each run's error with these cross-validated bands (a file written by "
+                  "`calibrate --cross-validate --bands-out`) instead of the shipped "
+                  "profiles/error_bands.yaml");
   cmd->add_option("--engine-profile", options->engine_profiles,
                   "Engine profile for the runs of its engine (a shipped name or a YAML path, e.g. "
                   "one `servesweep calibrate` wrote); repeatable. Default: the run's engine and "
@@ -358,6 +382,15 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
         return;
       }
       run_options.engine_profiles.push_back(std::move(profile));
+    }
+    if (!options->error_bands.empty()) {
+      run_options.error_bands.emplace();
+      if (Status s = perfmodel::LoadErrorBands(options->error_bands, &*run_options.error_bands);
+          !s.ok()) {
+        spdlog::error("--error-bands: {}", s.message());
+        *exit_code = kExitError;
+        return;
+      }
     }
     if (!options->simulate) {
       engines::SweepCheck check;

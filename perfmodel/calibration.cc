@@ -253,6 +253,8 @@ const char* ExtrapolationKindName(ExtrapolationKind kind) {
       return "other architecture";
     case ExtrapolationKind::kOtherHardware:
       return "other hardware";
+    case ExtrapolationKind::kOtherVersion:
+      return "other version";
     case ExtrapolationKind::kUncalibrated:
       return "uncalibrated";
   }

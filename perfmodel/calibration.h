@@ -82,15 +82,17 @@ enum class ExtrapolationKind {
   kOtherModel,         // a model not fitted, of an architecture kind that was
   kOtherArchitecture,  // no fitted model of its architecture kind (dense/MoE x attention)
   kOtherHardware,      // hardware not fitted
+  kOtherVersion,       // the profile was fitted on other versions of the engine
   kUncalibrated,       // the profile was not fitted at all
 };
-inline constexpr int kExtrapolationKinds = 6;
+inline constexpr int kExtrapolationKinds = 7;
 
 // "in range", "other shape", "other model", "other architecture", "other hardware",
-// "uncalibrated".
+// "other version", "uncalibrated".
 const char* ExtrapolationKindName(ExtrapolationKind kind);
 
-// The kind of `run` against `calibration`. A model's architecture kind is read from its model
+// The kind of `run` against `calibration` (never kOtherVersion: the caller knows whether the
+// profile's versions hold the run's). A model's architecture kind is read from its model
 // profile ("moe mla", "dense gqa"); a model without a profile is its own kind.
 ExtrapolationKind ClassifyRun(const Calibration& calibration, const RunShape& run);
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <unordered_set>
 
 #include "common/clock.h"
@@ -260,7 +261,7 @@ double UnfittedErrorPct() {
   return pct;
 }
 
-CalibrationLabel LabelOf(const Simulation& sim, const perfmodel::RunShape& shape) {
+CalibrationLabel StandingOf(const Simulation& sim, const perfmodel::RunShape& shape) {
   CalibrationLabel label;
   const perfmodel::Calibration& c = sim.engine.calibration;
   if (!c.fitted) {
@@ -284,6 +285,21 @@ CalibrationLabel LabelOf(const Simulation& sim, const perfmodel::RunShape& shape
     // by 2x): expect at least what the model misses by where it was not fitted.
     label.error_pct = std::max(label.error_pct, UnfittedErrorPct());
   }
+  return label;
+}
+
+CalibrationLabel LabelOf(const Simulation& sim, const perfmodel::RunShape& shape,
+                         const VirtualRunOptions& options) {
+  CalibrationLabel label = StandingOf(sim, shape);
+  const perfmodel::Calibration& c = sim.engine.calibration;
+  label.kind = perfmodel::ClassifyRun(c, shape);
+  // A profile chosen for another version of the run's engine is at least that far.
+  if (!sim.engine_why.empty() && c.fitted &&
+      label.kind < perfmodel::ExtrapolationKind::kOtherVersion) {
+    label.kind = perfmodel::ExtrapolationKind::kOtherVersion;
+  }
+  label.band =
+      (options.error_bands ? *options.error_bands : perfmodel::ShippedErrorBands()).For(label.kind);
   return label;
 }
 
@@ -320,13 +336,13 @@ Status SimulateRun(schema::RunSpec::Reader spec, const VirtualRunOptions& option
   out->duration_s = sim.load.duration_s;
   out->completed = static_cast<uint32_t>(sim.result.final_snapshot.finished);
   out->rejected = static_cast<uint32_t>(sim.result.final_snapshot.rejected);
-  out->label = LabelOf(sim, ShapeOf(sim, loadgen::Summarize(sim.load)));
+  out->label = LabelOf(sim, ShapeOf(sim, loadgen::Summarize(sim.load)), options);
   return Status::Ok();
 }
 
 Status SimulateRun(schema::RunSpec::Reader spec, const std::string& default_hardware,
                    SimulatedRun* out) {
-  return SimulateRun(spec, VirtualRunOptions{default_hardware, {}}, out);
+  return SimulateRun(spec, VirtualRunOptions{default_hardware, {}, std::nullopt}, out);
 }
 
 void ExecuteVirtualRun(schema::RunSpec::Reader spec, const VirtualRunOptions& options,
@@ -378,10 +394,15 @@ void ExecuteVirtualRun(schema::RunSpec::Reader spec, const VirtualRunOptions& op
   record.setMeasuredScrapes(static_cast<uint32_t>(sim.result.samples.size()));  // one per snapshot
   record.setSimulation(
       fmt::format("perfmodel: hardware {}, model {}", sim.hardware.name, sim.model.name));
-  const CalibrationLabel label = LabelOf(sim, ShapeOf(sim, summary));
+  const CalibrationLabel label = LabelOf(sim, ShapeOf(sim, summary), options);
   record.setCalibration(label.calibration);
   record.setCalibrationErrorPct(label.error_pct);
   record.setCalibrationStanding(label.standing);
+  record.setCalibrationKind(perfmodel::ExtrapolationKindName(label.kind));
+  record.setCalibrationBandLowPct(label.band.known() ? label.band.low_pct
+                                                     : std::numeric_limits<double>::quiet_NaN());
+  record.setCalibrationBandHighPct(label.band.known() ? label.band.high_pct
+                                                      : std::numeric_limits<double>::quiet_NaN());
   if (summary.completed == 0) {
     return fail(fmt::format("no request completed ({} rejected: they never fit in the KV cache)",
                             summary.failed));
@@ -392,7 +413,7 @@ void ExecuteVirtualRun(schema::RunSpec::Reader spec, const VirtualRunOptions& op
 
 void ExecuteVirtualRun(schema::RunSpec::Reader spec, const std::string& default_hardware,
                        schema::RunResult::Builder result) {
-  ExecuteVirtualRun(spec, VirtualRunOptions{default_hardware, {}}, result);
+  ExecuteVirtualRun(spec, VirtualRunOptions{default_hardware, {}, std::nullopt}, result);
 }
 
 }  // namespace servesweep::record

@@ -17,12 +17,14 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "common/status.h"
 #include "perfmodel/calibration.h"
 #include "perfmodel/engine_profile.h"
+#include "perfmodel/error_bands.h"
 #include "schema/result.capnp.h"
 #include "schema/run_spec.capnp.h"
 
@@ -33,6 +35,9 @@ struct VirtualRunOptions {
   // Engine profiles that replace the shipped choice: the first whose engine is the run's (or
   // "any") costs it (plan --engine-profile; calibrate's candidate coefficients).
   std::vector<perfmodel::EngineProfile> engine_profiles;
+  // The cross-validated bands runs are labelled with (plan --error-bands); none: the shipped
+  // profiles/error_bands.yaml.
+  std::optional<perfmodel::ErrorBands> error_bands;
 };
 
 // Which calibration a simulated run stands on (the record's calibration fields).
@@ -43,6 +48,10 @@ struct CalibrationLabel {
   // uncalibrated.
   double error_pct = 0;
   std::string standing;  // "calibrated", "extrapolated: ...", "uncalibrated: ..."
+  // How far the run lies from the fit, and the cross-validated error of figures like it
+  // (perfmodel/error_bands.h; unknown while too few cases of the kind were held out).
+  perfmodel::ExtrapolationKind kind = perfmodel::ExtrapolationKind::kUncalibrated;
+  perfmodel::KindBand band;
 };
 
 // What one simulated run gave.

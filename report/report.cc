@@ -324,11 +324,19 @@ std::string ReportMarkdown(results::ResultsStore& store, const results::Table& s
         const std::string standing = row.Text("calibration_standing");
         const bool fitted = standing == "calibrated";
         const bool uncalibrated = standing.rfind("uncalibrated", 0) == 0;
-        md += fmt::format("- {}: {}, {} {}%; {}\n", row.Text("label"), row.Text("calibration"),
-                          fitted         ? "fit error"
-                          : uncalibrated ? "typical error"
-                                         : "expected error at least",
-                          row.Number("calibration_error_pct", 0), standing);
+        const bool band_known =
+            !row.Null("calibration_band_low_pct") && !row.Null("calibration_band_high_pct");
+        md += fmt::format(
+            "- {}: {}, {} {}%; {}; {}: {}\n", row.Text("label"), row.Text("calibration"),
+            fitted         ? "fit error"
+            : uncalibrated ? "typical error"
+                           : "expected error at least",
+            row.Number("calibration_error_pct", 0), standing, row.Text("calibration_kind"),
+            band_known
+                ? fmt::format("80% of cross-validated figures like it within {:+.0f}% / {:+.0f}%",
+                              row.Real("calibration_band_low_pct"),
+                              row.Real("calibration_band_high_pct"))
+                : std::string("cross-validated error unknown (too few cases of this kind)"));
       }
       md += "\n";
       break;

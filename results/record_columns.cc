@@ -143,6 +143,19 @@ std::vector<RecordColumn> Build() {
     return r.getCalibrationStanding().size() > 0 ? std::string(r.getCalibrationStanding())
                                                  : std::string("none");
   });
+  // Its cross-validated band (perfmodel/error_bands.h): NULL when unknown.
+  Text(c, "calibration_kind", [](Record r) {
+    return r.getCalibrationKind().size() > 0 ? std::string(r.getCalibrationKind())
+                                             : std::string("none");
+  });
+  Real(c, "calibration_band_low_pct", [](Record r) {
+    return r.getCalibrationKind().size() > 0 ? r.getCalibrationBandLowPct()
+                                             : std::numeric_limits<double>::quiet_NaN();
+  });
+  Real(c, "calibration_band_high_pct", [](Record r) {
+    return r.getCalibrationKind().size() > 0 ? r.getCalibrationBandHighPct()
+                                             : std::numeric_limits<double>::quiet_NaN();
+  });
 
   // Figures, computed as `vllm bench serve` does (docs/metrics.md).
   const size_t first_figure = c.size();

@@ -218,6 +218,13 @@ struct BenchmarkRecord {
   stopped @98 :StopReason;
   stopEvidence @99 :Text;
   stoppedAtS @100 :Float64;
+  # Simulated runs: how far the run lies from what its profile was fitted on ("in range",
+  # "other model", ... perfmodel/calibration.h) and the cross-validated band of that kind
+  # (profiles/error_bands.yaml: 80% of held-out figures of the kind fell within low..high,
+  # predicted / measured - 1 in %); NaN when the band is unknown (too few cases) or measured.
+  calibrationKind @101 :Text;
+  calibrationBandLowPct @102 :Float64;
+  calibrationBandHighPct @103 :Float64;
 }
 
 struct EffectiveSetting {

@@ -295,8 +295,11 @@ TEST(LoadModesE2e, CompatVllmCountsTheRoleChunkAsAToken) {
   // The emulator writes its role-only chunk together with the first token, so both TTFTs agree;
   // but vLLM counts the role chunk as a token chunk: one more ITL gap (of ~0) per request, so
   // its mean ITL is ours x 40 / 48 (8 requests, 5 gaps each for us, 6 for vLLM).
+  // vLLM's clock starts before the request is handed to the HTTP client, ours when it is sent:
+  // apart by the load thread's hand-over, which a loaded machine stretched to 0.51 ms once. Within
+  // 1 ms, under the 2 ms of a gap between tokens that counting the wrong chunk would add.
   EXPECT_NEAR(result.at("median_ttft_ms").get<double>(), ours.at("median_ttft_ms").get<double>(),
-              0.5);
+              1.0);
   EXPECT_GE(ours.at("median_ttft_ms").get<double>(), 30);
   // vLLM's latency ends at its last data chunk, ours at the stream's end: apart by the
   // emulator's last write, which a busy machine delays by a millisecond or two.

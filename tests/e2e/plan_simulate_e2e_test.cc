@@ -67,6 +67,10 @@ TEST(PlanSimulate, TopologySweepGoesThroughTheModelIntoTheResultsDatabase) {
     ++labelled;
   }
   EXPECT_EQ(labelled, 6u) << report;
+  EXPECT_NE(report.find("; uncalibrated: cross-validated error unknown (too few cases of this "
+                        "kind)"),
+            std::string::npos)
+      << report;
   EXPECT_NE(report.find("%; uncalibrated: "), std::string::npos) << report;
   EXPECT_NE(report.find("### concurrency=32"), std::string::npos);
   EXPECT_NE(report.find("Matched: every condition is the same. Varied: layout.tp."),
@@ -167,6 +171,8 @@ TEST(Plan, EstimatesGpuHoursAndListsProblemsBeforeAnythingRuns) {
     EXPECT_EQ(run["calibration_standing"].get<std::string>().rfind("uncalibrated", 0), 0u)
         << run.dump();
     EXPECT_GT(run["calibration_error_pct"].get<double>(), 0) << run.dump();
+    EXPECT_EQ(run["calibration_kind"], "uncalibrated") << run.dump();
+    EXPECT_TRUE(run["calibration_band_low_pct"].is_null()) << run.dump();
   }
   // A vLLM 0.6 run is costed by the shipped vllm-0.6 profile, fitted on H100 and A100 points:
   // on H200 it is extrapolated. --engine-profile replaces that choice for the runs of its engine.
@@ -179,6 +185,7 @@ TEST(Plan, EstimatesGpuHoursAndListsProblemsBeforeAnythingRuns) {
     EXPECT_EQ(run["calibration"].get<std::string>().rfind("vllm-0.6 (fitted", 0), 0u) << run.dump();
     EXPECT_EQ(run["calibration_standing"].get<std::string>().rfind("extrapolated", 0), 0u)
         << run.dump();
+    EXPECT_EQ(run["calibration_kind"], "other hardware") << run.dump();
   }
   std::ifstream shipped(std::string(SERVESWEEP_SOURCE_DIR) + "/profiles/engines/default.yaml");
   std::string mine((std::istreambuf_iterator<char>(shipped)), std::istreambuf_iterator<char>());
@@ -193,7 +200,29 @@ TEST(Plan, EstimatesGpuHoursAndListsProblemsBeforeAnythingRuns) {
     EXPECT_EQ(run["calibration"], "mine (uncalibrated)") << run.dump();
   }
   ASSERT_EQ(RunServesweep(fmt::format("plan {}", matrix), &labelled), 0) << labelled;
-  EXPECT_NE(labelled.find("uncalibrated \u00b1"), std::string::npos) << labelled;
+  // The printed error is the cross-validated band of its kind (profiles/error_bands.yaml),
+  // never the fit's own: no uncalibrated case was held out, so it is unknown.
+  EXPECT_NE(labelled.find("uncalibrated: error unknown"), std::string::npos) << labelled;
+  // A user's own cross-validation (calibrate --cross-validate --bands-out) labels the runs.
+  const std::string bands = h.WriteFile("bands.yaml", R"(measured_by: test
+measured_at: 2026-12-02
+bands:
+  - {kind: uncalibrated, low_pct: -40, high_pct: 60, figures: 9, cases: 3}
+)");
+  ASSERT_EQ(RunServesweep(fmt::format("plan {} --error-bands {}", matrix, bands), &labelled), 0)
+      << labelled;
+  EXPECT_NE(labelled.find("uncalibrated -40%/+60%"), std::string::npos) << labelled;
+  ASSERT_EQ(RunServesweep(fmt::format("plan {} --json --error-bands {}", matrix, bands), &labelled),
+            0)
+      << labelled;
+  for (const auto& run : nlohmann::json::parse(labelled)["runs"]) {
+    EXPECT_EQ(run["calibration_band_low_pct"], -40) << run.dump();
+    EXPECT_EQ(run["calibration_band_high_pct"], 60) << run.dump();
+  }
+  const std::string broken = h.WriteFile("broken.yaml", "measured_by: test\nbands: []\n");
+  EXPECT_EQ(RunServesweep(fmt::format("plan {} --error-bands {}", matrix, broken), &labelled), 1);
+  EXPECT_NE(labelled.find("--error-bands: "), std::string::npos) << labelled;
+  EXPECT_NE(labelled.find("measured_at"), std::string::npos) << labelled;
 
   // Without `where`, tp=8 needs more GPUs than the cluster; Llama-70B in bf16 does not fit one
   // H100. Both are problems found before any GPU is spent, and plan fails.
@@ -320,7 +349,7 @@ axes:
     EXPECT_TRUE(c["refitted"].get<bool>());
   }
   EXPECT_EQ(json["figures"].size(), 6u);
-  ASSERT_EQ(json["bands"].size(), 6u);
+  ASSERT_EQ(json["bands"].size(), 7u);
   EXPECT_EQ(json["bands"][0]["kind"], "in range");
   size_t counted = 0;
   for (const auto& b : json["bands"]) {
