@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/percentile.h"
 #include "loadgen/load_generator.h"
 
 namespace {
@@ -33,14 +34,11 @@ using servesweep::loadgen::LoadSettings;
 using servesweep::loadgen::RequestRecord;
 using servesweep::loadgen::RunLoad;
 
-// Linear interpolation between closest ranks (numpy's default), on a sorted copy.
+// numpy's percentile (common/percentile.h), on a sorted copy.
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return NAN;
   std::sort(v.begin(), v.end());
-  const double rank = p / 100.0 * static_cast<double>(v.size() - 1);
-  const auto lo = static_cast<size_t>(std::floor(rank));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (rank - static_cast<double>(lo));
+  return servesweep::PercentileOfSorted(v, p);
 }
 
 void PrintDistribution(const char* name, const std::vector<double>& us) {

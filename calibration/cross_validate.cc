@@ -63,6 +63,48 @@ void CollectCase(const std::string& name, const CalibrationReport& report, bool 
   out->cases.push_back(row);
 }
 
+// Appends one profile's held-out cases and figures.
+Status CrossValidateProfile(const CalibrateRequest& request, CrossValidation* out) {
+  if (request.engine_profile.empty() || request.fit.empty()) {
+    return Status::InvalidArgument(
+        "calibrate --cross-validate: expected --engine-profile and --fit (the fit to repeat "
+        "without each case), found " +
+        std::string(request.engine_profile.empty() ? "no --engine-profile" : "no --fit"));
+  }
+  CalibrateRequest evaluate = request;
+  evaluate.fit.clear();
+  CalibrationReport base;
+  if (Status s = Calibrate(evaluate, &base); !s.ok()) return s;
+  Status selected = Status::Ok();
+  const std::vector<std::string> cases = FittedCases(request, base, &selected);
+  if (!selected.ok()) return selected.Prefixed("--fit-only");
+  if (cases.empty()) {
+    return Status::InvalidArgument(
+        fmt::format("calibrate --cross-validate: expected cases with points {} fits, found none",
+                    base.profile->name));
+  }
+  for (const std::string& name : cases) {
+    CalibrateRequest held = request;
+    held.holdout_cases.push_back(name);
+    const bool refit = cases.size() > 1;
+    if (!refit && base.profile->calibration.fitted) {
+      out->cases.push_back(
+          {name, base.profile->name, 0, kNaN, false,
+           fmt::format("no other case to fit {} on, and its coefficients were fitted (on this "
+                       "case, perhaps): a prediction would be in-sample",
+                       base.profile->name)});
+      continue;
+    }
+    if (!refit) held.fit.clear();
+    CalibrationReport report;
+    if (Status s = Calibrate(held, &report); !s.ok()) return s.Prefixed("holding out " + name);
+    out->fits += refit ? 1 : 0;
+    out->fit_seconds += report.fit_seconds;
+    CollectCase(name, report, refit, out);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 ErrorBand BandOf(const std::vector<double>& errors, const std::vector<std::string>& cases) {
@@ -76,7 +118,6 @@ ErrorBand BandOf(const std::vector<double>& errors, const std::vector<std::strin
   }
   band.figures = sorted.size();
   band.cases = distinct.size();
-  band.known = band.cases >= kMinBandCases;
   if (sorted.empty()) {
     band.low = band.high = band.median_abs = kNaN;
     return band;
@@ -110,7 +151,7 @@ void SummariseHeldOut(CrossValidation* out) {
         others_cases.push_back(cases[j]);
       }
       const ErrorBand band = BandOf(others_errors, others_cases);
-      if (!band.known) continue;
+      if (!band.known()) continue;
       ++out->judged_figures;
       inside += band.low <= errors[i] && errors[i] <= band.high ? 1 : 0;
       widths.push_back(band.high - band.low);
@@ -123,57 +164,6 @@ void SummariseHeldOut(CrossValidation* out) {
                       : kNaN;
   out->median_band_width = perfmodel::MedianAbs(widths);
 }
-
-namespace {
-
-// Appends one profile's held-out cases and figures.
-Status CrossValidateProfile(const CalibrateRequest& request, CrossValidation* out) {
-  if (request.engine_profile.empty() || request.fit.empty()) {
-    return Status::InvalidArgument(
-        "calibrate --cross-validate: expected --engine-profile and --fit (the fit to repeat "
-        "without each case), found " +
-        std::string(request.engine_profile.empty() ? "no --engine-profile" : "no --fit"));
-  }
-  CalibrateRequest evaluate = request;
-  evaluate.fit.clear();
-  CalibrationReport base;
-  if (Status s = Calibrate(evaluate, &base); !s.ok()) return s;
-  Status selected = Status::Ok();
-  const std::vector<std::string> cases = FittedCases(request, base, &selected);
-  if (!selected.ok()) return selected.Prefixed("--fit-only");
-  if (cases.empty()) {
-    return Status::InvalidArgument(
-        fmt::format("calibrate --cross-validate: expected cases with points {} fits, found none",
-                    base.profile->name));
-  }
-  for (const std::string& name : cases) {
-    CalibrateRequest held = request;
-    held.holdout_cases.push_back(name);
-    const bool refit = cases.size() > 1;
-    if (!refit && base.profile->calibration.fitted) {
-      HeldOutCase row;
-      row.name = name;
-      row.profile = base.profile->name;
-      row.median_abs_error = kNaN;
-      row.refitted = false;
-      row.not_cross_validated = fmt::format(
-          "no other case to fit {} on, and its coefficients were fitted (on this case, perhaps): "
-          "a prediction would be in-sample",
-          base.profile->name);
-      out->cases.push_back(row);
-      continue;
-    }
-    if (!refit) held.fit.clear();
-    CalibrationReport report;
-    if (Status s = Calibrate(held, &report); !s.ok()) return s.Prefixed("holding out " + name);
-    out->fits += refit ? 1 : 0;
-    out->fit_seconds += report.fit_seconds;
-    CollectCase(name, report, refit, out);
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 Status CrossValidate(const CalibrateRequest& request, CrossValidation* out) {
   return CrossValidate(std::vector<CalibrateRequest>{request}, out);

@@ -45,9 +45,9 @@ struct HeldOutFigure {
 
 struct ErrorBand {
   size_t figures = 0, cases = 0;
-  bool known = false;        // at least kMinBandCases cases
   double low = 0, high = 0;  // the 10th and 90th percentile errors; NaN when no figure
   double median_abs = 0;     // NaN when no figure
+  bool known() const { return cases >= kMinBandCases; }
 };
 
 struct HeldOutCase {

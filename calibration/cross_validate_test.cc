@@ -19,7 +19,7 @@ TEST(BandOf, KnownFromThreeCasesWithNumpysPercentiles) {
   const std::vector<double> errors = {-0.4, -0.2, -0.1, 0.0, 0.05, 0.1, 0.1, 0.2, 0.3, 0.9};
   const std::vector<std::string> cases = {"a", "a", "a", "b", "b", "b", "c", "c", "c", "c"};
   const ErrorBand band = BandOf(errors, cases);
-  EXPECT_TRUE(band.known);
+  EXPECT_TRUE(band.known());
   EXPECT_EQ(band.cases, 3u);
   EXPECT_EQ(band.figures, 10u);
   EXPECT_NEAR(band.low, -0.22, 1e-12);  // -0.4 + 0.9 x (-0.2 - -0.4)
@@ -27,7 +27,7 @@ TEST(BandOf, KnownFromThreeCasesWithNumpysPercentiles) {
   EXPECT_NEAR(band.median_abs, 0.15, 1e-12);
   // Two cases are too few to say, whatever their figures; NaN figures are not counted.
   const ErrorBand two = BandOf({-0.1, 0.1, NAN}, {"a", "b", "c"});
-  EXPECT_FALSE(two.known);
+  EXPECT_FALSE(two.known());
   EXPECT_EQ(two.cases, 2u);
   EXPECT_EQ(two.figures, 2u);
   EXPECT_TRUE(std::isnan(BandOf({}, {}).low));
@@ -58,9 +58,9 @@ TEST(SummariseHeldOut, CoverageIsJudgedWithoutTheCaseItself) {
   cv.figures.push_back(Figure("alone", 0.3, ExtrapolationKind::kOtherHardware));
   SummariseHeldOut(&cv);
   const ErrorBand& in_range = cv.bands[static_cast<int>(ExtrapolationKind::kInRange)];
-  EXPECT_TRUE(in_range.known);
+  EXPECT_TRUE(in_range.known());
   EXPECT_EQ(in_range.cases, 4u);
-  EXPECT_FALSE(cv.bands[static_cast<int>(ExtrapolationKind::kOtherHardware)].known);
+  EXPECT_FALSE(cv.bands[static_cast<int>(ExtrapolationKind::kOtherHardware)].known());
   // 8 in-range figures judged (the lone hardware figure's kind has no other case). a against
   // {b, c, far}: [-0.02, 1.55] holds 0.1, not -0.1; b and c lie inside the others' bands; far
   // against {a, b, c}: [-0.07, 0.07] holds neither of its figures.
@@ -176,8 +176,8 @@ TEST_F(CrossValidateTest, EachCaseIsPredictedByAFitThatNeverSawIt) {
     EXPECT_EQ(f.kind, want) << f.point_id << ": " << perfmodel::ExtrapolationKindName(f.kind)
                             << " (" << f.outside << ")";
   }
-  EXPECT_TRUE(cv.bands[static_cast<int>(ExtrapolationKind::kInRange)].known);
-  EXPECT_FALSE(cv.bands[static_cast<int>(ExtrapolationKind::kOtherModel)].known);
+  EXPECT_TRUE(cv.bands[static_cast<int>(ExtrapolationKind::kInRange)].known());
+  EXPECT_FALSE(cv.bands[static_cast<int>(ExtrapolationKind::kOtherModel)].known());
   EXPECT_EQ(cv.judged_figures, 10u);  // c1..c5, each against the four others
 }
 

@@ -132,7 +132,7 @@ nlohmann::json ReportJson(const calibration::CalibrationReport& report) {
 std::string BandText(const calibration::ErrorBand& b) {
   if (b.figures == 0) return "no figure";
   const std::string range = fmt::format("{} / {}", Pct(b.low), Pct(b.high));
-  if (b.known) return range;
+  if (b.known()) return range;
   return fmt::format("unknown ({} case{}; {} needed; seen {})", b.cases, b.cases == 1 ? "" : "s",
                      calibration::kMinBandCases, range);
 }
@@ -217,7 +217,7 @@ nlohmann::json CrossValidationJson(const calibration::CrossValidation& cv) {
         {{"kind", perfmodel::ExtrapolationKindName(static_cast<perfmodel::ExtrapolationKind>(k))},
          {"figures", b.figures},
          {"cases", b.cases},
-         {"known", b.known},
+         {"known", b.known()},
          {"low", Number(b.low)},
          {"high", Number(b.high)},
          {"median_abs_error", Number(b.median_abs)}});

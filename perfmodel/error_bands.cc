@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -22,8 +23,6 @@ std::vector<std::string> KindNames() {
   }
   return names;
 }
-
-std::string Pct(double v) { return fmt::format("{:+.0f}%", v); }
 
 }  // namespace
 
@@ -48,6 +47,7 @@ Status ParseErrorBands(std::string_view yaml, const std::string& origin, ErrorBa
     return reader.status();
   }
   const std::vector<std::string> kinds = KindNames();
+  std::vector<bool> listed(kinds.size(), false);
   for (const YAML::Node& node : list) {
     YamlMap b(reader, node, "a band");
     const std::string kind = reader.Choice(b.Required("kind"), "kind", kinds);
@@ -69,9 +69,13 @@ Status ParseErrorBands(std::string_view yaml, const std::string& origin, ErrorBa
     }
     b.Finish();
     if (!reader.ok()) return reader.status();
-    for (int k = 0; k < kExtrapolationKinds; ++k) {
-      if (kinds[k] == kind) parsed.bands[k] = band;
+    const auto k = static_cast<size_t>(std::find(kinds.begin(), kinds.end(), kind) - kinds.begin());
+    if (listed[k]) {
+      reader.Fail(node, fmt::format("expected each kind once, found '{}' again", kind));
+      return reader.status();
     }
+    listed[k] = true;
+    parsed.bands[k] = band;
   }
   *out = parsed;
   return Status::Ok();
@@ -115,15 +119,6 @@ const ErrorBands& ShippedErrorBands() {
     return parsed;
   }();
   return bands;
-}
-
-std::string DescribeBand(const KindBand& b) {
-  if (b.known()) {
-    return fmt::format("{} / {} (80% of {} held-out figures of {} cases)", Pct(b.low_pct),
-                       Pct(b.high_pct), b.figures, b.cases);
-  }
-  return fmt::format("unknown ({} case{} of this kind held out; {} needed)", b.cases,
-                     b.cases == 1 ? "" : "s", kMinBandCases);
 }
 
 }  // namespace servesweep::perfmodel

@@ -48,8 +48,4 @@ std::string ErrorBandsYaml(const ErrorBands& bands, const std::string& header_co
 // profiles/error_bands.yaml as embedded in this build; every band unknown if it is absent.
 const ErrorBands& ShippedErrorBands();
 
-// "-17% / +58% (80% of 24 held-out figures of 3 cases)", or "unknown (2 cases of this kind
-// held out; 3 needed)".
-std::string DescribeBand(const KindBand& band);
-
 }  // namespace servesweep::perfmodel

@@ -261,9 +261,20 @@ double UnfittedErrorPct() {
   return pct;
 }
 
-CalibrationLabel StandingOf(const Simulation& sim, const perfmodel::RunShape& shape) {
+// The run's standing, its kind of extrapolation and that kind's cross-validated band; the
+// standing is "calibrated" exactly when the kind is "in range".
+CalibrationLabel LabelOf(const Simulation& sim, const perfmodel::RunShape& shape,
+                         const VirtualRunOptions& options) {
   CalibrationLabel label;
   const perfmodel::Calibration& c = sim.engine.calibration;
+  label.kind = perfmodel::ClassifyRun(c, shape);
+  // A profile chosen for another version of the run's engine is at least that far.
+  if (!sim.engine_why.empty() && c.fitted &&
+      label.kind < perfmodel::ExtrapolationKind::kOtherVersion) {
+    label.kind = perfmodel::ExtrapolationKind::kOtherVersion;
+  }
+  label.band =
+      (options.error_bands ? *options.error_bands : perfmodel::ShippedErrorBands()).For(label.kind);
   if (!c.fitted) {
     label.calibration = fmt::format("{} (uncalibrated)", sim.engine.name);
     label.error_pct = c.typical_error_pct;
@@ -275,31 +286,17 @@ CalibrationLabel StandingOf(const Simulation& sim, const perfmodel::RunShape& sh
   label.calibration =
       fmt::format("{} (fitted {} on {} points)", sim.engine.name, c.fitted_at, c.points);
   label.error_pct = c.fit_error_pct;
-  std::string outside;
-  if (perfmodel::InCalibratedRange(c, shape, &outside) && sim.engine_why.empty()) {
+  if (label.kind == perfmodel::ExtrapolationKind::kInRange) {
     label.standing = "calibrated";
-  } else {
-    label.standing = fmt::format("extrapolated: {}{}{}", sim.engine_why,
-                                 sim.engine_why.empty() || outside.empty() ? "" : "; ", outside);
-    // Outside its fit a profile's own error says little (a 2% fit on one model can miss another
-    // by 2x): expect at least what the model misses by where it was not fitted.
-    label.error_pct = std::max(label.error_pct, UnfittedErrorPct());
+    return label;
   }
-  return label;
-}
-
-CalibrationLabel LabelOf(const Simulation& sim, const perfmodel::RunShape& shape,
-                         const VirtualRunOptions& options) {
-  CalibrationLabel label = StandingOf(sim, shape);
-  const perfmodel::Calibration& c = sim.engine.calibration;
-  label.kind = perfmodel::ClassifyRun(c, shape);
-  // A profile chosen for another version of the run's engine is at least that far.
-  if (!sim.engine_why.empty() && c.fitted &&
-      label.kind < perfmodel::ExtrapolationKind::kOtherVersion) {
-    label.kind = perfmodel::ExtrapolationKind::kOtherVersion;
-  }
-  label.band =
-      (options.error_bands ? *options.error_bands : perfmodel::ShippedErrorBands()).For(label.kind);
+  std::string outside;
+  perfmodel::InCalibratedRange(c, shape, &outside);
+  label.standing = fmt::format("extrapolated: {}{}{}", sim.engine_why,
+                               sim.engine_why.empty() || outside.empty() ? "" : "; ", outside);
+  // Outside its fit a profile's own error says little (a 2% fit on one model can miss another
+  // by 2x): expect at least what the model misses by where it was not fitted.
+  label.error_pct = std::max(label.error_pct, UnfittedErrorPct());
   return label;
 }
 
