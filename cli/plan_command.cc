@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/engine_checks.h"
 #include "engines/launch_plan.h"
+#include "matrix/load_ladder.h"
 #include "matrix/matrix_loader.h"
 #include "perfmodel/error_bands.h"
 #include "record/virtual_run.h"
@@ -51,6 +52,9 @@ struct Estimate {
   double cold_start_s = 0;
   double starting_gpu_hours = 0, warmup_gpu_hours = 0, measuring_gpu_hours = 0;
   record::CalibrationLabel label;  // the model's standing for this run
+  // The model's phase ended over-saturated (workload.early_stop): the ladder above it is skipped.
+  bool oversaturated = false;
+  std::string stop_evidence;
   std::vector<std::string> problems;
 };
 
@@ -90,10 +94,13 @@ Estimate EstimateRun(schema::RunSpec::Reader spec, const record::VirtualRunOptio
     e.problems.push_back(fmt::format("{} request(s) never fit in the KV cache", sim.rejected));
   }
   const auto w = spec.getWorkload();
-  const double warmup_share =
-      w.getNumRequests() > 0 ? double(w.getWarmupRequests()) / w.getNumRequests() : 0;
+  // The warm-up runs its length whatever the measured phase does (early stop): its share per
+  // measured request completed.
+  const double warmup_share = sim.completed > 0 ? double(w.getWarmupRequests()) / sim.completed : 0;
   e.known = true;
   e.label = sim.label;
+  e.oversaturated = sim.stopped == loadgen::StopReason::kOversaturated;
+  e.stop_evidence = sim.stop_evidence;
   e.duration_s = sim.cold_start_s + sim.duration_s * (1 + warmup_share);
   e.gpu_hours = spec.getGpusNeeded() * e.duration_s / 3600;
   e.cold_start_s = sim.cold_start_s;
@@ -153,12 +160,29 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const record::VirtualRunOptions& opt
   // Repeats of a configuration simulate identically (same seed): each is estimated once, at
   // repeat 0, which the matrix places `repeat` runs earlier.
   std::vector<Estimate> estimates;
+  // Levels the model finds over-saturated: the coordinator would skip the ladder above them.
+  matrix::SaturatedLevels saturated;
+  size_t skipped = 0;
   for (auto spec : runs) {
     const auto w = spec.getWorkload();
+    if (const std::string skip = saturated.SkipReason(spec); !skip.empty()) {
+      estimates.emplace_back();
+      ++skipped;
+      if (json) {
+        out["runs"].push_back({{"run_id", spec.getRunId().cStr()},
+                               {"label", spec.getLabel().cStr()},
+                               {"skipped", skip}});
+      } else {
+        fmt::print("{:<28} {:<8} {:>5}  {} (model)  {}\n", spec.getRunId().cStr(),
+                   spec.getEngine().cStr(), spec.getGpusNeeded(), skip, spec.getLabel().cStr());
+      }
+      continue;
+    }
     estimates.push_back(spec.getRepeat() > 0 && spec.getIndex() >= spec.getRepeat()
                             ? estimates[spec.getIndex() - spec.getRepeat()]
                             : EstimateRun(spec, options, loaded));
     Estimate& stored = estimates.back();
+    if (stored.oversaturated) saturated.Add(spec, stored.stop_evidence);
     // A flag table outside its checked versions is a problem until the engine's check proves
     // the run's command lines (--check-engines counts those it did not prove).
     if (!check && spec.getEngine() != "sim") {
@@ -242,6 +266,7 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const record::VirtualRunOptions& opt
     out["engine_starts"] = engine_starts;
     out["total_gpu_hours_per_run"] = per_run_hours;  // with a cold engine for every run
     out["estimated_runs"] = estimated;
+    out["skipped_runs"] = skipped;  // above a level the model finds over-saturated
     out["problems"] = problems;
     if (check) {
       out["engine_check"] = {
@@ -270,6 +295,12 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const record::VirtualRunOptions& opt
     } else {
       fmt::print("no GPU-hour estimates: name a hardware profile (sim.hardware or --hardware)\n");
     }
+    if (skipped > 0) {
+      fmt::print(
+          "{} run(s) skipped, no GPU-hours: a lower level of their load ladder is over-saturated "
+          "in the model (workload.early_stop; docs/matrix.md#early-stop)\n",
+          skipped);
+    }
   }
   return problems > 0 ? kExitError : kExitOk;
 }
@@ -297,10 +328,27 @@ int Simulate(matrix::LoadedMatrix& loaded, const PlanOptions& options,
   fmt::print("{:<36} {:>5} {:>9} {:>11} {:>10} {:>10} {:>9}  {}\n", "run", "GPUs", "req/s",
              "out tok/s", "TTFT p50", "TPOT p50", "sim ms", "model");
   size_t failed = 0;
+  // As the coordinator: the pending levels above an over-saturated one are recorded as skipped.
+  matrix::SaturatedLevels saturated;
   for (auto spec : matrix.getRuns()) {
     const auto started = std::chrono::steady_clock::now();
     capnp::MallocMessageBuilder message;
     auto result = message.initRoot<schema::RunResult>();
+    if (const std::string skip = saturated.SkipReason(spec); !skip.empty()) {
+      result.setRunId(spec.getRunId());
+      result.setAttempt(1);
+      result.setAgentId("virtual");
+      result.setSpec(spec);
+      result.setStatus(schema::RunStatus::SKIPPED);
+      result.setError(skip);
+      bool duplicate = false;
+      if (s = store->CommitResult(result.asReader(), false, &duplicate); !s.ok()) {
+        spdlog::error("{}", s.message());
+        return kExitError;
+      }
+      fmt::print("{:<36} {:>5}  {}\n", spec.getLabel().cStr(), spec.getGpusNeeded(), skip);
+      continue;
+    }
     record::ExecuteVirtualRun(spec, run_options, result);
     const double sim_ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
@@ -320,6 +368,9 @@ int Simulate(matrix::LoadedMatrix& loaded, const PlanOptions& options,
       continue;
     }
     const auto r = result.asReader().getRecord();
+    if (r.getStopped() == schema::StopReason::OVERSATURATED) {
+      saturated.Add(spec, r.getStopEvidence());
+    }
     fmt::print("{:<36} {:>5} {:>9.2f} {:>11.1f} {:>10.1f} {:>10.2f} {:>9.1f}  {}\n",
                spec.getLabel().cStr(), spec.getGpusNeeded(), r.getRequestThroughput(),
                r.getOutputThroughput(), r.getTtftMs().getMedian(), r.getTpotMs().getMedian(),

@@ -636,8 +636,7 @@ void Coordinator::SkipLevelsAbove(const RunSlot& saturated, const std::string& e
     result.setRunId(run.run_id);
     result.setAttempt(run.attempts);
     result.setStatus(schema::RunStatus::SKIPPED);
-    result.setError(fmt::format("skipped: {} ({}) of its load ladder was over-saturated: {}", level,
-                                saturated.run_id, evidence));
+    result.setError(matrix::SkippedBecause(saturated.level, saturated.run_id, evidence));
     capnp::FlatArrayMessageReader spec(run.spec_words);
     result.setSpec(spec.getRoot<schema::RunSpec>());
     const int64_t now_ms = UnixNowMs();

@@ -96,6 +96,7 @@ void EarlyStopJudge::End(const Ended& e) {
     if (watch_in_flight_ && e.t_s >= 0) in_flight_.Add(e.t_s, e.in_flight);
     if (e.success && e.due_to_first_token_s >= 0 && e.first_token_s >= 0) {
       delay_.Add(e.first_token_s, e.due_to_first_token_s);
+      latest_first_token_s_ = std::max(latest_first_token_s_, e.first_token_s);
     }
   }
   if (settings_.stable && e.success && e.ttft_s >= 0 && e.e2e_s > 0) {
@@ -181,7 +182,10 @@ bool EarlyStopJudge::JudgeStable() {
 bool EarlyStopJudge::JudgeOversaturated(double t_s) {
   next_saturation_check_s_ = t_s + 0.25;  // a fit is O(1), but nothing changes faster than that
   const double from_s = t_s - settings_.window_s;
-  delay_.DropBefore(from_s);
+  // A delay is learned when its request ends, its decode after the first token: the window of
+  // delays ends at the latest first token known, or requests that decode for longer than half the
+  // window (an over-saturated engine's slow decode) would never cover it.
+  delay_.DropBefore(std::min(t_s, latest_first_token_s_) - settings_.window_s);
   in_flight_.DropBefore(from_s);
   // Over-saturated, both signals estimate rho - 1 (arrivals over completions, minus one): the wait
   // grows by (lambda - mu) / mu seconds per second, and so do the requests in flight per

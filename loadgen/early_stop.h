@@ -105,6 +105,7 @@ class EarlyStopJudge {
   uint32_t next_stable_check_ = 0;  // the success count at which stability is judged next
   // Oversaturated: due -> first token against the first token's time; in flight against time.
   SlidingSlope delay_;
+  double latest_first_token_s_ = 0;  // of the delays in delay_
   SlidingSlope in_flight_;
   double next_saturation_check_s_ = 0;
 };

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "loadgen/early_stop.h"
 #include "loadgen/request_source.h"
@@ -50,5 +51,20 @@ class EarlyStopSource final : public RequestSource {
   mutable StopVerdict verdict_;
   uint32_t in_flight_ = 0;
 };
+
+// What the judge sees of a measured request that ended at end_ns (ns from t0).
+EarlyStopJudge::Ended EndedOf(const RequestRecord& record, uint32_t in_flight, int64_t end_ns,
+                              int64_t measured_from_ns);
+
+// The verdict a finished phase's records would have been given by an EarlyStopSource, judged
+// after the fact in the order the load loop sees them (at equal times an end before a send, as a
+// closed loop's slot frees before its next send; every send is judged before it goes, every end
+// after it arrives). Records: ns from t0, a duration mode's warm-up ones flagged (they count in
+// flight, are not judged). *stopped_at_ns: where the phase would have stopped (-1: it ran its
+// full length); a request sent at or after it would not have been sent. For the performance
+// model's runs (record/virtual_run.h), which simulate the whole phase and then cut it there.
+StopVerdict JudgeAfterTheFact(const std::vector<RequestRecord>& records,
+                              const workload::EarlyStopSettings& settings, bool watch_in_flight,
+                              int64_t measured_from_ns, int64_t* stopped_at_ns);
 
 }  // namespace servesweep::loadgen

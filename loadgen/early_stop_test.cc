@@ -10,6 +10,7 @@
 #include <cmath>
 #include <random>
 
+#include "loadgen/early_stop_source.h"
 #include "loadgen/load_generator.h"
 #include "testing/test_sse_server.h"
 
@@ -209,6 +210,115 @@ TEST(EarlyStopMaxDuration, EndsThePhaseAtTheCapAndTheVerdictStays) {
   EXPECT_EQ(v.reason, StopReason::kMaxDuration);
   EXPECT_DOUBLE_EQ(v.at_s, 30);
   EXPECT_DOUBLE_EQ(judge.Judge(45).at_s, 30);  // once given, it stays
+}
+
+// An open loop whose prefill is one server (arrivals every 80 ms, 100 ms each: rho 1.25) and
+// whose requests then decode for `decode_s` in parallel: each request's delay is learned only
+// when it ends, decode_s after its first token. The verdict and the records, as the load loop
+// would have kept them (ns from t0).
+StopVerdict PrefillQueueWithLongDecodes(double decode_s, std::vector<RequestRecord>* records) {
+  constexpr double kGapS = 0.08, kPrefillS = 0.1;
+  EarlyStopJudge judge(Oversaturation(), /*watch_in_flight=*/true);
+  auto ns = [](double s) { return static_cast<int64_t>(std::llround(s * 1e9)); };
+  struct Event {
+    double t_s;
+    bool send;
+    size_t i;
+  };
+  std::vector<Event> events;
+  double free_at = 0;
+  for (size_t i = 0; i * kGapS < 200; ++i) {
+    RequestRecord r;
+    r.index = static_cast<uint32_t>(i);
+    r.success = true;
+    r.output_tokens = 100;
+    const double due = i * kGapS, first = std::max(due, free_at) + kPrefillS;
+    free_at = first;
+    r.scheduled_ns = r.start_ns = r.sent_ns = ns(due);
+    r.first_token_ns = ns(first);
+    r.end_ns = r.done_ns = ns(first + decode_s);
+    records->push_back(r);
+    events.push_back({due, true, i});
+    events.push_back({first + decode_s, false, i});
+  }
+  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return a.t_s != b.t_s ? a.t_s < b.t_s : (!a.send && b.send);
+  });
+  // As EarlyStopSource judges: before each send, after each end, on the loop's ns clock.
+  uint32_t in_flight = 0;
+  for (const Event& e : events) {
+    const int64_t t_ns = ns(e.t_s);
+    if (!e.send) judge.End(EndedOf((*records)[e.i], --in_flight, t_ns, 0));
+    const StopVerdict& v = judge.Judge(t_ns / 1e9);
+    if (v.reason != StopReason::kNone) return v;
+    if (e.send) judge.Sent(t_ns / 1e9, ++in_flight);
+  }
+  return StopVerdict{};
+}
+
+// A delay is learned at its request's end: requests that decode for longer than half the
+// window (30 s) were never judged, however fast their queue grew (found by plan --simulate on
+// an 8B model at 200 requests/s: 23 s decodes, 100 s queues, never called over-saturated).
+TEST(EarlyStopOversaturated, RequestsThatDecodeLongerThanTheWindowAreStillJudged) {
+  for (double decode_s : {0.5, 20.0, 40.0}) {
+    std::vector<RequestRecord> records;
+    const StopVerdict v = PrefillQueueWithLongDecodes(decode_s, &records);
+    EXPECT_EQ(v.reason, StopReason::kOversaturated) << decode_s << " s: " << v.evidence;
+    // From min_s (10) on, once half a window of first tokens is known.
+    EXPECT_LT(v.at_s, 10 + decode_s + 30) << decode_s;
+  }
+}
+
+// The judge after the fact sees what the loop saw: the same verdict at the same time, and where
+// the phase would have stopped.
+TEST(EarlyStopAfterTheFact, GivesTheLoopsVerdictAndWhereItStopped) {
+  std::vector<RequestRecord> records;
+  const StopVerdict live = PrefillQueueWithLongDecodes(20, &records);
+  int64_t stopped_at_ns = 0;
+  const StopVerdict replayed =
+      JudgeAfterTheFact(records, Oversaturation(), true, 0, &stopped_at_ns);
+  EXPECT_EQ(replayed.reason, StopReason::kOversaturated);
+  EXPECT_DOUBLE_EQ(replayed.at_s, live.at_s);
+  EXPECT_EQ(replayed.evidence, live.evidence);
+  EXPECT_EQ(stopped_at_ns, std::llround(live.at_s * 1e9));
+  // A phase that never stops: -1, no verdict.
+  workload::EarlyStopSettings cap;
+  cap.max_duration_s = 1000;
+  const StopVerdict none = JudgeAfterTheFact(records, cap, true, 0, &stopped_at_ns);
+  EXPECT_EQ(none.reason, StopReason::kNone);
+  EXPECT_EQ(stopped_at_ns, -1);
+  // The time cap holds at its own time, between two events; measured from the given start.
+  cap.max_duration_s = 7.01;
+  const StopVerdict capped = JudgeAfterTheFact(records, cap, true, 2'000'000'000, &stopped_at_ns);
+  EXPECT_EQ(capped.reason, StopReason::kMaxDuration);
+  EXPECT_EQ(stopped_at_ns, 9'010'000'000);
+  EXPECT_DOUBLE_EQ(capped.at_s, 7.01);
+}
+
+// A closed loop of 4 slots: at the stable verdict, the slot that just freed does not send again
+// (an end before a send at equal times), so 3 requests are in flight when it stops.
+TEST(EarlyStopAfterTheFact, AClosedLoopStopsAtItsVerdictWithTheSlotThatFreedUnsent) {
+  std::vector<RequestRecord> records;
+  for (uint32_t i = 0; i < 400; ++i) {
+    const int64_t slot_start = int64_t{i / 4} * 100'000'000 + int64_t{i % 4} * 25'000'000;
+    RequestRecord r;
+    r.index = i;
+    r.success = true;
+    r.output_tokens = 10;
+    r.scheduled_ns = r.start_ns = r.sent_ns = slot_start;
+    r.first_token_ns = slot_start + 20'000'000;
+    r.end_ns = r.done_ns = slot_start + 100'000'000;
+    records.push_back(r);
+  }
+  workload::EarlyStopSettings s = Stable(5, 60);
+  int64_t stopped_at_ns = 0;
+  const StopVerdict v = JudgeAfterTheFact(records, s, false, 0, &stopped_at_ns);
+  ASSERT_EQ(v.reason, StopReason::kStable) << v.evidence;
+  // Three windows of 20 need the completion before them (61); judged from 60, then every 5.
+  EXPECT_EQ(v.completed, 65u);
+  size_t sent = 0;
+  for (const auto& r : records) sent += r.start_ns < stopped_at_ns;
+  EXPECT_EQ(sent, 68u);
 }
 
 // Eight-token prompts and answers against `server`.

@@ -54,4 +54,25 @@ std::string DescribeLoadLevel(const LoadLevel& level) {
   return out.empty() ? "no load level" : out;
 }
 
+std::string SkippedBecause(const LoadLevel& saturated, const std::string& saturated_run_id,
+                           const std::string& evidence) {
+  return fmt::format("skipped: {} ({}) of its load ladder was over-saturated: {}",
+                     DescribeLoadLevel(saturated), saturated_run_id, evidence);
+}
+
+void SaturatedLevels::Add(schema::RunSpec::Reader spec, const std::string& evidence) {
+  by_ladder_[LoadLadderOf(spec)].push_back(
+      {LoadLevelOf(spec), std::string(spec.getRunId()), evidence});
+}
+
+std::string SaturatedLevels::SkipReason(schema::RunSpec::Reader spec) const {
+  const auto of = by_ladder_.find(LoadLadderOf(spec));
+  if (of == by_ladder_.end()) return "";
+  const LoadLevel level = LoadLevelOf(spec);
+  for (const Saturated& s : of->second) {
+    if (IsAbove(level, s.level)) return SkippedBecause(s.level, s.run_id, s.evidence);
+  }
+  return "";
+}
+
 }  // namespace servesweep::matrix

@@ -8,7 +8,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "schema/run_spec.capnp.h"
 
@@ -31,5 +33,26 @@ bool IsAbove(const LoadLevel& a, const LoadLevel& b);
 
 // "concurrency 32", "request_rate 8/s", "request_rate 8/s max_in_flight 64".
 std::string DescribeLoadLevel(const LoadLevel& level);
+
+// A skipped run's error: which level of its ladder (run `saturated_run_id`) was over-saturated,
+// and the evidence.
+std::string SkippedBecause(const LoadLevel& saturated, const std::string& saturated_run_id,
+                           const std::string& evidence);
+
+// The levels found over-saturated so far, per ladder, for a caller that runs a matrix in order
+// (plan --simulate): which later runs to skip, as the coordinator does.
+class SaturatedLevels {
+ public:
+  void Add(schema::RunSpec::Reader spec, const std::string& evidence);
+  // SkippedBecause for `spec` when a level of its ladder below it was over-saturated; else "".
+  std::string SkipReason(schema::RunSpec::Reader spec) const;
+
+ private:
+  struct Saturated {
+    LoadLevel level;
+    std::string run_id, evidence;
+  };
+  std::map<std::string, std::vector<Saturated>> by_ladder_;
+};
 
 }  // namespace servesweep::matrix

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "loadgen/arrival_schedule.h"
 #include "loadgen/bench_metrics.h"
+#include "loadgen/early_stop_source.h"
 #include "loadgen/request_source.h"
 #include "perfmodel/calibration.h"
 #include "perfmodel/run_deployment.h"
@@ -127,7 +128,7 @@ loadgen::LoadResult LoadResultOf(const perfmodel::SimulationResult& sim,
   load.duration_s = last_done_ns >= load.window_start_ns
                         ? static_cast<double>(last_done_ns - load.window_start_ns) / 1e9
                         : 0;
-  if (plan.size() == load.requests.size()) {
+  if (plan.size() > 0) {  // count mode: each request's index is its place in the plan
     std::vector<size_t> by_arrival(load.requests.size());
     for (size_t i = 0; i < by_arrival.size(); ++i) by_arrival[i] = i;
     std::stable_sort(by_arrival.begin(), by_arrival.end(), [&](size_t a, size_t b) {
@@ -135,8 +136,9 @@ loadgen::LoadResult LoadResultOf(const perfmodel::SimulationResult& sim,
     });
     std::unordered_set<uint64_t> sent;
     for (size_t i : by_arrival) {
-      if (plan[i].getPrefixBlocks().size() == 0) continue;
-      load.requests[i].prefix_seen = sent.insert(plan[i].getPrefixBlocks()[0]).second ? 0 : 1;
+      const uint32_t at = load.requests[i].index;
+      if (at >= plan.size() || plan[at].getPrefixBlocks().size() == 0) continue;
+      load.requests[i].prefix_seen = sent.insert(plan[at].getPrefixBlocks()[0]).second ? 0 : 1;
     }
   }
   return load;
@@ -223,14 +225,45 @@ Status Simulate(schema::RunSpec::Reader spec, const VirtualRunOptions& options, 
     return s;
   }
   out->cold_start_ms = static_cast<double>(cost.ColdStartNs()) / 1e6;
-  if (Status s = perfmodel::SimulateWorkload(out->hardware, out->model, out->deployment,
-                                             WorkloadFor(spec, out->settings.load), &out->result);
+  perfmodel::Workload workload = WorkloadFor(spec, out->settings.load);
+  if (Status s = perfmodel::SimulateWorkload(out->hardware, out->model, out->deployment, workload,
+                                             &out->result);
       !s.ok()) {
     return s;
   }
   const auto warmup_ns = static_cast<int64_t>(std::llround(w.getWarmupS() * 1e9));
   const auto window_ns = static_cast<int64_t>(std::llround(w.getDurationS() * 1e9));
   out->load = LoadResultOf(out->result, w.getPlan(), warmup_ns, window_ns);
+  const workload::EarlyStopSettings& early_stop = out->settings.load.early_stop;
+  if (!early_stop.enabled()) return Status::Ok();
+  // The phase as the load generator's EarlyStopSource would have cut it: judged on the whole
+  // simulation, then simulated again with only the requests sent before the stop (the model is
+  // causal, so the verdict holds for the shorter run; its drain has no later arrivals).
+  const bool watch_in_flight = workload::IsOpenLoop(out->settings.load) && w.getMaxInFlight() == 0;
+  int64_t stopped_at_ns = -1;
+  const loadgen::StopVerdict verdict =
+      loadgen::JudgeAfterTheFact(out->load.requests, early_stop, watch_in_flight,
+                                 window_ns > 0 ? warmup_ns : 0, &stopped_at_ns);
+  if (stopped_at_ns < 0) return Status::Ok();
+  std::unordered_set<uint64_t> sent;
+  for (const auto& r : out->result.requests) {
+    if (r.arrival_ns < stopped_at_ns) sent.insert(r.id);
+  }
+  std::erase_if(workload.requests,
+                [&](const perfmodel::RequestSpec& r) { return !sent.contains(r.id); });
+  if (workload.repeat_until_ns > 0) {
+    workload.repeat_until_ns = std::min(workload.repeat_until_ns, stopped_at_ns);
+  }
+  if (Status s = perfmodel::SimulateWorkload(out->hardware, out->model, out->deployment, workload,
+                                             &out->result);
+      !s.ok()) {
+    return s;
+  }
+  out->load = LoadResultOf(out->result, w.getPlan(), warmup_ns, window_ns);
+  if (window_ns > 0) out->load.window_end_ns = std::min(out->load.window_end_ns, stopped_at_ns);
+  out->load.stopped = verdict.reason;
+  out->load.stop_evidence = verdict.evidence;
+  out->load.stopped_at_s = verdict.at_s;
   return Status::Ok();
 }
 
@@ -333,6 +366,8 @@ Status SimulateRun(schema::RunSpec::Reader spec, const VirtualRunOptions& option
   out->duration_s = sim.load.duration_s;
   out->completed = static_cast<uint32_t>(sim.result.final_snapshot.finished);
   out->rejected = static_cast<uint32_t>(sim.result.final_snapshot.rejected);
+  out->stopped = sim.load.stopped;
+  out->stop_evidence = sim.load.stop_evidence;
   out->label = LabelOf(sim, ShapeOf(sim, loadgen::Summarize(sim.load)), options);
   return Status::Ok();
 }

@@ -10,9 +10,11 @@
 //
 // What a virtual run does not model: warm-up requests of count mode (the model has no JIT or
 // cache state to warm; they are skipped), prompt text (lengths only), the drain timeout, and
-// client overheads. Multi-turn sessions are refused (turns wait on answers' text); duration mode
-// runs its timed window (closed loop until the window ends, or the open-loop schedule up to it);
-// constant gaps and ramps use the load generator's own schedule.
+// client overheads. `workload.early_stop` is judged as the load generator judges it, on the
+// simulated requests (loadgen::JudgeAfterTheFact), and the phase is cut where it would stop.
+// Multi-turn sessions are refused (turns wait on answers' text); duration mode runs its timed
+// window (closed loop until the window ends, or the open-loop schedule up to it); constant gaps and
+// ramps use the load generator's own schedule.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "loadgen/early_stop.h"
 #include "perfmodel/calibration.h"
 #include "perfmodel/engine_profile.h"
 #include "perfmodel/error_bands.h"
@@ -64,6 +67,10 @@ struct SimulatedRun {
   double duration_s = 0;    // measured phase: first request sent -> last one done
   uint32_t completed = 0;
   uint32_t rejected = 0;  // never fit in the KV cache
+  // workload.early_stop as the load generator would have judged the simulated phase (kNone: its
+  // full length); duration_s and completed are the stopped phase's.
+  loadgen::StopReason stopped = loadgen::StopReason::kNone;
+  std::string stop_evidence;
 };
 
 // Runs `spec`'s workload through the model (no record); fails on unknown profiles or a layout

@@ -164,5 +164,56 @@ workload: {input_len: 200, output_len: 50, num_requests: 20, concurrency: 4}
   EXPECT_GT(x.getCalibrationErrorPct(), vllm06.calibration.fit_error_pct);
 }
 
+// workload.early_stop in virtual time: a steady closed loop stops once stable, short of its
+// num_requests; an open loop far above the engine's rate stops over-saturated with the evidence;
+// each record says so, and a phase without early stop runs its full length.
+TEST(VirtualRun, EarlyStopCutsThePhaseWhereTheLoadGeneratorWouldStop) {
+  const std::string head = R"(name: e
+engine: vllm
+model: meta-llama/Llama-3.1-8B-Instruct
+sim: {hardware: h100}
+)";
+  capnp::MallocMessageBuilder stable;
+  RunFirst(head + R"(workload:
+  input_len: 200
+  output_len: 50
+  num_requests: 5000
+  concurrency: 8
+  early_stop: {stable: {min_requests: 200, window_requests: 50}}
+)",
+           &stable);
+  const auto stable_record = stable.getRoot<schema::RunResult>().getRecord().asReader();
+  EXPECT_EQ(stable_record.getStopped(), schema::StopReason::STABLE)
+      << stable_record.getStopEvidence().cStr();
+  EXPECT_GE(stable_record.getCompleted(), 200u);
+  EXPECT_LE(stable_record.getCompleted(), 240u);  // within 20% of the minimum count
+  EXPECT_GT(stable_record.getStoppedAtS(), 0);
+  EXPECT_EQ(stable.getRoot<schema::RunResult>().getRequests().size(), stable_record.getCompleted());
+
+  capnp::MallocMessageBuilder flooded;
+  RunFirst(head + R"(workload:
+  input_len: 512
+  output_len: 128
+  num_requests: 12000
+  request_rate: 200
+  early_stop: {oversaturated: {min_s: 10, window_s: 20}}
+)",
+           &flooded);
+  const auto flooded_record = flooded.getRoot<schema::RunResult>().getRecord().asReader();
+  EXPECT_EQ(flooded_record.getStopped(), schema::StopReason::OVERSATURATED);
+  EXPECT_NE(std::string(flooded_record.getStopEvidence()).find("due -> first token grew"),
+            std::string::npos)
+      << flooded_record.getStopEvidence().cStr();
+  EXPECT_LT(flooded_record.getStoppedAtS(), 40);
+  EXPECT_LT(flooded_record.getCompleted(), 12000u);
+
+  capnp::MallocMessageBuilder full;
+  RunFirst(head + "workload: {input_len: 200, output_len: 50, num_requests: 300, concurrency: 8}\n",
+           &full);
+  const auto full_record = full.getRoot<schema::RunResult>().getRecord().asReader();
+  EXPECT_EQ(full_record.getStopped(), schema::StopReason::NONE);
+  EXPECT_EQ(full_record.getCompleted(), 300u);
+}
+
 }  // namespace
 }  // namespace servesweep::record

@@ -82,6 +82,59 @@ TEST(PlanSimulate, TopologySweepGoesThroughTheModelIntoTheResultsDatabase) {
   EXPECT_NE(output.find("expected a new output folder"), std::string::npos) << output;
 }
 
+// workload.early_stop in the model: a request-rate ladder whose middle level floods the engine
+// stops there, over-saturated with its evidence, and the level above is skipped (no GPU-hours
+// in the estimate, a skipped run in the database), as the coordinator would.
+TEST(PlanSimulate, AnOversaturatedLevelStopsEarlyAndTheLadderAboveIsSkipped) {
+  Harness h("plan-simulate-early-stop");
+  const std::string matrix = h.WriteFile("ladder.yaml", R"(name: ladder
+engine: vllm
+engine_version: "0.33.0"
+model: meta-llama/Llama-3.1-8B-Instruct
+sim: {hardware: h200}
+workload:
+  input_len: 512
+  output_len: 128
+  early_stop: {oversaturated: {min_s: 10, window_s: 20}}
+zip:
+  - request_rate: [5, 200, 400]
+    num_requests: [400, 12000, 12000]
+)");
+  const std::string out = h.Path("out");
+  std::string output;
+  ASSERT_EQ(RunServesweep(fmt::format("plan {} --simulate --out {}", matrix, out), &output), 0)
+      << output;
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status = 'done'"), 2) << output;
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM runs WHERE status = 'skipped'"), 1) << output;
+  EXPECT_EQ(h.QueryInt(out, "SELECT completed FROM results WHERE request_rate_per_s = 5"), 400);
+  const auto flooded = h.Query(out,
+                               "SELECT stopped, stop_evidence, stopped_at_s, completed FROM "
+                               "results WHERE request_rate_per_s = 200");
+  ASSERT_EQ(flooded.rows.size(), 1u);
+  EXPECT_EQ(flooded.rows[0][0], "oversaturated");
+  EXPECT_NE(flooded.rows[0][1].find("due -> first token grew"), std::string::npos);
+  EXPECT_LT(std::stod(flooded.rows[0][2]), 40);
+  EXPECT_LT(std::stoi(flooded.rows[0][3]), 12000);
+  const auto skipped = h.Query(out,
+                               "SELECT result_error FROM results WHERE result_status = "
+                               "'skipped'");
+  ASSERT_EQ(skipped.rows.size(), 1u);
+  EXPECT_NE(skipped.rows[0][0].find("request_rate 200/s"), std::string::npos) << skipped.rows[0][0];
+  EXPECT_NE(skipped.rows[0][0].find("over-saturated"), std::string::npos) << skipped.rows[0][0];
+
+  // The estimate skips it too, and says so.
+  ASSERT_EQ(RunServesweep(fmt::format("plan {}", matrix), &output), 0) << output;
+  EXPECT_NE(output.find(" GPU-hours for 2 of 3 runs"), std::string::npos) << output;
+  EXPECT_NE(output.find("1 run(s) skipped, no GPU-hours"), std::string::npos) << output;
+  ASSERT_EQ(RunServesweep(fmt::format("plan {} --json", matrix), &output), 0) << output;
+  const auto plan = nlohmann::json::parse(output);
+  EXPECT_EQ(plan["skipped_runs"], 1);
+  EXPECT_EQ(plan["estimated_runs"], 2);
+  ASSERT_EQ(plan["runs"].size(), 3u);
+  EXPECT_NE(plan["runs"][2]["skipped"].get<std::string>().find("over-saturated"),
+            std::string::npos);
+}
+
 TEST(PlanSimulate, UnknownProfilesAreNamedBeforeOrWhileSimulating) {
   Harness h("plan-simulate-errors");
   std::string text = kTopology;
