@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <map>
@@ -13,6 +14,7 @@
 #include <optional>
 
 #include "agent/engine_processes.h"
+#include "agent/gpu_energy.h"
 #include "agent/gpu_telemetry.h"
 #include "common/clock.h"
 #include "common/net.h"
@@ -294,6 +296,7 @@ class HeadRun {
   GpuTelemetrySampler gpu_sampler_;
   bool gpu_sampled_ = false;
   std::vector<scraper::ScrapedSample> gpu_samples_;
+  record::EnergyInputs energy_;  // the counters around the measured phase, its GPUs and window
   std::optional<record::QualityScore> quality_;
   bool engine_died_ = false;
 };
@@ -649,7 +652,15 @@ Status HeadRun::Measure() {
   x_.completed_.store(0);
   x_.total_.store(run_settings_.load.num_requests);
   x_.SetPhase("measuring");
+  // The energy counters just before and just after the phase (record/run_energy.h).
+  if (local_engine_) {
+    const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+    RunGpusOnNode(LaunchContextFor(assign_), visible != nullptr ? visible : "", &energy_);
+    energy_.before = ReadEnergyCounters(log_prefix_ + ".energy-before.csv");
+    energy_.power_interval_ms = kGpuTelemetryIntervalMs;
+  }
   const int64_t measured_origin_ns = SteadyNowNs();
+  energy_.phase_start_ns = measured_origin_ns;
   if (!metrics_url_.empty()) {
     scraper_.Start(metrics_url_, launch_.metrics_persona, measured_origin_ns);
   }
@@ -659,6 +670,8 @@ Status HeadRun::Measure() {
   const Status status =
       loadgen::RunLoad(run_settings_.load, &load_,
                        [this](const loadgen::Progress& p) { x_.completed_.store(p.completed); });
+  energy_.phase_end_ns = SteadyNowNs();
+  if (local_engine_) energy_.after = ReadEnergyCounters(log_prefix_ + ".energy-after.csv");
   scraper_.Stop();
   if (!metrics_url_.empty() &&
       !scraper::ScrapeSignals(metrics_url_, launch_.metrics_persona, &counters_after_).ok()) {
@@ -725,6 +738,10 @@ Status HeadRun::Record() {
           ? fmt::format("nvidia-smi did not start on agent {}", x_.context_.agent_id)
           : node_.why_no_gpu_facts,
       result_.getRecord());
+  energy_.power_samples = gpu_samples_;
+  record::FillEnergy(local_engine_ ? record::MeasureRunEnergy(energy_)
+                                   : record::NoEnergy("no engine started on the agent"),
+                     result_.getRecord());
   samples.insert(samples.end(), gpu_samples_.begin(), gpu_samples_.end());
   if (quality_) record::FillQuality(*quality_, result_.getRecord());
 

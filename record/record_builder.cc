@@ -109,6 +109,7 @@ void FillConditions(schema::RunSpec::Reader spec, const NodeFacts& node,
                             : node.nccl_version);
   record.setGpuTopology(or_why(node.gpu_topology));
   FillGpuTelemetry({}, "the run did not reach its measured phase", record);
+  FillEnergy(NoEnergy("the run did not reach its measured phase"), record);
   // Quality: NaN until the tasks are scored (FillQuality); no task set says so.
   const auto quality = spec.getQuality();
   record.setQualityTaskSet(quality.getTaskSet().size() > 0
@@ -132,6 +133,34 @@ void FillGpuTelemetry(const std::vector<scraper::ScrapedSample>& samples,
     record.setGpuTelemetry(fmt::format("nvidia-smi: {} GPU(s), {} sample(s) each", summary.gpus,
                                        summary.rows / summary.gpus));
   }
+}
+
+RunEnergy NoEnergy(const std::string& why) {
+  RunEnergy energy;
+  energy.energy_j = energy.prefill_j = energy.decode_j = std::numeric_limits<double>::quiet_NaN();
+  energy.source = "n/a: " + why;
+  energy.invalid_reason = why;
+  return energy;
+}
+
+void FillEnergy(const RunEnergy& energy, schema::BenchmarkRecord::Builder record) {
+  auto per = [](double joules, double count) {
+    return count > 0 ? joules / count : std::numeric_limits<double>::quiet_NaN();
+  };
+  const double input_tok = record.getTotalInputTokens();
+  const double output_tok = record.getTotalOutputTokens();
+  record.setEnergySource(energy.source);
+  record.setEnergyValid(energy.valid);
+  record.setEnergyInvalidReason(energy.invalid_reason);
+  record.setEnergyJ(energy.energy_j);
+  record.setEnergyWindowS(energy.window_s);
+  record.setEnergyPerRequestJ(per(energy.energy_j, record.getCompleted()));
+  record.setEnergyPerOutputTokJ(per(energy.energy_j, output_tok));
+  record.setEnergyPerTotalTokJ(per(energy.energy_j, input_tok + output_tok));
+  record.setEnergyPrefillJ(energy.prefill_j);
+  record.setEnergyDecodeJ(energy.decode_j);
+  record.setEnergyPrefillPerInputTokJ(per(energy.prefill_j, input_tok));
+  record.setEnergyDecodePerOutputTokJ(per(energy.decode_j, output_tok));
 }
 
 QualityScore ScoreQuality(schema::RunSpec::Reader spec,

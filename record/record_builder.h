@@ -10,6 +10,7 @@
 
 #include "loadgen/answer_client.h"
 #include "loadgen/bench_metrics.h"
+#include "record/run_energy.h"
 #include "record/run_validity.h"
 #include "schema/result.capnp.h"
 #include "schema/run_spec.capnp.h"
@@ -46,6 +47,12 @@ void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summ
 // "n/a: <why_none>" without any.
 void FillGpuTelemetry(const std::vector<scraper::ScrapedSample>& samples,
                       const std::string& why_none, schema::BenchmarkRecord::Builder record);
+// The run's energy (record/run_energy.h) and its figures per completed request, per output and
+// per total token; after FillFigures (which sets the counts). Per token figures are NaN where
+// energy_j is (unknown) or nothing was counted.
+void FillEnergy(const RunEnergy& energy, schema::BenchmarkRecord::Builder record);
+// An energy that was not measured, and why ("simulated run").
+RunEnergy NoEnergy(const std::string& why);
 // The quality gate: the spec's tasks scored against the answers (exact match after
 // normalisation, workload/task_set.h). A failed request counts as a wrong answer.
 struct QualityScore {

@@ -400,6 +400,7 @@ void ExecuteVirtualRun(schema::RunSpec::Reader spec, const VirtualRunOptions& op
   auto record = result.initRecord();
   FillConditions(spec, node, sim.settings.load, record);
   FillGpuTelemetry({}, "simulated run", record);
+  FillEnergy(NoEnergy("simulated run"), record);
   const loadgen::BenchSummary summary = loadgen::Summarize(sim.load, sim.settings.slo);
   const std::vector<scraper::ScrapedSample> samples = SamplesOf(sim.result);
   FillFigures(spec, summary, samples, sim.cold_start_ms, record);

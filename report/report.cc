@@ -172,6 +172,32 @@ std::string EarlyStopsMarkdown(const results::Table& summary) {
   return md;
 }
 
+// Joules per token beside tokens per GPU, for the runs whose GPUs' energy was read
+// (docs/results.md#energy); an invalid figure is shown with why.
+std::string EnergyMarkdown(const results::Table& summary) {
+  std::string rows;
+  auto real = [](const Row& row, const std::string& column) {
+    return row.Null(column) ? std::string("n/a") : fmt::format("{:.4g}", row.Real(column));
+  };
+  for (size_t r = 0; r < summary.rows.size(); ++r) {
+    const Row row(summary, r);
+    if (row.Null("energy_source") || row.Text("energy_source").rfind("n/a", 0) == 0) continue;
+    rows += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", row.Text("label"),
+                        row.Number("output_throughput_per_gpu", 1),
+                        real(row, "energy_per_output_tok_j"), real(row, "energy_per_total_tok_j"),
+                        real(row, "energy_per_request_j"), real(row, "energy_j"),
+                        row.Text("energy_valid") == "1"
+                            ? std::string("valid")
+                            : "**invalid**: " + row.Text("energy_invalid_reason"));
+  }
+  if (rows.empty()) return "";
+  return "\n## Energy\n\nThe run's GPUs over its measured phase, from their energy counters "
+         "(or power samples where a GPU has none): docs/results.md#energy.\n\n"
+         "| run | out tok/s/GPU | J/out tok | J/tok (in+out) | J/request | J | energy |\n"
+         "|---|---|---|---|---|---|---|\n" +
+         rows;
+}
+
 // Why each run is not plainly valid, and why its requests failed (docs/metrics.md).
 std::string CertificatesMarkdown(const results::Table& summary) {
   std::string lines, reasons;
@@ -394,6 +420,7 @@ std::string ReportMarkdown(results::ResultsStore& store, const results::Table& s
   if (!failures.empty()) md += "\n## Runs not done\n\n" + failures;
   md += CertificatesMarkdown(summary);
   md += EarlyStopsMarkdown(summary);
+  md += EnergyMarkdown(summary);
   results::SweepGpuSpan span;
   if (Status s = results::LoadSweepGpuSpan(store, &span); !s.ok()) span = {};
   md += GpuTimeMarkdown(summary, span);

@@ -244,6 +244,23 @@ std::vector<RecordColumn> Build() {
   Real(c, "gpu_power_mean_w", [](Record r) { return r.getGpuPowerMeanW(); });
   Real(c, "gpu_sm_clock_mean_mhz", [](Record r) { return r.getGpuSmClockMeanMhz(); });
 
+  // Energy over the measured phase (record/run_energy.h): counters, or power samples.
+  Text(c, "energy_source", [](Record r) { return std::string(r.getEnergySource()); });
+  Int(c, "energy_valid", [](Record r) { return int64_t{r.getEnergyValid() ? 1 : 0}; });
+  Text(c, "energy_invalid_reason",
+       [](Record r) { return std::string(r.getEnergyInvalidReason()); });
+  Real(c, "energy_j", [](Record r) { return r.getEnergyJ(); });
+  Real(c, "energy_window_s", [](Record r) { return r.getEnergyWindowS(); });
+  Real(c, "energy_per_request_j", [](Record r) { return r.getEnergyPerRequestJ(); });
+  Real(c, "energy_per_output_tok_j", [](Record r) { return r.getEnergyPerOutputTokJ(); });
+  Real(c, "energy_per_total_tok_j", [](Record r) { return r.getEnergyPerTotalTokJ(); });
+  Real(c, "energy_prefill_j", [](Record r) { return r.getEnergyPrefillJ(); });
+  Real(c, "energy_decode_j", [](Record r) { return r.getEnergyDecodeJ(); });
+  Real(c, "energy_prefill_per_input_tok_j",
+       [](Record r) { return r.getEnergyPrefillPerInputTokJ(); });
+  Real(c, "energy_decode_per_output_tok_j",
+       [](Record r) { return r.getEnergyDecodePerOutputTokJ(); });
+
   // Cost (engine_config.price; results/cost_model.h): the measured window at the GPU price
   // per hour, or the successful requests' tokens at the token prices. NaN without a price.
   auto cost_of = [](Result r) {

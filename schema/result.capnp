@@ -225,6 +225,23 @@ struct BenchmarkRecord {
   calibrationKind @101 :Text;
   calibrationBandLowPct @102 :Float64;
   calibrationBandHighPct @103 :Float64;
+  # The energy the run's GPUs spent over the measured phase (record/run_energy.h,
+  # docs/results.md#energy): where it came from ("counter (GPU 0: 250.0 J)", "power samples
+  # every 1000 ms (...)", "n/a: why"), whether it is valid and why not, joules (NaN unknown) over
+  # energyWindowS, per completed request, per output and per total token; a disaggregated run's
+  # prefill and decode GPUs apart (NaN otherwise), per input and per output token.
+  energySource @104 :Text;
+  energyValid @105 :Bool;
+  energyInvalidReason @106 :Text;
+  energyJ @107 :Float64;
+  energyWindowS @108 :Float64;
+  energyPerRequestJ @109 :Float64;
+  energyPerOutputTokJ @110 :Float64;
+  energyPerTotalTokJ @111 :Float64;
+  energyPrefillJ @112 :Float64;
+  energyDecodeJ @113 :Float64;
+  energyPrefillPerInputTokJ @114 :Float64;
+  energyDecodePerOutputTokJ @115 :Float64;
 }
 
 struct EffectiveSetting {

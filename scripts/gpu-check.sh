@@ -35,6 +35,9 @@ cmake --build "$build" -j "$(nproc)" > "$build/build.log" 2>&1 || { tail -30 "$b
 echo "== GPUs =="
 nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw \
   --format=csv,noheader 2>/dev/null || echo "(nvidia-smi not available)"
+# The energy counter servesweep reads around each measured phase (docs/results.md#energy).
+nvidia-smi --query-gpu=index,uuid,total_energy_consumption --format=csv,noheader,nounits \
+  2>&1 || echo "(no energy counter through nvidia-smi)"
 
 echo "== probes =="
 probe_status=0

@@ -96,6 +96,63 @@ TEST(Telemetry, GpuSeriesSummaryAndProvenanceAreKeptWithTheRun) {
   // Topology and the raw CSV beside the run's engine logs.
   EXPECT_EQ(FilesEndingWith(out, ".topo.txt"), 1);
   EXPECT_EQ(FilesEndingWith(out, ".gpu.csv"), 1);
+  // Energy from the counters read around the measured phase: the fake's GPU 0 gains exactly
+  // 250 J between two reads; the run holds GPU 0 only.
+  auto energy = h.Query(out,
+                        "SELECT energy_valid, energy_source, energy_j, energy_per_output_tok_j, "
+                        "total_output_tokens, energy_per_request_j, completed, "
+                        "energy_per_total_tok_j, total_input_tokens, energy_invalid_reason "
+                        "FROM results");
+  ASSERT_EQ(energy.rows.size(), 1u);
+  const auto& e = energy.rows[0];
+  EXPECT_EQ(e[0], "1") << e[9];
+  EXPECT_EQ(e[1], "counter (GPU 0: 250.0 J)");
+  EXPECT_EQ(std::stod(e[2]), 250);
+  EXPECT_EQ(std::stod(e[3]), 250 / std::stod(e[4]));
+  EXPECT_EQ(std::stod(e[5]), 250 / std::stod(e[6]));
+  EXPECT_EQ(std::stod(e[7]), 250 / (std::stod(e[4]) + std::stod(e[8])));
+  EXPECT_EQ(FilesEndingWith(out, ".energy-before.csv"), 1);
+  // report.md puts joules per token beside tokens per GPU.
+  const std::string report = ReadTextFile(out + "/report.md");
+  EXPECT_NE(report.find("## Energy"), std::string::npos) << report;
+  EXPECT_NE(report.find(fmt::format(" | {:.4g} | ", 250 / std::stod(e[4]))), std::string::npos)
+      << report;
+}
+
+// The energy figure is refused, with why, when a GPU of the run has no counter and no power
+// samples (the fake's GPU 1), and when power samples must stand in for a counter over a phase
+// shorter than five of their intervals. The figures are recorded all the same.
+TEST(Telemetry, EnergyIsInvalidWhenAGpuIsMissingOrTheWindowIsTooShort) {
+  Harness h("energy-invalid");
+  PathWithFakeNvidiaSmi fake(h, true);
+  const std::string two_gpus = h.Path("two");
+  RunSweep(h,
+           SimMatrix("two-gpus", 1, 8, 2, 16, 5, 50, 2) + "local: {agents: 1, gpus_per_agent: 2}\n",
+           two_gpus);
+  auto row = h.Query(two_gpus, "SELECT energy_valid, energy_invalid_reason, energy_j FROM results");
+  ASSERT_EQ(row.rows.size(), 1u) << h.Log("run");
+  EXPECT_EQ(row.rows[0][0], "0");
+  EXPECT_NE(row.rows[0][1].find("GPU 1 of the run: no energy counter (not reported) and no power "
+                                "samples"),
+            std::string::npos)
+      << row.rows[0][1];
+  EXPECT_EQ(row.rows[0][2], "");  // unknown: NULL
+  ::setenv("FAKE_NVIDIA_SMI_NO_ENERGY", "1", 1);
+  const std::string no_counter = h.Path("no-counter");
+  RunSweep(h, SimMatrix("no-counter", 1, 8, 2, 16, 5, 50), no_counter);
+  ::unsetenv("FAKE_NVIDIA_SMI_NO_ENERGY");
+  row =
+      h.Query(no_counter,
+              "SELECT energy_valid, energy_invalid_reason, energy_source, duration_s FROM results");
+  ASSERT_EQ(row.rows.size(), 1u) << h.Log("run");
+  EXPECT_EQ(row.rows[0][0], "0");
+  EXPECT_NE(row.rows[0][1].find("GPU 0 has no energy counter (nvidia-smi --query-gpu="),
+            std::string::npos)
+      << row.rows[0][1];
+  EXPECT_NE(row.rows[0][1].find("is shorter than 5 power sampling intervals of 1000 ms"),
+            std::string::npos)
+      << row.rows[0][1];
+  EXPECT_EQ(row.rows[0][2].rfind("power samples every 1000 ms (GPU 0: ", 0), 0u) << row.rows[0][2];
 }
 
 TEST(Telemetry, WithoutNvidiaSmiTheRecordSaysSo) {
