@@ -40,6 +40,8 @@ constexpr FigureColumn kFigures[] = {
     {"quality_accuracy", true},
     {"cost_per_completed_request", false},
     {"cost_per_mtok_output", false},
+    {"energy_per_output_tok_j", false},
+    {"energy_per_request_j", false},
 };
 
 std::string Number(double v) { return fmt::format("{}", v); }
@@ -88,9 +90,18 @@ std::string LeftOutReason(const Configuration& c, const char* side) {
                      c.left_out.front()->UncertifiedReason());
 }
 
+// An energy figure counts only where the run's energy is valid (docs/results.md#energy): one
+// with a GPU missing or a window too short is recorded, never compared.
+bool Usable(const ComparedRun& run, const std::string& column) {
+  if (!column.starts_with("energy_")) return true;
+  auto valid = run.figures.find("energy_valid");
+  return valid != run.figures.end() && valid->second == 1;
+}
+
 Spread SpreadOf(const std::vector<const ComparedRun*>& runs, const std::string& column) {
   std::vector<double> values;
   for (const auto* run : runs) {
+    if (!Usable(*run, column)) continue;
     auto it = run->figures.find(column);
     if (it != run->figures.end() && !std::isnan(it->second)) values.push_back(it->second);
   }

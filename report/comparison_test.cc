@@ -77,6 +77,27 @@ TEST(Comparison, SingleRunsCannotTellNoise) {
   EXPECT_NE(RenderComparisonText(c, "a", "b").find("a repeatability check"), std::string::npos);
 }
 
+TEST(Comparison, EnergyIsComparedOnlyWhereItIsValid) {
+  auto with_energy = [](const std::string& engine, double j_per_tok, bool valid) {
+    ComparedRun run = MakeRun("c=1", "concurrency 1", engine, 10, 5);
+    run.figures["energy_per_output_tok_j"] = j_per_tok;
+    run.figures["energy_valid"] = valid ? 1 : 0;
+    return run;
+  };
+  Comparison c;
+  ASSERT_TRUE(CompareRuns({with_energy("vllm", 0.5, true)}, {with_energy("sglang", 0.4, true)}, &c)
+                  .ok());
+  const auto& energy = Figure(c.pairs[0], "energy_per_output_tok_j");
+  EXPECT_DOUBLE_EQ(energy.a.median, 0.5);
+  EXPECT_DOUBLE_EQ(energy.b.median, 0.4);
+  EXPECT_EQ(energy.verdict.Text(), "B better, noise unknown (<2 repeats)");
+  // B's figure misses a GPU: recorded, not compared.
+  ASSERT_TRUE(
+      CompareRuns({with_energy("vllm", 0.5, true)}, {with_energy("sglang", 0.1, false)}, &c).ok());
+  EXPECT_EQ(Figure(c.pairs[0], "energy_per_output_tok_j").b.runs, 0u);
+  EXPECT_EQ(Figure(c.pairs[0], "energy_per_output_tok_j").verdict.Text(), "not measured");
+}
+
 TEST(Comparison, OneRunIsJudgedByTheOtherSidesRepeatRange) {
   // A: ttft 10, 12, 11 -> [10..12]. A single B run inside that range is within noise; outside
   // it, the direction with the caveat.
