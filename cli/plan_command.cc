@@ -52,6 +52,7 @@ struct Estimate {
   double cold_start_s = 0;
   double starting_gpu_hours = 0, warmup_gpu_hours = 0, measuring_gpu_hours = 0;
   record::CalibrationLabel label;  // the model's standing for this run
+  double max_power_w = 0;          // per GPU, the hardware profile's (0 = not known)
   // The model's phase ended over-saturated (workload.early_stop): the ladder above it is skipped.
   bool oversaturated = false;
   std::string stop_evidence;
@@ -104,6 +105,7 @@ Estimate EstimateRun(schema::RunSpec::Reader spec, const record::VirtualRunOptio
   e.duration_s = sim.cold_start_s + sim.duration_s * (1 + warmup_share);
   e.gpu_hours = spec.getGpusNeeded() * e.duration_s / 3600;
   e.cold_start_s = sim.cold_start_s;
+  e.max_power_w = sim.max_power_w;
   e.starting_gpu_hours = spec.getGpusNeeded() * sim.cold_start_s / 3600;
   e.warmup_gpu_hours = spec.getGpusNeeded() * sim.duration_s * warmup_share / 3600;
   e.measuring_gpu_hours = spec.getGpusNeeded() * sim.duration_s / 3600;
@@ -149,6 +151,10 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const record::VirtualRunOptions& opt
   double total_hours = 0, per_run_hours = 0, starting_hours = 0, warmup_hours = 0,
          measuring_hours = 0;
   size_t problems = 0, estimated = 0, engine_starts = 0;
+  // Energy at the GPUs' max power over all their GPU-hours (an upper bound; no power model),
+  // and the estimated runs whose hardware profile has no max power.
+  double energy_upper_kwh = 0;
+  size_t without_power = 0;
   // Engine configurations whose engine an earlier run started (engine_lifecycle): assumes each
   // runs on one agent, as the coordinator keeps it there.
   std::set<std::string> started;
@@ -203,6 +209,8 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const record::VirtualRunOptions& opt
     warmup_hours += e.warmup_gpu_hours;
     measuring_hours += e.measuring_gpu_hours;
     total_hours += e.gpu_hours;
+    energy_upper_kwh += e.gpu_hours * e.max_power_w / 1e3;
+    without_power += e.known && e.max_power_w <= 0;
     estimated += e.known;
     problems += e.problems.size();
     gpus = std::max<uint64_t>(gpus, spec.getGpusNeeded());
@@ -264,6 +272,8 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const record::VirtualRunOptions& opt
     out["gpu_hours_by_phase"] = {
         {"starting", starting_hours}, {"warming_up", warmup_hours}, {"measuring", measuring_hours}};
     out["engine_starts"] = engine_starts;
+    out["energy_upper_bound_kwh"] =
+        estimated > 0 && without_power == 0 ? nlohmann::json(energy_upper_kwh) : nullptr;
     out["total_gpu_hours_per_run"] = per_run_hours;  // with a cold engine for every run
     out["estimated_runs"] = estimated;
     out["skipped_runs"] = skipped;  // above a level the model finds over-saturated
@@ -292,6 +302,15 @@ int PrintPlan(matrix::LoadedMatrix& loaded, const record::VirtualRunOptions& opt
           "would spend {:.2f} (docs/matrix.md#engine-lifecycle)\n",
           total_hours, estimated, runs.size(), starting_hours, engine_starts, warmup_hours,
           measuring_hours, per_run_hours);
+      if (without_power > 0) {
+        fmt::print("energy unknown: the hardware profile of {} run(s) has no max_power_w\n",
+                   without_power);
+      } else {
+        fmt::print(
+            "energy at most {:.2f} kWh: every GPU-hour at the GPUs' max power (hardware profile "
+            "max_power_w; an upper bound, not measured)\n",
+            energy_upper_kwh);
+      }
     } else {
       fmt::print("no GPU-hour estimates: name a hardware profile (sim.hardware or --hardware)\n");
     }

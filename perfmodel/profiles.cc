@@ -97,6 +97,7 @@ Status ParseHardwareProfile(std::string_view yaml, const std::string& origin,
   r.ReadNumber("peak_fp8_tflops", &fp8);
   r.ReadNumber("peak_fp4_tflops", &fp4);
   r.ReadNumber("host_link_gb_per_s", &host);
+  r.ReadNumber("max_power_w", &hw.max_power_w);
   ReadLink(r.Section("intra_node", true), &hw.intra_node);
   ReadLink(r.Section("inter_node", true), &hw.inter_node);
   YamlMap e = r.Section("efficiency");

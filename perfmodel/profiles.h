@@ -42,6 +42,9 @@ struct HardwareProfile {
   double peak_fp8_flops = 0;   // dense, per GPU
   double peak_fp4_flops = 0;   // dense, per GPU; 0 = no FP4 units (FP8 rate is used)
   double host_link_bytes_per_s = 0;
+  // The datasheet's maximum board power (TDP), per GPU; 0 = not known. `plan` prices energy at
+  // it, an upper bound (no power model yet).
+  double max_power_w = 0;
   LinkProfile intra_node;
   LinkProfile inter_node;
   double flops_efficiency = 0.6;

@@ -150,7 +150,7 @@ TEST(ProfilesTest, ErrorsSayFileLineColumnExpectedAndFound) {
   EXPECT_EQ(HardwareError(text + "memroy_gb: 3\n"),
             "gpu.yaml:8:1: unknown key 'memroy_gb' in the hardware profile (did you mean "
             "'memory_gb'?); expected one of: name, gpus_per_node, memory_gb, hbm_gb_per_s, "
-            "peak_bf16_tflops, peak_fp8_tflops, peak_fp4_tflops, host_link_gb_per_s, "
+            "peak_bf16_tflops, peak_fp8_tflops, peak_fp4_tflops, host_link_gb_per_s, max_power_w, "
             "intra_node, inter_node, efficiency");
 
   std::string bad_number = text;

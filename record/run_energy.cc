@@ -139,4 +139,22 @@ RunEnergy MeasureRunEnergy(const EnergyInputs& in) {
   return out;
 }
 
+RunEnergy EnergyAtMaxPower(const std::string& hardware, double max_power_w, uint32_t gpus,
+                           double phase_s) {
+  RunEnergy out;
+  out.energy_j = out.prefill_j = out.decode_j = std::numeric_limits<double>::quiet_NaN();
+  out.window_s = phase_s;
+  if (max_power_w <= 0) {
+    out.source = fmt::format("n/a: hardware profile {} has no max_power_w", hardware);
+    out.invalid_reason = "simulated run, and its hardware profile has no max_power_w";
+    return out;
+  }
+  out.known = true;
+  out.energy_j = max_power_w * gpus * phase_s;
+  out.source = fmt::format("model: {} GPU(s) at {}'s max power {:.0f} W (an upper bound)", gpus,
+                           hardware, max_power_w);
+  out.invalid_reason = "simulated run: estimated at the GPUs' max power, not measured";
+  return out;
+}
+
 }  // namespace servesweep::record

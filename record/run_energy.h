@@ -66,4 +66,10 @@ struct RunEnergy {
 };
 RunEnergy MeasureRunEnergy(const EnergyInputs& inputs);
 
+// A simulated run's energy: `gpus` GPUs at the hardware profile's maximum board power for the
+// whole phase, an upper bound (there is no power model); never valid, since nothing was
+// measured. Unknown (NaN) when the profile has no max_power_w.
+RunEnergy EnergyAtMaxPower(const std::string& hardware, double max_power_w, uint32_t gpus,
+                           double phase_s);
+
 }  // namespace servesweep::record

@@ -139,5 +139,18 @@ TEST(RunEnergy, GpusOnOtherNodesAreNamedAndTheFigureIsInvalid) {
   EXPECT_EQ(e.invalid_reason, "8 GPU(s) of the run on other nodes are not read");
 }
 
+TEST(RunEnergy, ASimulatedRunIsPricedAtMaxPowerAndNeverValid) {
+  const RunEnergy e = EnergyAtMaxPower("h200", 700, 8, 10);
+  EXPECT_TRUE(e.known);
+  EXPECT_FALSE(e.valid);
+  EXPECT_DOUBLE_EQ(e.energy_j, 700 * 8 * 10);
+  EXPECT_DOUBLE_EQ(e.window_s, 10);
+  EXPECT_EQ(e.source, "model: 8 GPU(s) at h200's max power 700 W (an upper bound)");
+  const RunEnergy unknown = EnergyAtMaxPower("gb300", 0, 8, 10);
+  EXPECT_FALSE(unknown.known);
+  EXPECT_TRUE(std::isnan(unknown.energy_j));
+  EXPECT_EQ(unknown.source, "n/a: hardware profile gb300 has no max_power_w");
+}
+
 }  // namespace
 }  // namespace servesweep::record

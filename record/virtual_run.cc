@@ -15,6 +15,7 @@
 #include "perfmodel/run_deployment.h"
 #include "perfmodel/simulate.h"
 #include "record/record_builder.h"
+#include "record/run_energy.h"
 #include "record/run_settings.h"
 
 namespace servesweep::record {
@@ -363,6 +364,7 @@ Status SimulateRun(schema::RunSpec::Reader spec, const VirtualRunOptions& option
   out->model = sim.model.name;
   out->engine_profile = sim.engine.name;
   out->cold_start_s = sim.cold_start_ms / 1e3;
+  out->max_power_w = sim.hardware.max_power_w;
   out->duration_s = sim.load.duration_s;
   out->completed = static_cast<uint32_t>(sim.result.final_snapshot.finished);
   out->rejected = static_cast<uint32_t>(sim.result.final_snapshot.rejected);
@@ -400,10 +402,12 @@ void ExecuteVirtualRun(schema::RunSpec::Reader spec, const VirtualRunOptions& op
   auto record = result.initRecord();
   FillConditions(spec, node, sim.settings.load, record);
   FillGpuTelemetry({}, "simulated run", record);
-  FillEnergy(NoEnergy("simulated run"), record);
   const loadgen::BenchSummary summary = loadgen::Summarize(sim.load, sim.settings.slo);
   const std::vector<scraper::ScrapedSample> samples = SamplesOf(sim.result);
   FillFigures(spec, summary, samples, sim.cold_start_ms, record);
+  FillEnergy(EnergyAtMaxPower(sim.hardware.name, sim.hardware.max_power_w, spec.getGpusNeeded(),
+                              sim.load.duration_s),
+             record);
   // The same gate as a measured run's; with no engine counters to check against, a simulated
   // run is at best "not reconciled".
   ValidityInputs gate;

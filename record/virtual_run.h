@@ -64,6 +64,7 @@ struct SimulatedRun {
   std::string engine_profile;
   CalibrationLabel label;
   double cold_start_s = 0;  // process start -> ready (weights, graphs)
+  double max_power_w = 0;   // per GPU, the hardware profile's (0 = not known)
   double duration_s = 0;    // measured phase: first request sent -> last one done
   uint32_t completed = 0;
   uint32_t rejected = 0;  // never fit in the KV cache

@@ -85,8 +85,8 @@ TEST(Comparison, EnergyIsComparedOnlyWhereItIsValid) {
     return run;
   };
   Comparison c;
-  ASSERT_TRUE(CompareRuns({with_energy("vllm", 0.5, true)}, {with_energy("sglang", 0.4, true)}, &c)
-                  .ok());
+  ASSERT_TRUE(
+      CompareRuns({with_energy("vllm", 0.5, true)}, {with_energy("sglang", 0.4, true)}, &c).ok());
   const auto& energy = Figure(c.pairs[0], "energy_per_output_tok_j");
   EXPECT_DOUBLE_EQ(energy.a.median, 0.5);
   EXPECT_DOUBLE_EQ(energy.b.median, 0.4);

@@ -115,6 +115,17 @@ zip:
   EXPECT_NE(flooded.rows[0][1].find("due -> first token grew"), std::string::npos);
   EXPECT_LT(std::stod(flooded.rows[0][2]), 40);
   EXPECT_LT(std::stoi(flooded.rows[0][3]), 12000);
+  // The model's energy: one H200 at its 700 W max power over the simulated phase, labelled as
+  // the model's and never valid (nothing was measured).
+  const auto energy = h.Query(out,
+                              "SELECT energy_j, duration_s, energy_valid, energy_source, "
+                              "energy_per_output_tok_j * total_output_tokens FROM results "
+                              "WHERE request_rate_per_s = 5");
+  ASSERT_EQ(energy.rows.size(), 1u);
+  EXPECT_NEAR(std::stod(energy.rows[0][0]), 700 * std::stod(energy.rows[0][1]), 1e-6);
+  EXPECT_EQ(energy.rows[0][2], "0");
+  EXPECT_EQ(energy.rows[0][3], "model: 1 GPU(s) at h200's max power 700 W (an upper bound)");
+  EXPECT_NEAR(std::stod(energy.rows[0][4]), std::stod(energy.rows[0][0]), 1e-6);
   const auto skipped = h.Query(out,
                                "SELECT result_error FROM results WHERE result_status = "
                                "'skipped'");
@@ -126,10 +137,14 @@ zip:
   ASSERT_EQ(RunServesweep(fmt::format("plan {}", matrix), &output), 0) << output;
   EXPECT_NE(output.find(" GPU-hours for 2 of 3 runs"), std::string::npos) << output;
   EXPECT_NE(output.find("1 run(s) skipped, no GPU-hours"), std::string::npos) << output;
+  EXPECT_NE(output.find("kWh: every GPU-hour at the GPUs' max power"), std::string::npos) << output;
   ASSERT_EQ(RunServesweep(fmt::format("plan {} --json", matrix), &output), 0) << output;
   const auto plan = nlohmann::json::parse(output);
   EXPECT_EQ(plan["skipped_runs"], 1);
   EXPECT_EQ(plan["estimated_runs"], 2);
+  // Every GPU-hour at 700 W: an upper bound.
+  EXPECT_NEAR(plan["energy_upper_bound_kwh"].get<double>(),
+              plan["total_gpu_hours"].get<double>() * 0.7, 1e-9);
   ASSERT_EQ(plan["runs"].size(), 3u);
   EXPECT_NE(plan["runs"][2]["skipped"].get<std::string>().find("over-saturated"),
             std::string::npos);
