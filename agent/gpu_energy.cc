@@ -72,8 +72,11 @@ record::EnergyCounterRead ReadEnergyCounters(const std::string& log_path) {
     process.Stop(std::chrono::seconds(1));
     read.why_none = "nvidia-smi's energy query took more than 10 s";
   } else if (*status != 0) {
-    read.why_none = fmt::format("nvidia-smi --query-gpu={} exited {}: {}", kEnergyQuery, *status,
-                                Trim(text.str()).substr(0, 200));
+    // One line: the reason lands in CSV cells and report tables.
+    const std::string output = Trim(text.str());
+    read.why_none = fmt::format("nvidia-smi --query-gpu={} ended with {}: {}", kEnergyQuery,
+                                DescribeExit(*status),
+                                Trim(output.substr(0, output.find('\n'))).substr(0, 200));
   } else {
     ParseEnergyCounters(text.str(), &read);
   }

@@ -170,6 +170,13 @@ TEST(Telemetry, WithoutNvidiaSmiTheRecordSaysSo) {
                        "'n/a: no nvidia-smi on agent %'"),
             1);
   EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(*) FROM engine_samples WHERE name LIKE 'gpu%'"), 0);
+  // No energy either, and the reason is one line (it lands in summary.csv and report tables).
+  const auto energy = h.Query(out, "SELECT energy_valid, energy_invalid_reason FROM results");
+  ASSERT_EQ(energy.rows.size(), 1u);
+  EXPECT_EQ(energy.rows[0][0], "0");
+  EXPECT_NE(energy.rows[0][1].find("ended with exit 127: "), std::string::npos)
+      << energy.rows[0][1];
+  EXPECT_EQ(energy.rows[0][1].find('\n'), std::string::npos) << energy.rows[0][1];
 }
 
 // An engine that is healthy and lists its model but cannot generate fails readiness with the
