@@ -93,6 +93,8 @@ class Replica {
     return private_tok_ + (cache_.size() - cache_.evictable()) * d_->block_size_tok;
   }
   int64_t next_ns() const { return busy_ ? step_end_ns_ : wake_ns_; }
+  // Idle with work queued: its next instant starts a step rather than ending one.
+  bool waking() const { return !busy_ && wake_ns_ != EngineModel::kNever; }
   void DropCachedPrefixes() { cache_.EvictAll(); }
 
   void Enqueue(Seq* seq, int64_t now) {
@@ -464,8 +466,12 @@ class EngineModel::Impl {
 
   void AdvanceTo(int64_t now, const EventSink& sink) {
     while (true) {
-      // At equal times: arrivals, then transfers, then steps (a request that arrives as a
-      // step ends joins the next step).
+      // At equal times: an idle instance woken by an arrival starts its step first, then
+      // arrivals, then transfers, then step ends. An engine's loop that sleeps until work comes
+      // starts a step with the request that woke it: requests a client sends "at once" still
+      // arrive one after another, and the later ones wait for the next step (llama.cpp's server
+      // at two streams alternates its prompts so: docs/perfmodel.md, "Fidelity"). A request that
+      // arrives as a step ends joins the next step.
       const int64_t arrival = arrivals_.empty() ? kNever : arrivals_.top().time_ns;
       const int64_t transfer = transfers_.empty() ? kNever : transfers_.top().time_ns;
       Replica* replica = nullptr;
@@ -476,7 +482,10 @@ class EngineModel::Impl {
       const int64_t t = std::min({arrival, transfer, step});
       if (t > now || t == kNever) break;
       now_ns_ = std::max(now_ns_, t);
-      if (arrival == t) {
+      if (step == t && replica->waking()) {
+        done_.clear();
+        replica->Run(t, sink, &done_);
+      } else if (arrival == t) {
         Seq* seq = arrivals_.top().seq;
         arrivals_.pop();
         Arrive(seq, t, sink);

@@ -174,11 +174,16 @@ TEST(EngineModelTest, AFullKvCacheKeepsRequestsWaiting) {
   auto engine = Engine(SmallKv(4000));
   const int64_t capacity = engine->Snapshot().kv_capacity_tok;
   ASSERT_NEAR(capacity, 4000, 1);
-  for (uint64_t i = 0; i < 10; ++i) ASSERT_TRUE(engine->Submit(Req(i, 0, 1000, 2)).ok());
-  engine->AdvanceTo(0, [](const Event&) {});  // the first step has started
+  // One output token each: the request that woke the engine is prefilled alone and done after
+  // the first step; the second step fills the cache with the others.
+  for (uint64_t i = 0; i < 10; ++i) ASSERT_TRUE(engine->Submit(Req(i, 0, 1000, 1)).ok());
+  engine->AdvanceTo(0, [](const Event&) {});
   EngineSnapshot s = engine->Snapshot();
+  EXPECT_EQ(s.running, 1);
+  engine->AdvanceTo(engine->NextEventNs(), [](const Event&) {});  // the second step has started
+  s = engine->Snapshot();
   EXPECT_EQ(s.running, capacity / 1000);
-  EXPECT_EQ(s.waiting, 10 - capacity / 1000);
+  EXPECT_EQ(s.waiting, 10 - 1 - capacity / 1000);
   EXPECT_GT(s.kv_usage, 0.74);
   EXPECT_LE(s.kv_usage, 1.0);
 }
@@ -408,7 +413,26 @@ TEST(EngineModelTest, DataParallelSendsRequestsToTheLeastLoadedReplica) {
   const CostModel& c = two->cost();
   EXPECT_EQ(FirstTokenNs(a, 1), c.Step({{0, 4000, 1}}).total_ns);
   EXPECT_EQ(FirstTokenNs(a, 2), c.Step({{0, 4000, 1}}).total_ns);
-  EXPECT_EQ(FirstTokenNs(b, 2), c.Step({{0, 4000, 1}, {0, 4000, 1}}).total_ns);
+  // One replica: the request that woke it is prefilled alone, the other in the next step.
+  EXPECT_EQ(FirstTokenNs(b, 1), c.Step({{0, 4000, 1}}).total_ns);
+  EXPECT_EQ(FirstTokenNs(b, 2),
+            c.Step({{0, 4000, 1}}).total_ns + c.Step({{4000, 1, 1}, {0, 4000, 1}}).total_ns);
+}
+
+// An engine's loop that sleeps until work comes starts a step with the request that woke it:
+// requests sent "at once" arrive one after another, and the rest join the next step (measured on
+// llama.cpp's server: two closed-loop streams alternate their prompts, docs/perfmodel.md). A
+// request that arrives while a step runs joins the next one, as before.
+TEST(EngineModelTest, TheRequestThatWakesAnIdleEngineStartsAStepAlone) {
+  auto engine = Engine();
+  for (uint64_t i = 1; i <= 3; ++i) ASSERT_TRUE(engine->Submit(Req(i, 0, 1000, 2)).ok());
+  const std::vector<Event> events = RunAll(*engine);
+  const CostModel& c = engine->cost();
+  const int64_t alone_ns = c.Step({{0, 1000, 1}}).total_ns;
+  EXPECT_EQ(FirstTokenNs(events, 1), alone_ns);
+  EXPECT_EQ(FirstTokenNs(events, 2),
+            alone_ns + c.Step({{1000, 1, 1}, {0, 1000, 1}, {0, 1000, 1}}).total_ns);
+  EXPECT_EQ(FirstTokenNs(events, 3), FirstTokenNs(events, 2));
 }
 
 TEST(EngineModelTest, MixedWorkloadsStayWellFormedInEveryLayout) {
