@@ -775,6 +775,7 @@ Status HeadRun::Record() {
   gate.before = counters_before_;
   gate.after = counters_after_;
   gate.during = scraper_.Samples();
+  gate.prefix_hit_rate_target = spec_.getWorkload().getPrefixHitRate();
   record::FillValidity(record::JudgeValidity(gate), record);
   return Status::Ok();
 }

@@ -1,5 +1,6 @@
 // The workload keys of a matrix expanded into each run's plan: length distributions (sampled
 // and empirical), quality task sets, traces (workload/ reads them; the matrix expands them).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 
 #include "matrix/matrix_loader.h"
 #include "workload/length_distribution.h"
+#include "workload/load_settings.h"
 #include "workload/task_set.h"
 #include "workload/trace_reader.h"
 
@@ -217,6 +219,81 @@ workload: {trace: ../tests/data/azure_conv_sample.csv, num_requests: 50}
                              "found 20"),
             std::string::npos)
       << s.message();
+}
+
+// `prefix_hit_rate`: one shared prefix per prompt in whole cache blocks of the engine, primed
+// by the warm-up; refused at its place where the blocks, the cache or the warm-up cannot give it.
+TEST(MatrixWorkload, APrefixHitRateBecomesOneSharedPrefixInTheEnginesBlocks) {
+  LoadedMatrix m;
+  Status s = ExpandMatrix("m.yaml", R"(name: t
+engine: vllm
+model: m
+workload: {input_len: 1000, output_len: 4, num_requests: 3, concurrency: 1, warmup_requests: 1, prefix_hit_rate: 0.5}
+)",
+                          &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const auto w = m.matrix().getRuns()[0].getWorkload();
+  EXPECT_EQ(w.getPrefixCacheBlockTok(), 16u);  // vLLM's default block
+  ASSERT_EQ(w.getPlan().size(), 3u);
+  for (auto p : w.getPlan()) {
+    EXPECT_EQ(p.getPrefixLenTok(), 496u);  // 31 blocks of 16: 49.6%
+    EXPECT_EQ(p.getPrefixBlocks()[0], w.getPlan()[0].getPrefixBlocks()[0]);  // one prefix
+  }
+  // The warm-up sends that prefix (with prompts of its own after it).
+  const workload::LoadSettings load =
+      workload::LoadSettingsFor(m.matrix().getRuns()[0], "http://x");
+  const workload::LoadSettings warmup = workload::WarmupLoadSettings(load);
+  ASSERT_EQ(warmup.plan.size(), 1u);
+  EXPECT_EQ(warmup.plan[0].prefix_len_tok, 496u);
+  EXPECT_EQ(warmup.plan[0].prefix_blocks, load.plan[0].prefix_blocks);
+  EXPECT_TRUE(workload::ValidateLoadSettings(warmup, nullptr).ok());
+
+  // The emulator's model caches 512-token blocks: 1,000-token prompts allow 0 or 51.2%.
+  LoadedMatrix bad;
+  s = ExpandMatrix("m.yaml", R"(name: t
+engine: sim
+model: m
+sim: {hardware: h200, model_profile: llama-3.1-8b}
+workload:
+  input_len: 1000
+  output_len: 4
+  num_requests: 3
+  concurrency: 1
+  warmup_requests: 1
+  prefix_hit_rate: 0.3
+)",
+                   &bad);
+  EXPECT_EQ(s.message(),
+            "m.yaml:11:20: prefix_hit_rate 0.3 cannot be set within 5 points with 512-token cache "
+            "blocks: the prompts allow 51.2%; expected input lengths of at least 5120 tokens "
+            "(enough for any rate) or a rate those blocks allow (engine 'sim'; input_len 1000)");
+  // Each refusal at its own cause: {engine and its keys, workload keys beyond the lengths, what
+  // the message must say}.
+  const struct {
+    const char* engine;
+    const char* workload;
+    const char* says;
+  } refused[] = {
+      {"engine: sim", "warmup_requests: 1, prefix_hit_rate: 0.5", "found engine 'sim' without one"},
+      {"engine: vllm", "prefix_hit_rate: 0.5",
+       "expected 'warmup_requests' >= 1 with 'prefix_hit_rate'"},
+      {"engine: vllm", "warmup_requests: 1, prefix_hit_rate: 1",
+       "expected 'prefix_hit_rate' in [0, 1)"},
+      {"engine: vllm",
+       "warmup_requests: 1, prefix_hit_rate: 0.5, shared_prefix: {groups: 2, prefix_len: 100}",
+       "expected 'prefix_hit_rate' without 'shared_prefix'"},
+      {"engine: vllm\nengine_config: {prefix_caching: off}",
+       "warmup_requests: 1, prefix_hit_rate: 0.5", "engine_config.prefix_caching: off"},
+  };
+  for (const auto& c : refused) {
+    s = ExpandMatrix(
+        "m.yaml",
+        fmt::format("name: t\n{}\nmodel: m\nworkload: {{input_len: 1000, output_len: 4, "
+                    "num_requests: 3, concurrency: 1, {}}}\n",
+                    c.engine, c.workload),
+        &bad);
+    EXPECT_NE(s.message().find(c.says), std::string::npos) << c.workload << ": " << s.message();
+  }
 }
 
 }  // namespace

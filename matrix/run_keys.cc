@@ -285,6 +285,16 @@ const std::vector<WorkloadKey>& WorkloadKeys() {
          w.setTokenIdPrompts(r.Choice(v, "prompt", {"text", "token_ids"}) == "token_ids");
        }},
       {"shared_prefix", [](YamlReader& r, N v, P, W w) { ReadSharedPrefix(r, v, w); }},
+      {"prefix_hit_rate",
+       [](YamlReader& r, N v, P, W w) {
+         const double rate = r.Number(v, "prefix_hit_rate");
+         if (rate >= 1) {
+           r.Fail(v, fmt::format("expected 'prefix_hit_rate' in [0, 1) (the fraction of prompt "
+                                 "tokens the cache serves), found {:g}",
+                                 rate));
+         }
+         w.setPrefixHitRate(rate);
+       }},
       {"arrival",
        [](YamlReader& r, N v, P, W w) {
          const std::string arrival = r.Text(v, "arrival");
@@ -586,7 +596,7 @@ void ReadRunKeys(YamlMap& m, const std::string& matrix_path, schema::RunSpec::Bu
   if (auto v = m.Get("workload")) ReadWorkload(r, v, matrix_path, spec.getWorkload());
   // Workload shorthands, so `concurrency: [1, 8]` can be an axis; they win over `workload:`.
   for (const char* key : {"input_len", "output_len", "num_requests", "concurrency", "max_in_flight",
-                          "request_rate"}) {
+                          "request_rate", "prefix_hit_rate"}) {
     if (auto v = m.Get(key)) ReadWorkloadKey(r, key, v, matrix_path, spec.getWorkload());
   }
   if (auto v = m.Get("slo")) ReadSlo(r, v, spec.getSlo());

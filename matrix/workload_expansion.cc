@@ -8,8 +8,10 @@
 #include <sstream>
 
 #include "common/ids.h"
+#include "perfmodel/run_deployment.h"
 #include "workload/custom_prompts.h"
 #include "workload/length_distribution.h"
+#include "workload/prefix_hit_rate.h"
 
 namespace servesweep::matrix {
 namespace {
@@ -29,14 +31,43 @@ workload::LengthDistribution FromSchema(schema::LengthDistribution::Reader d, ui
 
 uint32_t RoundedMean(uint64_t sum, uint32_t n) { return static_cast<uint32_t>((sum + n / 2) / n); }
 
+// A plan of `n` requests of the fixed lengths, unless the workload has one (sampled lengths):
+// what per-request prefixes are written into.
+void PlanFixedLengths(uint32_t n, schema::Workload::Builder w) {
+  if (w.getPlan().size() == n) return;
+  auto plan = w.initPlan(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    plan[i].setInputLenTok(w.getInputLenTok());
+    plan[i].setOutputLenTok(w.getOutputLenTok());
+  }
+  w.setReplayArrivals(false);
+}
+
+// The engine's prefix-cache block in tokens: a cache serves only whole blocks. 0: the engine has
+// no prefix cache. vLLM: CacheConfig.DEFAULT_BLOCK_SIZE (16; vllm/config/cache.py, 0.11 and
+// 0.33); SGLang's radix cache and llama.cpp's slots match token by token (--page-size 1, the
+// default); the emulator: its performance model's block (perfmodel/deployment.h), and no cache
+// without a model. An endpoint servesweep does not start is taken as token-granular.
+uint32_t PrefixCacheBlockTok(schema::RunSpec::Reader spec) {
+  const std::string_view engine = spec.getEngine().cStr();
+  if (engine == "vllm") return 16;
+  if (engine == "sim") {
+    if (spec.getSim().getHardware().size() == 0) return 0;
+    const perfmodel::DeploymentConfig d = perfmodel::DeploymentFor(spec);
+    return d.prefix_caching ? static_cast<uint32_t>(d.block_size_tok) : 0;
+  }
+  return 1;
+}
+
 }  // namespace
 
 void WorkloadExpander::Expand(const YAML::Node& where, const YAML::Node& prompts_where,
-                              schema::RunSpec::Builder spec) {
+                              const YAML::Node& hit_rate_where, schema::RunSpec::Builder spec) {
   auto w = spec.getWorkload();
   ExpandTrace(where, w);
   ExpandLengthDistributions(where, w);
   ExpandSharedPrefixes(where, w);
+  ExpandPrefixHitRate(hit_rate_where, spec);
   ExpandCustomPrompts(prompts_where, w);
   if (w.getSessions() > 0) w.setNumRequests(w.getSessions() * w.getTurns());
   if (spec.hasQuality()) ExpandQuality(where, spec.getQuality());
@@ -173,14 +204,7 @@ void WorkloadExpander::ExpandSharedPrefixes(const YAML::Node& where, schema::Wor
   }
   const uint32_t n = w.getNumRequests();
   if (n == 0) return;  // the load settings' check says what is missing
-  if (w.getPlan().size() != n) {
-    auto plan = w.initPlan(n);
-    for (uint32_t i = 0; i < n; ++i) {
-      plan[i].setInputLenTok(w.getInputLenTok());
-      plan[i].setOutputLenTok(w.getOutputLenTok());
-    }
-    w.setReplayArrivals(false);
-  }
+  PlanFixedLengths(n, w);
   auto plan = w.getPlan();
   for (uint32_t i = 0; i < n; ++i) {
     const uint32_t shared = std::min(w.getSharedPrefixLenTok(), plan[i].getInputLenTok());
@@ -191,6 +215,66 @@ void WorkloadExpander::ExpandSharedPrefixes(const YAML::Node& where, schema::Wor
     }
     plan[i].setPrefixLenTok(shared);
   }
+}
+
+// `prefix_hit_rate: R` into one shared prefix per request (workload/prefix_hit_rate.h): the
+// plan's first prefix blocks are one group's, their length R of each prompt in whole cache
+// blocks of the engine; refused where the cache cannot serve it or the warm-up cannot prime it.
+void WorkloadExpander::ExpandPrefixHitRate(const YAML::Node& where, schema::RunSpec::Builder spec) {
+  auto w = spec.getWorkload();
+  const double rate = w.getPrefixHitRate();
+  if (rate < 0 || reader_.failed()) return;
+  const char* other = w.getTrace().size() > 0         ? "trace"
+                      : w.getSharedPrefixGroups() > 0 ? "shared_prefix"
+                      : w.getSessions() > 0           ? "sessions"
+                      : w.getPrompts().size() > 0     ? "prompts"
+                      : w.getDurationS() > 0          ? "duration_s"
+                                                      : nullptr;
+  if (other != nullptr) {
+    return reader_.Fail(where, fmt::format("expected 'prefix_hit_rate' without '{}' (it sets "
+                                           "every prompt's shared prefix itself), found both",
+                                           other));
+  }
+  const uint32_t block_tok = PrefixCacheBlockTok(spec.asReader());
+  if (block_tok == 0) {
+    return reader_.Fail(
+        where, fmt::format("expected an engine with a prefix cache for 'prefix_hit_rate', found "
+                           "engine '{}' without one (the emulator has one with a performance "
+                           "model: sim.hardware; engine_config.prefix_caching must not be off)",
+                           spec.getEngine().cStr()));
+  }
+  if (spec.getEngineConfig().getPrefixCaching() == schema::EngineConfig::Toggle::OFF) {
+    return reader_.Fail(where,
+                        "expected the prefix cache on for 'prefix_hit_rate', found "
+                        "engine_config.prefix_caching: off");
+  }
+  if (w.getWarmupRequests() == 0) {
+    return reader_.Fail(where,
+                        "expected 'warmup_requests' >= 1 with 'prefix_hit_rate': the "
+                        "warm-up sends the shared prefix first, so the measured requests "
+                        "find it cached; found 0");
+  }
+  const uint32_t n = w.getNumRequests();
+  if (n == 0) return;  // the load settings' check says what is missing
+  PlanFixedLengths(n, w);
+  auto plan = w.getPlan();
+  std::vector<uint32_t> inputs;
+  for (auto p : plan) inputs.push_back(p.getInputLenTok());
+  workload::SharedPrefixPlan prefixes;
+  if (Status s = workload::PlanSharedPrefix(rate, block_tok, inputs, &prefixes); !s.ok()) {
+    return reader_.Fail(where, fmt::format("{} (engine '{}'; input_len {})", s.message(),
+                                           spec.getEngine().cStr(), w.getInputLenTok()));
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t shared = prefixes.prefix_len_tok[i];
+    const uint32_t blocks = (shared + kPrefixBlockTok - 1) / kPrefixBlockTok;
+    auto ids = plan[i].initPrefixBlocks(blocks);
+    for (uint32_t b = 0; b < blocks; ++b) {
+      ids.set(b, StableHash64(fmt::format("prefix-hit-rate/{}/{}", w.getSeed(), b)));
+    }
+    plan[i].setPrefixLenTok(shared);
+  }
+  w.setPrefixCacheBlockTok(block_tok);
 }
 
 // `prompts: jsonl:<file>` into the spec's custom prompts; a bad line is reported at the

@@ -263,10 +263,15 @@ void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summ
   record.setPreemptions(reduced("preemptions"));
   record.setPrefixCacheHits(reduced("prefix_cache_hits"));
   record.setPrefixCacheQueries(reduced("prefix_cache_queries"));
+  // The measured rate is the validity gate's (FillValidity): it judges it against this.
+  const double target = spec.getWorkload().getPrefixHitRate();
+  record.setPrefixHitRateTarget(target >= 0 ? target : std::numeric_limits<double>::quiet_NaN());
+  record.setPrefixHitRate(std::numeric_limits<double>::quiet_NaN());
   record.setSpecDecodeAcceptance(reduced("spec_decode_acceptance"));
 }
 
 void FillValidity(const Validity& validity, schema::BenchmarkRecord::Builder record) {
+  record.setPrefixHitRate(validity.prefix_hit_rate);
   record.setValidity(validity.verdict);
   record.setValidityReasons(validity.Reasons());
   record.setEngineRestarts(validity.engine_restarts);

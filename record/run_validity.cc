@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "scraper/engine_signals.h"
+#include "workload/prefix_hit_rate.h"
 
 namespace servesweep::record {
 namespace {
@@ -123,6 +124,35 @@ Validity JudgeValidity(const ValidityInputs& in) {
         "time moved)",
         v.engine_restarts));
   }
+  std::string hit_rate_unverified;
+  if (in.prefix_hit_rate_target >= 0) {
+    std::map<std::string, std::vector<double>> series;
+    for (const auto& sample : in.during) series[sample.signal].push_back(sample.value);
+    const double hits = scraper::ReduceSignal("prefix_cache_hits", series["prefix_cache_hits"]);
+    const double queries =
+        scraper::ReduceSignal("prefix_cache_queries", series["prefix_cache_queries"]);
+    if (std::isnan(hits) || std::isnan(queries)) {
+      hit_rate_unverified = fmt::format(
+          "prefix-cache hit rate set to {:.1f}%, not verified: the engine exposes no prefix-cache "
+          "counter",
+          100 * in.prefix_hit_rate_target);
+    } else if (queries <= 0) {
+      hit_rate_unverified = fmt::format(
+          "prefix-cache hit rate set to {:.1f}%, not verified: the engine counted no prompt "
+          "token looked up in the measured phase",
+          100 * in.prefix_hit_rate_target);
+    } else {
+      v.prefix_hit_rate = hits / queries;
+      if (std::abs(v.prefix_hit_rate - in.prefix_hit_rate_target) >
+          workload::kPrefixHitRateTolerance) {
+        v.reasons.push_back(fmt::format(
+            "prefix-cache hit rate {:.1f}% ({:.0f} of {:.0f} prompt tokens) measured, {:.1f}% set: "
+            "more than {:g} points off",
+            100 * v.prefix_hit_rate, hits, queries, 100 * in.prefix_hit_rate_target,
+            100 * workload::kPrefixHitRateTolerance));
+      }
+    }
+  }
   for (const auto& c : v.counters) {
     if (c.agrees()) continue;
     v.reasons.push_back(fmt::format("{}: the client counted {}, the engine {} (tolerance {})",
@@ -134,9 +164,12 @@ Validity JudgeValidity(const ValidityInputs& in) {
   }
   const bool any_checked =
       std::any_of(v.counters.begin(), v.counters.end(), [](const auto& c) { return c.checked(); });
-  if (!any_checked) {
+  if (!any_checked || !hit_rate_unverified.empty()) {
     v.verdict = schema::Validity::NOT_RECONCILED;
-    for (const auto& c : v.counters) v.reasons.push_back(c.why_unchecked);
+    for (const auto& c : v.counters) {
+      if (!any_checked) v.reasons.push_back(c.why_unchecked);
+    }
+    if (!hit_rate_unverified.empty()) v.reasons.push_back(hit_rate_unverified);
     return v;
   }
   v.verdict = schema::Validity::VALID;

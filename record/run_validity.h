@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,6 +39,8 @@ struct Validity {
   std::vector<std::string> reasons;  // why invalid (every failed check), or why not reconciled
   std::vector<CounterCheck> counters;
   uint32_t engine_restarts = 0;
+  // A set prefix hit rate: the one the engine counted over the measured phase (NaN: unknown).
+  double prefix_hit_rate = std::numeric_limits<double>::quiet_NaN();
   std::string Reasons() const;  // reasons joined by "; "
 };
 
@@ -53,6 +56,11 @@ struct ValidityInputs {
   // (`after`); each empty when the engine has no /metrics.
   std::map<std::string, double> before, after;
   std::vector<scraper::ScrapedSample> during;
+  // The workload's prefix_hit_rate (-1: none set): the engine's prefix-cache hits over its
+  // queries, their increase over the measured phase (`during`), must lie within
+  // workload::kPrefixHitRateTolerance of it, else the run is invalid; an engine without the
+  // counters leaves the run not reconciled.
+  double prefix_hit_rate_target = -1;
 };
 
 Validity JudgeValidity(const ValidityInputs& in);

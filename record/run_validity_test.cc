@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace servesweep::record {
 namespace {
 
@@ -46,7 +48,8 @@ TEST(Validity, AgreeingCountsAreValid) {
 
 TEST(Validity, TokensOutsideTheToleranceAndAMissingRequestAreInvalid) {
   const auto requests = Requests(100);
-  EXPECT_EQ(JudgeValidity(Inputs(requests, 100, 1000, 2020)).verdict, schema::Validity::VALID);  // at the edge
+  EXPECT_EQ(JudgeValidity(Inputs(requests, 100, 1000, 2020)).verdict,
+            schema::Validity::VALID);  // at the edge
   const Validity v = JudgeValidity(Inputs(requests, 99, 1000, 2021));
   EXPECT_EQ(v.verdict, schema::Validity::INVALID);
   EXPECT_EQ(v.Reasons(),
@@ -101,13 +104,64 @@ TEST(Validity, WithoutCountersTheRunIsNotReconciledAndWithoutUsageTokensAreUnche
   auto chunk_counted = Requests(10);
   chunk_counted[3].output_tokens_from_usage = false;
   v = JudgeValidity(Inputs(chunk_counted, 10, 100, 999));
-  EXPECT_EQ(v.verdict, schema::Validity::VALID);  // requests agree; the tokens are not the server's own count
+  EXPECT_EQ(v.verdict,
+            schema::Validity::VALID);  // requests agree; the tokens are not the server's own count
   EXPECT_FALSE(v.counters[2].checked());
   EXPECT_NE(v.counters[2].why_unchecked.find("no usage for 1 request"), std::string::npos);
   // A request the server refused (no 200 stream) never reached the engine's counters.
   auto refused = Requests(10);
   refused[0].http_status = 404;
   EXPECT_EQ(JudgeValidity(Inputs(refused, 9, 90, 180)).verdict, schema::Validity::VALID);
+}
+
+// The engine's prefix-cache counters at the measured phase's first and last scrape: `hits` of
+// `queries` prompt tokens in between (the warm-up's priming before them is not counted).
+std::vector<scraper::ScrapedSample> PrefixScrapes(double hits, double queries) {
+  return {{0, "prefix_cache_hits", 700},
+          {0, "prefix_cache_queries", 800},
+          {1'000'000, "prefix_cache_hits", 700 + hits / 2},
+          {1'000'000, "prefix_cache_queries", 800 + queries / 2},
+          {2'000'000, "prefix_cache_hits", 700 + hits},
+          {2'000'000, "prefix_cache_queries", 800 + queries}};
+}
+
+TEST(Validity, ASetPrefixHitRateIsMeasuredOverThePhaseAndFiveOrFewerPointsOffIsValid) {
+  const auto requests = Requests(100);
+  ValidityInputs in = Inputs(requests, 100, 1000, 2000);
+  in.prefix_hit_rate_target = 0.5;
+  in.during = PrefixScrapes(450, 1000);  // 45.0%: 5 points off, at the edge
+  Validity v = JudgeValidity(in);
+  EXPECT_EQ(v.verdict, schema::Validity::VALID) << v.Reasons();
+  EXPECT_DOUBLE_EQ(v.prefix_hit_rate, 0.45);
+  in.during = PrefixScrapes(449, 1000);  // 44.9%
+  v = JudgeValidity(in);
+  EXPECT_EQ(v.verdict, schema::Validity::INVALID);
+  EXPECT_EQ(v.Reasons(),
+            "prefix-cache hit rate 44.9% (449 of 1000 prompt tokens) measured, 50.0% set: more "
+            "than 5 points off");
+  in.prefix_hit_rate_target = 0;  // a cache that serves what no one asked for is off too
+  in.during = PrefixScrapes(60, 1000);
+  EXPECT_EQ(JudgeValidity(in).verdict, schema::Validity::INVALID);
+  in.during = PrefixScrapes(50, 1000);
+  EXPECT_EQ(JudgeValidity(in).verdict, schema::Validity::VALID);
+}
+
+TEST(Validity, ASetPrefixHitRateTheEngineCannotCountLeavesTheRunNotReconciled) {
+  const auto requests = Requests(100);
+  ValidityInputs in = Inputs(requests, 100, 1000, 2000);
+  in.prefix_hit_rate_target = 0.5;
+  Validity v = JudgeValidity(in);  // no prefix-cache counter scraped
+  EXPECT_EQ(v.verdict, schema::Validity::NOT_RECONCILED);
+  EXPECT_EQ(v.Reasons(),
+            "prefix-cache hit rate set to 50.0%, not verified: the engine exposes no prefix-cache "
+            "counter");
+  EXPECT_TRUE(std::isnan(v.prefix_hit_rate));
+  in.during = PrefixScrapes(0, 0);
+  EXPECT_EQ(JudgeValidity(in).verdict, schema::Validity::NOT_RECONCILED);
+  // Without a target the same counters judge nothing.
+  in.prefix_hit_rate_target = -1;
+  in.during = PrefixScrapes(900, 1000);
+  EXPECT_EQ(JudgeValidity(in).verdict, schema::Validity::VALID);
 }
 
 }  // namespace

@@ -235,6 +235,9 @@ std::vector<RecordColumn> Build() {
   Real(c, "preemptions", [](Record r) { return r.getPreemptions(); });
   Real(c, "prefix_cache_hits", [](Record r) { return r.getPrefixCacheHits(); });
   Real(c, "prefix_cache_queries", [](Record r) { return r.getPrefixCacheQueries(); });
+  // A set prefix hit rate (workload prefix_hit_rate) and the engine's over the measured phase.
+  Real(c, "prefix_hit_rate_target", [](Record r) { return r.getPrefixHitRateTarget(); });
+  Real(c, "prefix_hit_rate", [](Record r) { return r.getPrefixHitRate(); });
   Real(c, "spec_decode_acceptance", [](Record r) { return r.getSpecDecodeAcceptance(); });
 
   // GPU telemetry (nvidia-smi every second) during the measured phase.

@@ -242,6 +242,12 @@ struct BenchmarkRecord {
   energyDecodeJ @113 :Float64;
   energyPrefillPerInputTokJ @114 :Float64;
   energyDecodePerOutputTokJ @115 :Float64;
+  # A set prefix-cache hit rate (the workload's prefix_hit_rate, docs/metrics.md#prefix-hit-rate):
+  # the fraction of the measured prompt tokens asked for (NaN: none set) and the one the engine
+  # counted over the measured phase (its hits' increase over its queries' increase; NaN when it
+  # exposes no counter or counted no query). The validity gate compares them.
+  prefixHitRateTarget @116 :Float64;
+  prefixHitRate @117 :Float64;
 }
 
 struct EffectiveSetting {

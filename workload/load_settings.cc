@@ -260,6 +260,7 @@ LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::string& ba
     settings.custom_prompts.push_back(
         {prompt.getPrompt(), prompt.getMessagesJson(), prompt.getMaxTokens()});
   }
+  settings.warmup_primes_prefix = w.getPrefixHitRate() >= 0;
   for (auto planned : w.getPlan()) {
     PlannedRequest request;
     request.offset_ns = planned.getOffsetNs();
@@ -293,6 +294,15 @@ LoadSettings WarmupLoadSettings(const LoadSettings& s) {
   warmup.request_rate_per_s = 0;
   warmup.ramp = RampKind::kNone;
   warmup.plan.clear();  // the mean lengths
+  if (s.warmup_primes_prefix && !s.plan.empty() && s.warmup_requests > 0) {
+    const auto longest = std::max_element(
+        s.plan.begin(), s.plan.end(),
+        [](const auto& a, const auto& b) { return a.prefix_len_tok < b.prefix_len_tok; });
+    PlannedRequest primer = *longest;
+    primer.offset_ns = 0;
+    warmup.plan.assign(s.warmup_requests, primer);
+    warmup.replay_arrivals = false;
+  }
   warmup.sessions = 0;  // single synthetic prompts, whatever the measured phase sends
   warmup.custom_prompts.clear();
   warmup.warmup_s = warmup.duration_s = 0;

@@ -126,6 +126,9 @@ struct LoadSettings {
   uint32_t turns = 0;
   double think_time_s = 0;
   bool think_time_exponential = false;
+  // A set prefix hit rate (workload/prefix_hit_rate.h): the warm-up's requests send the plan's
+  // longest shared prefix (then prompts of their own), so the measured ones find it cached.
+  bool warmup_primes_prefix = false;
   // Custom prompts: measured request i sends custom_prompts[i % size] (warm-up keeps the
   // synthetic prompts).
   std::vector<CustomPrompt> custom_prompts;
