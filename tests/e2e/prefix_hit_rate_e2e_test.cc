@@ -62,13 +62,13 @@ TEST(PrefixHitRate, LlamacppsSlotsServeTheRateSetOnOneEngine) {
                  << " is not installed: run scripts/install-engines.sh to run this test";
   }
   Harness h("prefix-hit-rate-llamacpp");
-  // Two slots, both primed by the two concurrent warm-up requests; 100-token prompts share 0, 50
-  // or 90 tokens.
+  // Two slots, both primed by the two concurrent warm-up requests; 40-token prompts share 0, 20
+  // or 36 tokens (short: one engine thread prefills about 100 tokens a second).
   const std::string matrix = h.WriteFile("m.yaml", fmt::format(R"(name: hit-rate
 engine: llamacpp
 model: smollm2-hit-rate
 engine_config: {{model_path: {}, threads: 1, context_len: 1024, max_num_seqs: 2}}
-workload: {{api: completions, prompt: token_ids, input_len: 100, output_len: 4, num_requests: 8,
+workload: {{api: completions, prompt: token_ids, input_len: 40, output_len: 4, num_requests: 6,
            warmup_requests: 2, concurrency: 2}}
 timeout_s: 120
 max_attempts: 1
