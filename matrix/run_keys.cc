@@ -285,16 +285,9 @@ const std::vector<WorkloadKey>& WorkloadKeys() {
          w.setTokenIdPrompts(r.Choice(v, "prompt", {"text", "token_ids"}) == "token_ids");
        }},
       {"shared_prefix", [](YamlReader& r, N v, P, W w) { ReadSharedPrefix(r, v, w); }},
+      // Its upper bound is checked where it is expanded (workload/prefix_hit_rate.h).
       {"prefix_hit_rate",
-       [](YamlReader& r, N v, P, W w) {
-         const double rate = r.Number(v, "prefix_hit_rate");
-         if (rate >= 1) {
-           r.Fail(v, fmt::format("expected 'prefix_hit_rate' in [0, 1) (the fraction of prompt "
-                                 "tokens the cache serves), found {:g}",
-                                 rate));
-         }
-         w.setPrefixHitRate(rate);
-       }},
+       [](YamlReader& r, N v, P, W w) { w.setPrefixHitRate(r.Number(v, "prefix_hit_rate")); }},
       {"arrival",
        [](YamlReader& r, N v, P, W w) {
          const std::string arrival = r.Text(v, "arrival");

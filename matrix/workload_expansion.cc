@@ -53,8 +53,7 @@ uint32_t PrefixCacheBlockTok(schema::RunSpec::Reader spec) {
   if (engine == "vllm") return 16;
   if (engine == "sim") {
     if (spec.getSim().getHardware().size() == 0) return 0;
-    const perfmodel::DeploymentConfig d = perfmodel::DeploymentFor(spec);
-    return d.prefix_caching ? static_cast<uint32_t>(d.block_size_tok) : 0;
+    return static_cast<uint32_t>(perfmodel::DeploymentFor(spec).block_size_tok);
   }
   return 1;
 }
@@ -235,18 +234,18 @@ void WorkloadExpander::ExpandPrefixHitRate(const YAML::Node& where, schema::RunS
                                            "every prompt's shared prefix itself), found both",
                                            other));
   }
+  if (spec.getEngineConfig().getPrefixCaching() == schema::EngineConfig::Toggle::OFF) {
+    return reader_.Fail(where,
+                        "expected the prefix cache on for 'prefix_hit_rate', found "
+                        "engine_config.prefix_caching: off");
+  }
   const uint32_t block_tok = PrefixCacheBlockTok(spec.asReader());
   if (block_tok == 0) {
     return reader_.Fail(
         where, fmt::format("expected an engine with a prefix cache for 'prefix_hit_rate', found "
                            "engine '{}' without one (the emulator has one with a performance "
-                           "model: sim.hardware; engine_config.prefix_caching must not be off)",
+                           "model: sim.hardware)",
                            spec.getEngine().cStr()));
-  }
-  if (spec.getEngineConfig().getPrefixCaching() == schema::EngineConfig::Toggle::OFF) {
-    return reader_.Fail(where,
-                        "expected the prefix cache on for 'prefix_hit_rate', found "
-                        "engine_config.prefix_caching: off");
   }
   if (w.getWarmupRequests() == 0) {
     return reader_.Fail(where,
@@ -274,7 +273,6 @@ void WorkloadExpander::ExpandPrefixHitRate(const YAML::Node& where, schema::RunS
     }
     plan[i].setPrefixLenTok(shared);
   }
-  w.setPrefixCacheBlockTok(block_tok);
 }
 
 // `prompts: jsonl:<file>` into the spec's custom prompts; a bad line is reported at the

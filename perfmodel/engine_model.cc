@@ -477,7 +477,9 @@ class EngineModel::Impl {
       Replica* replica = nullptr;
       int64_t step = kNever;
       for (const auto& r : replicas_) {
-        if (r->next_ns() < step) step = r->next_ns(), replica = r.get();
+        const bool first_waking =
+            replica != nullptr && r->next_ns() == step && r->waking() && !replica->waking();
+        if (r->next_ns() < step || first_waking) step = r->next_ns(), replica = r.get();
       }
       const int64_t t = std::min({arrival, transfer, step});
       if (t > now || t == kNever) break;

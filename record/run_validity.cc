@@ -166,8 +166,8 @@ Validity JudgeValidity(const ValidityInputs& in) {
       std::any_of(v.counters.begin(), v.counters.end(), [](const auto& c) { return c.checked(); });
   if (!any_checked || !hit_rate_unverified.empty()) {
     v.verdict = schema::Validity::NOT_RECONCILED;
-    for (const auto& c : v.counters) {
-      if (!any_checked) v.reasons.push_back(c.why_unchecked);
+    if (!any_checked) {
+      for (const auto& c : v.counters) v.reasons.push_back(c.why_unchecked);
     }
     if (!hit_rate_unverified.empty()) v.reasons.push_back(hit_rate_unverified);
     return v;

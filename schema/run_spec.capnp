@@ -104,10 +104,9 @@ struct Workload {
   warmupConcurrency @37 :UInt32;
   earlyStop @38 :EarlyStop;        # off unless set (workload/load_settings.h EarlyStopSettings)
   # A set prefix-cache hit rate (`prefix_hit_rate`; -1: none): every prompt starts with one shared
-  # prefix of about this fraction of its tokens, rounded to whole cache blocks of
-  # prefixCacheBlockTok (the engine's), primed by the warm-up (matrix/prefix_hit_rate.h).
+  # prefix of about this fraction of its tokens in whole cache blocks of the engine, primed by the
+  # warm-up (workload/prefix_hit_rate.h; expanded into the plan's prefix blocks).
   prefixHitRate @39 :Float64 = -1;
-  prefixCacheBlockTok @40 :UInt32;
 }
 
 # workload/load_settings.h EarlyStopSettings; the defaults are its defaults.

@@ -10,7 +10,9 @@ Status PlanSharedPrefix(double rate, uint32_t block_tok, const std::vector<uint3
                         SharedPrefixPlan* out) {
   if (!(rate >= 0 && rate < 1)) {
     return Status::InvalidArgument(
-        fmt::format("expected 'prefix_hit_rate' in [0, 1), found {:g}", rate));
+        fmt::format("expected 'prefix_hit_rate' in [0, 1) (the fraction of prompt tokens the "
+                    "cache serves), found {:g}",
+                    rate));
   }
   if (block_tok < 1) {
     return Status::InvalidArgument(
@@ -19,17 +21,17 @@ Status PlanSharedPrefix(double rate, uint32_t block_tok, const std::vector<uint3
   SharedPrefixPlan plan;
   uint64_t prefix_sum = 0, input_sum = 0;
   for (uint32_t input : input_len_tok) {
-    const double blocks = std::round(rate * input / block_tok);
-    uint64_t prefix = static_cast<uint64_t>(blocks) * block_tok;
-    if (input == 0) prefix = 0;
-    while (prefix >= input && prefix > 0) prefix -= block_tok;  // the last token is computed
+    uint64_t prefix = static_cast<uint64_t>(std::round(rate * input / block_tok)) * block_tok;
+    // The prompt's last token is computed whatever is cached: the whole blocks before it at most.
+    if (prefix >= input) prefix = input > 0 ? (input - 1) / block_tok * block_tok : 0;
     plan.prefix_len_tok.push_back(static_cast<uint32_t>(prefix));
     prefix_sum += prefix;
     input_sum += input;
   }
   plan.rate = input_sum > 0 ? static_cast<double>(prefix_sum) / static_cast<double>(input_sum) : 0;
   if (std::abs(plan.rate - rate) > kPrefixHitRateTolerance) {
-    // The input a single block more or less moves the rate by under the tolerance.
+    // Rounding moves each prompt by at most half a block: prompts this long keep it within the
+    // tolerance at any rate.
     const double need_tok = std::ceil(block_tok / (2 * kPrefixHitRateTolerance));
     return Status::InvalidArgument(fmt::format(
         "prefix_hit_rate {:g} cannot be set within {:g} points with {}-token cache blocks: "
