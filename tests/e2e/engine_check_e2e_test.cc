@@ -283,12 +283,34 @@ zip:
   EXPECT_EQ(plan["runs"][1]["engine_check"][0]["accepted"], false);
 }
 
+// An environment variable for the rest of a test.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value.c_str(), 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
 // A model whose config the check cannot load here (no weights, no network, no --model-config) is
 // not the engine refusing the flags: every line says it could not be checked, with the way out,
 // and plan counts them as could-not-check (its exit says the sweep is not proven), none rejected.
 TEST(EngineCheck, AModelConfigTheCheckCannotLoadIsCouldNotCheckNotRejected) {
   REQUIRE_ENGINE_ENVS(envs);
   Harness h("plan-no-model-config");
+  // Offline, as CI is: the hub's answer is then immediate instead of a network timeout.
+  ScopedEnv offline("HF_HUB_OFFLINE", "1");
   const std::string matrix = h.WriteFile("m.yaml", R"(name: no-config
 model: servesweep-test/no-such-model-7b
 workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
@@ -519,26 +541,6 @@ void WriteStandInEngine(const Harness& h, const std::string& name, const std::st
   std::ofstream(path) << "#!" << python << "\n" << ReadSourceFile("tests/data/fake-python-engine");
   fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
 }
-
-// An environment variable for the rest of a test.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const std::string& value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    ::setenv(name, value.c_str(), 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      ::setenv(name_, old_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
 
 // Two sweeps of one matrix on vLLM and on SGLang, their agents checking each engine before it
 // starts (the real vLLM 0.33.0 and SGLang 0.5.23 resolve the command lines; a stand-in serves):
