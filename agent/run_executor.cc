@@ -747,7 +747,7 @@ Status HeadRun::Record() {
 
   auto requests = result_.initRequests(static_cast<unsigned>(load_.requests.size()));
   for (size_t i = 0; i < load_.requests.size(); ++i) {
-    record::CopyRequestRecord(load_.requests[i], requests[i]);
+    record::CopyRequestRecord(load_.requests[i], requests[i], load_.adapter_names);
   }
   auto engine_samples = result_.initEngineSamples(static_cast<unsigned>(samples.size()));
   for (size_t i = 0; i < samples.size(); ++i) {

@@ -55,6 +55,18 @@ void AddServingFlags(CLI::App& cmd, sim::EmulatorSettings* settings) {
   cmd.add_option("--answer-seed", settings->answer_seed,
                  "Seed of which questions are answered wrongly")
       ->capture_default_str();
+  // Multi-LoRA (docs/matrix.md#multi-lora): adapter names served as models.
+  cmd.add_option("--lora-modules", settings->lora_adapters,
+                 "LoRA adapter names served beside --model (comma-separated)")
+      ->delimiter(',');
+  cmd.add_option("--max-loras", settings->max_loras,
+                 "Adapters kept loaded (fixed schedule; 0 = all, never a load)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--lora-load-ms", settings->lora_load_ms,
+                 "What a request whose adapter is not loaded waits for it (fixed schedule)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
 }
 
 // Fault injection: deterministic given --fault-seed (request n's faults depend on seed and n).

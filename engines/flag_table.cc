@@ -38,7 +38,11 @@ const std::vector<std::string> kFlagKeys = {
     "speculative", "spec_method", "spec_model", "spec_num_tokens", "spec_num_steps",
     "spec_eagle_topk", "spec_num_draft_tokens",
     // prefill/decode disaggregation
-    "kv_transfer", "pd_prefill", "pd_decode"};
+    "kv_transfer", "pd_prefill", "pd_decode",
+    // multi-LoRA: the enable flag, the adapters' flag and each adapter's spelling (or one
+    // comma-joined list of files), the slots
+    "lora_on", "lora_modules", "lora_module", "lora_paths", "max_loras", "max_lora_rank",
+    "max_cpu_loras", "lora_backend"};
 
 std::vector<std::string> SplitVersion(const std::string& version) {
   std::vector<std::string> parts;

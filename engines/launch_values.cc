@@ -355,4 +355,60 @@ void AddBatchingSettings(ArgvBuilder& b, const FlagTable& table) {
           "engine_config.gpu_memory_fraction");
 }
 
+// The slots, rank, host-memory slots and backend of engine_config.lora, where set.
+namespace {
+
+void AddLoraSlots(ArgvBuilder& b, schema::EngineConfig::Reader config) {
+  struct Setting {
+    uint32_t value;
+    const char* key;
+    const char* why;
+  };
+  for (const Setting& setting :
+       {Setting{config.getMaxLoras(), "max_loras", "engine_config.lora.max_loras"},
+        Setting{config.getMaxLoraRank(), "max_lora_rank", "engine_config.lora.max_rank"},
+        Setting{config.getMaxCpuLoras(), "max_cpu_loras", "engine_config.lora.max_cpu_loras"}}) {
+    if (setting.value == 0) continue;
+    b.Set(setting.key, std::to_string(setting.value));
+    b.Add(setting.key, setting.why);
+  }
+  if (config.getLoraBackend().size() > 0) {
+    b.Set("lora_backend", config.getLoraBackend());
+    b.Add("lora_backend", "engine_config.lora.backend");
+  }
+}
+
+}  // namespace
+
+void AddLoraSettings(ArgvBuilder& b, const FlagTable& table, schema::EngineConfig::Reader config) {
+  const auto adapters = config.getLoraAdapters();
+  if (adapters.size() == 0) return;
+  b.AddIf(table.Has("lora_on"), "lora_on", "engine_config.lora");
+  if (table.Has("lora_paths")) {
+    // One value of comma-joined files (llama.cpp): a comma inside a path cannot be said.
+    std::string paths;
+    for (auto adapter : adapters) {
+      const std::string path = adapter.getPath();
+      if (path.find(',') != std::string::npos) {
+        return b.Fail(fmt::format("{} takes LoRA files as one comma-joined list: expected a path "
+                                  "without ',', found '{}'",
+                                  table.engine, path),
+                      true);
+      }
+      paths += (paths.empty() ? "" : ",") + path;
+    }
+    b.Set("lora_paths", paths);
+    b.Add("lora_paths", "engine_config.lora.adapters");
+    return AddLoraSlots(b, config);
+  }
+  // One flag followed by every adapter as name=path (vLLM, SGLang: nargs).
+  b.AddIf(table.Has("lora_modules"), "lora_modules", "engine_config.lora.adapters");
+  for (auto adapter : adapters) {
+    b.Set("lora_name", adapter.getName());
+    b.Set("lora_path", adapter.getPath());
+    b.Add("lora_module", "engine_config.lora.adapters");
+  }
+  AddLoraSlots(b, config);
+}
+
 }  // namespace servesweep::engines

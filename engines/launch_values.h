@@ -73,6 +73,12 @@ class ArgvBuilder {
   bool permanent_ = false;
 };
 
+// Multi-LoRA (engine_config.lora): the enable flag where the table has one, the adapters
+// (`lora_modules` then one `lora_module` per adapter, {lora_name}/{lora_path}; or `lora_paths`,
+// the files comma-joined), and the slots,
+// rank, host-memory slots and backend where set; a key the table lacks fails the run (permanent).
+void AddLoraSettings(ArgvBuilder& b, const FlagTable& table, schema::EngineConfig::Reader config);
+
 // The settings every engine spells the same way when the matrix gives them: quantization (by
 // the table's quantization_names), KV dtype, batching limits, context length and GPU memory
 // fraction (vLLM, SGLang).

@@ -36,6 +36,7 @@ Status LlamacppAdapter::PlanWithTable(const FlagTable& table, const LaunchContex
   const auto config = spec.getEngineConfig();
   b.AddIf(config.getPrefixCaching() == Toggle::ON, "prefix_caching_on", "prefix_caching: true");
   b.AddIf(config.getPrefixCaching() == Toggle::OFF, "prefix_caching_off", "prefix_caching: false");
+  AddLoraSettings(b, table, config);
   b.AddIf(config.getChunkedPrefill() != Toggle::DEFAULT, "chunked_prefill",
           "chunked_prefill (llama.cpp always splits prompts into -b batches)");
   b.AddIf(v.count("spec_model") > 0, "spec_model", "engine_config.speculative.model");

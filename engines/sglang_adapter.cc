@@ -30,6 +30,7 @@ void AddSettings(ArgvBuilder& b, const FlagTable& table, schema::RunSpec::Reader
   }
   b.AddIf(layout.getExpertParallel(), "ep", "layout ep: true");
   AddBatchingSettings(b, table);
+  AddLoraSettings(b, table, config);
   using Toggle = schema::EngineConfig::Toggle;
   // Prefix caching (the radix cache) and chunked prefill are on by default in SGLang.
   b.AddIf(config.getPrefixCaching() == Toggle::OFF, "prefix_caching_off", "prefix_caching: false");

@@ -47,6 +47,16 @@ Status SimAdapter::Plan(const LaunchContext& context, EngineLaunch* out) const {
   // Quality tasks: passed only when not the default (always right), so argv stays as it was.
   if (sim.getAnswerAccuracy() != 1)
     flag("--answer-accuracy", fmt::format("{}", sim.getAnswerAccuracy()));
+  const auto config = context.spec.getEngineConfig();
+  if (config.getLoraAdapters().size() > 0) {
+    std::string names;
+    for (auto adapter : config.getLoraAdapters()) {
+      names += (names.empty() ? "" : ",") + std::string(adapter.getName().cStr());
+    }
+    flag("--lora-modules", names);
+    if (config.getMaxLoras() > 0) flag("--max-loras", std::to_string(config.getMaxLoras()));
+    flag("--lora-load-ms", fmt::format("{}", sim.getLoraLoadMs()));
+  }
   // engine_flags go to the emulator as they are (its own flags: faults, say).
   for (auto f : context.spec.getEngineFlags()) process.argv.push_back(f.cStr());
   launch.processes.push_back(std::move(process));

@@ -22,6 +22,7 @@ void AddSettings(ArgvBuilder& b, const FlagTable& table, schema::RunSpec::Reader
   b.Add("served_model_name", "the served model name");
   b.AddIf(layout.getExpertParallel(), "ep", "layout ep: true");
   AddBatchingSettings(b, table);
+  AddLoraSettings(b, table, config);
   using Toggle = schema::EngineConfig::Toggle;
   b.AddIf(config.getPrefixCaching() == Toggle::ON, "prefix_caching_on", "prefix_caching: true");
   b.AddIf(config.getPrefixCaching() == Toggle::OFF, "prefix_caching_off", "prefix_caching: false");

@@ -105,6 +105,18 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
   // np.mean(ttfts) * 1000.
   std::vector<double> ttfts, tpots, all_tpots, itls, e2els, decode, prefill, ttft_seen, ttft_new;
   std::vector<double> queue_s, send_s, ttfb_s;
+  std::vector<double> ttft_hit, ttft_miss, prefill_hit, prefill_miss;
+  // Per adapter (index + 1; 0 = the base model): requests, completed, output tokens, TTFT, TPOT.
+  struct PerAdapter {
+    uint32_t requests = 0, completed = 0;
+    uint64_t output_tok = 0;
+    std::vector<double> ttft_s, tpot_s;
+  };
+  std::vector<PerAdapter> per_adapter(result.adapter_names.size() + 1);
+  auto adapter_of = [&per_adapter](const RequestRecord& r) -> PerAdapter& {
+    const size_t k = r.adapter >= 0 ? static_cast<size_t>(r.adapter) + 1 : 0;
+    return per_adapter[std::min(k, per_adapter.size() - 1)];
+  };
   uint64_t window_output_tok = 0, window_prompt_tok = 0;
   uint32_t from_usage = 0;
   const int64_t win_lo = result.window_start_ns, win_hi = result.window_end_ns;
@@ -127,6 +139,7 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
     const int64_t sent_ns = r.sent_ns >= 0 ? r.sent_ns : r.start_ns;
     if (r.cancelled) ++out.cancelled;
     if (r.reconnected) ++out.reconnects;
+    ++adapter_of(r).requests;
     if (!r.success) {
       ++out.failed;
       continue;
@@ -158,6 +171,18 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
       decode.push_back(static_cast<double>(output_len - 1) / Seconds(r.end_ns - r.first_token_ns));
     }
     if (ttft_s > 0) prefill.push_back(static_cast<double>(r.prompt_tokens) / ttft_s);
+    if (r.cached_prompt_tokens >= 0) {
+      const bool hit = r.cached_prompt_tokens > 0;
+      (hit ? ttft_hit : ttft_miss).push_back(ttft_s);
+      if (ttft_s > 0) {
+        (hit ? prefill_hit : prefill_miss).push_back(static_cast<double>(r.prompt_tokens) / ttft_s);
+      }
+    }
+    PerAdapter& a = adapter_of(r);
+    ++a.completed;
+    a.output_tok += output_len;
+    a.ttft_s.push_back(ttft_s);
+    if (output_len > 1) a.tpot_s.push_back(tpot_s);
   }
 
   out.output_tokens_source = DescribeOutputTokensSource(from_usage, out.completed);
@@ -178,6 +203,23 @@ BenchSummary Summarize(const LoadResult& result, const SloLimits& slo) {
   out.prefill_tok_per_s = ComputeStats(std::move(prefill));
   out.ttft_prefix_seen_ms = Scaled(ComputeStats(std::move(ttft_seen)), 1000);
   out.ttft_prefix_new_ms = Scaled(ComputeStats(std::move(ttft_new)), 1000);
+  out.ttft_hit_ms = Scaled(ComputeStats(std::move(ttft_hit)), 1000);
+  out.ttft_miss_ms = Scaled(ComputeStats(std::move(ttft_miss)), 1000);
+  out.prefill_tok_per_s_hit = ComputeStats(std::move(prefill_hit));
+  out.prefill_tok_per_s_miss = ComputeStats(std::move(prefill_miss));
+  for (size_t k = 1; k <= per_adapter.size() && !result.adapter_names.empty(); ++k) {
+    const size_t i = k % per_adapter.size();  // the adapters in order, then the base model
+    PerAdapter& a = per_adapter[i];
+    if (i == 0 && a.requests == 0) continue;
+    AdapterSummary summary;
+    summary.adapter = i == 0 ? "" : result.adapter_names[i - 1];
+    summary.requests = a.requests;
+    summary.completed = a.completed;
+    summary.output_throughput = per_s(static_cast<double>(a.output_tok));
+    summary.ttft_ms = Scaled(ComputeStats(std::move(a.ttft_s)), 1000);
+    summary.tpot_ms = Scaled(ComputeStats(std::move(a.tpot_s)), 1000);
+    out.adapters.push_back(std::move(summary));
+  }
   out.client_queue_ms = Scaled(ComputeStats(std::move(queue_s)), 1000);
   out.client_send_ms = Scaled(ComputeStats(std::move(send_s)), 1000);
   out.ttfb_ms = Scaled(ComputeStats(std::move(ttfb_s)), 1000);

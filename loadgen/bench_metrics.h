@@ -30,6 +30,15 @@ struct SloLimits {
 uint32_t CountGood(const SloLimits& slo, const std::vector<double>& ttft_s,
                    const std::vector<double>& tpot_s, const std::vector<double>& e2el_s);
 
+// One LoRA adapter's measured requests (docs/metrics.md#per-adapter): the same definitions as
+// the run's figures, over the requests that named it.
+struct AdapterSummary {
+  std::string adapter;  // "" = the base model
+  uint32_t requests = 0, completed = 0;
+  double output_throughput = 0;  // its output tokens / the run's duration
+  Stats ttft_ms, tpot_ms;
+};
+
 struct BenchSummary {
   double duration_s = 0;
   uint32_t completed = 0;
@@ -51,6 +60,12 @@ struct BenchSummary {
   // had sent (a possible prefix-cache hit) and of those that were first (a miss); empty (NaN)
   // without planned prefixes.
   Stats ttft_prefix_seen_ms, ttft_prefix_new_ms;
+  // Prefix-cache hit and miss as the server reported them per request
+  // (RequestRecord::cached_prompt_tokens > 0: a hit, 0: a miss; unreported ones in neither).
+  Stats ttft_hit_ms, ttft_miss_ms, prefill_tok_per_s_hit, prefill_tok_per_s_miss;
+  // Multi-LoRA: per adapter in LoadResult::adapter_names order, then the base model when any
+  // measured request named it; empty without adapters.
+  std::vector<AdapterSummary> adapters;
   // Client-side queue time (start - scheduled) of every measured request that was sent: open
   // loop with a concurrency cap, the wait for a free slot (vLLM's client_queue_time).
   Stats client_queue_ms;

@@ -146,6 +146,10 @@ struct Transfer final : SseSink {
       usage_prompt_tok = c.prompt_tokens;
       usage_completion_tok = c.completion_tokens;
     }
+    if (c.cached_prompt_tokens >= 0) {
+      rec->cached_prompt_tokens =
+          static_cast<int32_t>(std::min<int64_t>(c.cached_prompt_tokens, INT32_MAX));
+    }
     if (c.output) {
       if (capture_text) AppendChunkText(data, &answer);
       if (rec->first_token_ns < 0) rec->first_token_ns = read_ns;
@@ -814,6 +818,7 @@ Status RunValidLoad(const LoadSettings& settings, LoadResult* out,
   LoadResult result;
   std::unique_ptr<RequestSource> source;
   uint32_t cap = open_loop ? settings.max_in_flight : settings.concurrency;
+  for (const auto& adapter : settings.adapters) result.adapter_names.push_back(adapter.name);
   if (sessions) {
     source = MakeSessionSource(settings);
     cap = 0;  // the source keeps at most `concurrency` sessions open

@@ -58,6 +58,9 @@ struct RequestRecord {
   int32_t http_status = 0;  // the response's status; 0 when none arrived
   int32_t session_id = -1;  // multi-turn: the session and the turn (0-based); -1 otherwise
   int32_t turn = -1;
+  int32_t adapter = -1;  // the LoRA adapter it named (LoadSettings::adapters); -1 = the base
+  // Prompt tokens the server said it served from its prefix cache (openai_stream.h); -1: unsaid.
+  int32_t cached_prompt_tokens = -1;
   // The vLLM view (LoadSettings::vllm_view), as vllm/benchmarks/lib/endpoint_request_func.py
   // sees the stream: times of the chunks with non-empty `choices`, usage read only from chunks
   // without choices, and its success rule (HTTP 200, one such chunk, no exception).
@@ -95,6 +98,8 @@ struct LoadResult {
   StopReason stopped = StopReason::kNone;
   std::string stop_evidence;
   double stopped_at_s = 0;
+  // RequestRecord::adapter's names (LoadSettings::adapters in order).
+  std::vector<std::string> adapter_names;
 };
 
 // Runs the load into *out. InvalidArgument (nothing sent) when the settings break a rule of

@@ -110,19 +110,36 @@ class PayloadReader {
     return c == '-' || (c >= '0' && c <= '9') ? cur_.ReadNumber(value) : cur_.Skip();
   }
 
+  // An object value's number member `name` into *value (left as it was when absent, or when
+  // the value is not an object or the member not a number).
+  template <size_t N>
+  bool MemberNumber(const char (&name)[N], double* value) {
+    if (cur_.Peek() != '{') return cur_.Skip();
+    return Object([this, &name, value](const JsonString& k) {
+      const char c = cur_.Peek();
+      if (KeyIs(k, name) && (c == '-' || (c >= '0' && c <= '9'))) return cur_.ReadNumber(value);
+      return cur_.Skip();
+    });
+  }
+
   bool RootMember(const JsonString& key) {
     if (KeyIs(key, "choices")) return Choices();
     if (KeyIs(key, "usage")) {
       f_.usage_object = false;
       f_.prompt_tokens = f_.completion_tokens = 0;
+      f_.usage_cached_tokens = -1;
       if (cur_.Peek() != '{') return cur_.Skip();
       f_.usage_object = true;
       return Object([this](const JsonString& k) {
         if (KeyIs(k, "prompt_tokens")) return NumberOrSkip(&f_.prompt_tokens);
         if (KeyIs(k, "completion_tokens")) return NumberOrSkip(&f_.completion_tokens);
+        if (KeyIs(k, "prompt_tokens_details")) {
+          return MemberNumber("cached_tokens", &f_.usage_cached_tokens);
+        }
         return cur_.Skip();
       });
     }
+    if (KeyIs(key, "timings")) return MemberNumber("cache_n", &f_.timings_cached_tokens);
     if (KeyIs(key, "object")) return StringOrSkip(&f_.object_string, &f_.object);
     if (KeyIs(key, "error")) return Error();
     if (KeyIs(key, "message")) return StringOrSkip(&f_.message_string, &f_.message);
@@ -313,6 +330,9 @@ StreamChunk OpenAiStreamDecoder::FromFacts(const OutputFacts& f) {
     chunk.prompt_tokens = ToTokens(f.prompt_tokens);
     chunk.completion_tokens = ToTokens(f.completion_tokens);
   }
+  const double cached =
+      f.usage_cached_tokens >= 0 ? f.usage_cached_tokens : f.timings_cached_tokens;
+  if (cached >= 0) chunk.cached_prompt_tokens = ToTokens(cached);
 
   if (f.choice_object) {
     chunk.output = f.text || (f.delta_object &&

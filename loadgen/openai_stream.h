@@ -40,6 +40,10 @@ struct StreamChunk {
   bool has_usage = false;
   uint32_t prompt_tokens = 0;
   uint32_t completion_tokens = 0;
+  // Prompt tokens served from the prefix cache, as the server says: usage.prompt_tokens_details
+  // .cached_tokens (vLLM with --enable-prompt-tokens-details, SGLang with --enable-cache-report,
+  // llama.cpp), else llama.cpp's timings.cache_n; -1 when this chunk says neither.
+  int64_t cached_prompt_tokens = -1;
 };
 
 class OpenAiStreamDecoder {
@@ -50,8 +54,10 @@ class OpenAiStreamDecoder {
     bool usage_object = false;
     double prompt_tokens = 0;
     double completion_tokens = 0;
-    bool choice_object = false;  // choices[0] is an object
-    bool text = false;           // non-empty "text"
+    double usage_cached_tokens = -1;    // usage.prompt_tokens_details.cached_tokens; -1: absent
+    double timings_cached_tokens = -1;  // timings.cache_n (llama.cpp); -1: absent
+    bool choice_object = false;         // choices[0] is an object
+    bool text = false;                  // non-empty "text"
     bool delta_object = false;
     bool content = false, reasoning_content = false, reasoning = false, tool_calls = false;
     bool logprobs_object = false;

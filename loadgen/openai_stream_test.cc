@@ -103,3 +103,34 @@ TEST(OpenAiStream, FinalUsageOnLastTextChunkIsNotCreditedToIt) {
 
 }  // namespace
 }  // namespace servesweep::loadgen
+
+namespace servesweep::loadgen {
+namespace {
+
+// Cached prompt tokens as vLLM and SGLang put them on the final usage chunk, and as llama.cpp
+// does (both usage and timings, or timings alone on a chat stream without include_usage).
+TEST(OpenAiStream, CachedPromptTokensFromUsageDetailsOrLlamacppTimings) {
+  OpenAiStreamDecoder d;
+  StreamChunk c = d.Decode(R"({"choices":[],"usage":{"prompt_tokens":40,"completion_tokens":8,)"
+                           R"("prompt_tokens_details":{"cached_tokens":32}}})");
+  EXPECT_EQ(c.cached_prompt_tokens, 32);
+  c = d.Decode(R"({"choices":[{"text":"x","finish_reason":"length"}],"timings":{"cache_n":0,)"
+               R"("prompt_n":40},"usage":{"prompt_tokens":40,"completion_tokens":8}})");
+  EXPECT_EQ(c.cached_prompt_tokens, 0);
+  EXPECT_TRUE(c.output);
+  c = d.Decode(R"({"choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"cache_n":17}})");
+  EXPECT_EQ(c.cached_prompt_tokens, 17);
+  // Said nowhere, or not a number: unknown, never a miss.
+  EXPECT_EQ(d.Decode(R"({"choices":[{"text":"y"}]})").cached_prompt_tokens, -1);
+  EXPECT_EQ(d.Decode(R"({"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":1,)"
+                     R"("prompt_tokens_details":null}})")
+                .cached_prompt_tokens,
+            -1);
+  EXPECT_EQ(d.Decode(R"({"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":1,)"
+                     R"("prompt_tokens_details":{"cached_tokens":"3"}}})")
+                .cached_prompt_tokens,
+            -1);
+}
+
+}  // namespace
+}  // namespace servesweep::loadgen

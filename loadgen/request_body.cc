@@ -10,21 +10,47 @@ namespace servesweep::loadgen {
 
 RequestBodyWriter::RequestBodyWriter(const LoadSettings& s)
     : s_(s), chat_(s.api == Api::kChatCompletions) {
-  // nlohmann's own spelling of the two values that are not integers or fixed words.
-  const std::string model = nlohmann::json(s.model).dump();
+  // nlohmann's own spelling of the values that are not integers or fixed words.
   const std::string temperature = nlohmann::json(s.temperature).dump();
   const std::string ignore_eos = s.ignore_eos ? "\"ignore_eos\":true," : "";
   const std::string stream = R"("stream":true,"stream_options":{"include_usage":true},)";
-  if (chat_) {
-    head_ = "{" + ignore_eos + "\"max_completion_tokens\":";
-    middle_ = R"(,"messages":[{"content":")";
-    tail_ = R"(","role":"user"}],"model":)" + model + "," + stream +
-            "\"temperature\":" + temperature + "}";
-  } else {
-    head_ = "{" + ignore_eos + "\"max_tokens\":";
-    middle_ = ",\"model\":" + model + ",\"prompt\":\"";
-    tail_ = "\"," + stream + "\"temperature\":" + temperature + "}";
+  for (int32_t adapter = -1; adapter < static_cast<int32_t>(s.adapters.size()); ++adapter) {
+    const std::string model = nlohmann::json(ModelOf(adapter)).dump();
+    const nlohmann::json lora_list = LoraOf(adapter);
+    const std::string lora = lora_list.is_null() ? "" : "\"lora\":" + lora_list.dump() + ",";
+    Parts p;
+    if (chat_) {
+      p.head = "{" + ignore_eos + lora + "\"max_completion_tokens\":";
+      p.middle = R"(,"messages":[{"content":")";
+      p.tail = R"(","role":"user"}],"model":)" + model + "," + stream +
+               "\"temperature\":" + temperature + "}";
+    } else {
+      p.head = "{" + ignore_eos + lora + "\"max_tokens\":";
+      p.middle = ",\"model\":" + model + ",\"prompt\":\"";
+      p.tail = "\"," + stream + "\"temperature\":" + temperature + "}";
+    }
+    parts_.push_back(std::move(p));
   }
+}
+
+const std::string& RequestBodyWriter::ModelOf(int32_t adapter) const {
+  return adapter < 0 ? s_.model : s_.adapters[static_cast<size_t>(adapter)].model;
+}
+
+nlohmann::json RequestBodyWriter::LoraOf(int32_t adapter) const {
+  // llama.cpp applies every loaded adapter at its global scale unless a request lists them: a
+  // base request lists each at scale 0, an adapter's request only its own (the rest are 0).
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t k = 0; k < s_.adapters.size(); ++k) {
+    const auto& a = s_.adapters[k];
+    if (a.lora_id < 0) continue;
+    if (adapter < 0) {
+      list.push_back({{"id", a.lora_id}, {"scale", 0.0}});
+    } else if (static_cast<size_t>(adapter) == k) {
+      list.push_back({{"id", a.lora_id}, {"scale", 1.0}});
+    }
+  }
+  return list.empty() ? nlohmann::json() : list;
 }
 
 void RequestBodyWriter::Write(const RequestContent& c, std::string* body) const {
@@ -32,18 +58,20 @@ void RequestBodyWriter::Write(const RequestContent& c, std::string* body) const 
     *body = WriteThroughJson(c);
     return;
   }
+  const Parts& p = PartsOf(c.adapter);
   body->clear();
-  body->append(head_);
+  body->append(p.head);
   fmt::format_to(std::back_inserter(*body), "{}", c.output_len_tok);
   if (chat_) fmt::format_to(std::back_inserter(*body), ",\"max_tokens\":{}", c.output_len_tok);
-  body->append(middle_);
+  body->append(p.middle);
   AppendPrompt(s_.seed, c.prompt_index, c.input_len_tok, c.prefix, body);
-  body->append(tail_);
+  body->append(p.tail);
 }
 
 std::string RequestBodyWriter::WriteThroughJson(const RequestContent& c) const {
   nlohmann::json body;
-  body["model"] = s_.model;
+  body["model"] = ModelOf(c.adapter);
+  if (nlohmann::json lora = LoraOf(c.adapter); !lora.is_null()) body["lora"] = std::move(lora);
   if (chat_) {
     if (c.has_messages) {
       body["messages"] = c.messages;

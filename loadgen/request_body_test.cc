@@ -72,5 +72,44 @@ TEST(RequestBody, PromptTextsMessagesAndTokenIdsGoThroughTheDocument) {
   EXPECT_EQ(nlohmann::json::parse(body)["max_completion_tokens"], 3);
 }
 
+// A LoRA adapter as each engine takes it, on both paths: the model field (vLLM, SGLang's
+// "base:adapter"), or llama.cpp's lora list (its own adapter at 1, none listed at 0; a base
+// request lists every adapter at 0, else llama.cpp would apply them all).
+TEST(RequestBody, AdaptersAreNamedAsTheEngineTakesThem) {
+  for (const Api api : {Api::kCompletions, Api::kChatCompletions}) {
+    LoadSettings s;
+    s.api = api;
+    s.model = "base";
+    s.adapters = {{"sql", "base:sql", -1}, {"chat", "chat", -1}};
+    const RequestBodyWriter by_model(s);
+    RequestContent c;
+    c.input_len_tok = 8;
+    c.output_len_tok = 4;
+    std::string body;
+    for (const int32_t adapter : {-1, 0, 1}) {
+      c.adapter = adapter;
+      by_model.Write(c, &body);
+      ASSERT_EQ(body, by_model.WriteThroughJson(c));
+      const auto json = nlohmann::json::parse(body);
+      EXPECT_EQ(json["model"], adapter < 0 ? "base" : adapter == 0 ? "base:sql" : "chat");
+      EXPECT_FALSE(json.contains("lora"));
+    }
+    s.adapters = {{"a", "base", 0}, {"b", "base", 1}};
+    const RequestBodyWriter by_lora(s);
+    c.adapter = 1;
+    by_lora.Write(c, &body);
+    ASSERT_EQ(body, by_lora.WriteThroughJson(c));
+    auto json = nlohmann::json::parse(body);
+    EXPECT_EQ(json["model"], "base");
+    EXPECT_EQ(json["lora"], nlohmann::json::parse(R"([{"id": 1, "scale": 1.0}])"));
+    c.adapter = -1;
+    by_lora.Write(c, &body);
+    ASSERT_EQ(body, by_lora.WriteThroughJson(c));
+    json = nlohmann::json::parse(body);
+    EXPECT_EQ(json["lora"],
+              nlohmann::json::parse(R"([{"id": 0, "scale": 0.0}, {"id": 1, "scale": 0.0}])"));
+  }
+}
+
 }  // namespace
 }  // namespace servesweep::loadgen

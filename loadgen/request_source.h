@@ -27,6 +27,7 @@ struct RequestContent {
   uint64_t prompt_index = 0;
   uint32_t input_len_tok = 0;
   uint32_t output_len_tok = 0;
+  int32_t adapter = -1;  // index into LoadSettings::adapters; -1 = the base model
   PromptPrefix prefix;
   bool has_prompt_text = false;  // completions: send prompt_text as the prompt
   std::string prompt_text;

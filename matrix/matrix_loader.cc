@@ -317,6 +317,7 @@ bool Expansion::ExpandRuns(YamlMap& top) {
   WorkloadExpander expander(reader_);
   const YAML::Node prompts_where = WhereIs("prompts");
   const YAML::Node hit_rate_where = WhereIs("prefix_hit_rate");
+  const YAML::Node lora_where = WhereIs("lora");
   for (size_t k = 0; k < kept_.size(); ++k) {
     for (uint32_t repeat = 0; repeat < repeats_; ++repeat) {
       const size_t index = k * repeats_ + repeat;
@@ -327,7 +328,7 @@ bool Expansion::ExpandRuns(YamlMap& top) {
       std::string label = ApplyCombination(top, kept_[k], spec);
       if (repeats_ > 1) label += fmt::format(" repeat={}", repeat);
       spec.setLabel(label.empty() ? "default" : label);
-      expander.Expand(root_, prompts_where, hit_rate_where, spec);
+      expander.Expand(root_, prompts_where, hit_rate_where, lora_where, spec);
       CheckRunIsRunnable(spec.asReader());
       if (reader_.failed()) return false;
       const auto layout = spec.getLayout().asReader();

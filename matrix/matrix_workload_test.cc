@@ -295,5 +295,89 @@ workload:
   }
 }
 
+// Multi-LoRA: the adapters (a list, or a count with {i} patterns) and the engine's slots in the
+// engine configuration (so a kept engine serves only runs with the same adapters); the choice in
+// the workload, becoming the load settings' weights and each engine's request naming; a trace's
+// adapter names kept per request. Each refusal at its place, saying what was expected.
+TEST(MatrixWorkload, LoraAdaptersAndTheirChoiceReachTheRunAndTheLoad) {
+  LoadedMatrix m;
+  Status s = ExpandMatrix("m.yaml", R"(name: t
+engine: sglang
+model: base
+engine_config:
+  lora: {adapters: {count: 3, name: "a{i}", path: "/w/a{i}"}, max_loras: 2, max_rank: 16,
+         backend: triton}
+workload: {input_len: 8, output_len: 4, num_requests: 3, concurrency: 1,
+           lora: {choice: zipf, skew: 1.1}}
+axes: {concurrency: [1, 2]}
+)",
+                          &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const auto run = m.matrix().getRuns()[0];
+  const auto adapters = run.getEngineConfig().getLoraAdapters();
+  ASSERT_EQ(adapters.size(), 3u);
+  EXPECT_EQ(std::string(adapters[2].getName()), "a3");
+  EXPECT_EQ(std::string(adapters[2].getPath()), "/w/a3");
+  EXPECT_EQ(run.getEngineConfig().getMaxLoras(), 2u);
+  EXPECT_EQ(std::string(run.getEngineConfiguration()),
+            std::string(m.matrix().getRuns()[1].getEngineConfiguration()));
+  const workload::LoadSettings load = workload::LoadSettingsFor(run, "http://x");
+  ASSERT_EQ(load.adapters.size(), 3u);
+  EXPECT_EQ(load.adapters[0].model, "base:a1");
+  ASSERT_EQ(load.adapter_cumulative.size(), 3u);
+  EXPECT_GT(load.adapter_cumulative[0], 0.45);  // 1 / (1 + 2^-1.1 + 3^-1.1) = 0.52
+
+  // A trace's adapter per request.
+  const std::string trace =
+      TempFile("lora.jsonl",
+               R"({"timestamp": 0, "input_length": 8, "output_length": 2, "adapter": "a2"}
+{"timestamp": 5, "input_length": 8, "output_length": 2}
+)");
+  s = ExpandMatrix("m.yaml",
+                   fmt::format(R"(name: t
+engine: vllm
+model: base
+engine_config: {{lora: {{adapters: [{{name: a1, path: /w/1}}, {{name: a2, path: /w/2}}]}}}}
+workload: {{trace: {}, num_requests: 2, lora: {{choice: trace}}}}
+)",
+                               trace),
+                   &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const workload::LoadSettings replay = workload::LoadSettingsFor(m.matrix().getRuns()[0], "");
+  ASSERT_EQ(replay.plan.size(), 2u);
+  EXPECT_TRUE(replay.adapters_from_plan);
+  EXPECT_EQ(replay.plan[0].adapter, 1);
+  EXPECT_EQ(replay.plan[1].adapter, -1);
+
+  const struct {
+    const char* keys;
+    const char* says;
+  } refused[] = {
+      {"workload: {num_requests: 2, lora: {choice: uniform}}",
+       "m.yaml:4:35: expected engine_config.lora.adapters for 'lora: {choice: uniform}'"},
+      {"engine_config: {lora: {adapters: [{name: a, path: /p}]}}\nworkload: {num_requests: 2, "
+       "lora: {choice: zipf, skew: 0}}",
+       "expected 'skew' > 0"},
+      {"engine_config: {lora: {adapters: [{name: a, path: /p}]}}\nworkload: {num_requests: 2, "
+       "lora: {choice: uniform, skew: 2}}",
+       "expected 'skew' only with choice: zipf"},
+      {"engine_config: {lora: {adapters: [{name: a, path: /p}, {name: a, path: /q}]}}",
+       "expected distinct adapter names, found 'a' twice"},
+      {"engine_config: {lora: {adapters: [{name: 'x:y', path: /p}]}}",
+       "expected adapter names without ':'"},
+      {"engine_config: {lora: {adapters: {count: 2, path: /p}}}",
+       "expected '{i}' (the adapter's number)"},
+      {"engine_config: {lora: {max_loras: 2}}", "expected 'adapters' in 'engine_config.lora'"},
+      {"engine_config: {lora: {adapters: [{name: a, path: /p}]}}\nworkload: {num_requests: 2, "
+       "lora: {choice: trace}}",
+       "expected a 'trace' with an adapter per request"},
+  };
+  LoadedMatrix bad;
+  for (const auto& c : refused) {
+    s = ExpandMatrix("m.yaml", fmt::format("name: t\nengine: vllm\nmodel: m\n{}\n", c.keys), &bad);
+    EXPECT_NE(s.message().find(c.says), std::string::npos) << c.keys << ": " << s.message();
+  }
+}
+
 }  // namespace
 }  // namespace servesweep::matrix

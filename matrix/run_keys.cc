@@ -321,6 +321,33 @@ const std::vector<WorkloadKey>& WorkloadKeys() {
                           ? "jsonl:" + ResolveMatrixPath(path, file)
                           : text);
        }},
+      // `lora: {choice: uniform | zipf | trace, skew: S}` (workload/lora_choice.h); checked
+      // against engine_config.lora's adapters where the run is expanded.
+      {"lora",
+       [](YamlReader& r, N v, P, W w) {
+         YamlMap m(r, v, "workload.lora");
+         const YAML::Node choice = m.Get("choice"), skew = m.Get("skew");
+         m.Finish();
+         if (r.failed()) return;
+         if (!Present(choice)) {
+           return r.Fail(v, "expected 'choice' (uniform, zipf or trace) in 'lora', found none");
+         }
+         const std::string name = r.Choice(choice, "choice", {"uniform", "zipf", "trace"});
+         w.setLoraChoice(name);
+         if (Present(skew)) {
+           if (name != "zipf") {
+             return r.Fail(skew, fmt::format("expected 'skew' only with choice: zipf, found "
+                                             "choice: {}",
+                                             name));
+           }
+           const double s = r.Number(skew, "skew");
+           if (r.ok() && !(s > 0)) {
+             r.Fail(skew,
+                    fmt::format("expected 'skew' > 0 (Zipf: weight 1 / k^skew), found {}", s));
+           }
+           w.setLoraZipfSkew(s);
+         }
+       }},
       {"client_threads",
        [](YamlReader& r, N v, P, W w) { w.setClientThreads(r.Uint(v, "client_threads", 1, 64)); }},
   };
@@ -363,6 +390,7 @@ void ReadSim(YamlReader& r, const YAML::Node& node, const std::string& matrix_pa
   if (auto v = m.Get("itl_ms")) sim.setItlMs(r.Number(v, "itl_ms"));
   if (auto v = m.Get("startup_ms")) sim.setStartupMs(r.Number(v, "startup_ms"));
   if (auto v = m.Get("spec_accepted_tok")) sim.setSpecAcceptedTok(r.Number(v, "spec_accepted_tok"));
+  if (auto v = m.Get("lora_load_ms")) sim.setLoraLoadMs(r.Number(v, "lora_load_ms"));
   if (auto v = m.Get("answer_accuracy")) {
     const double accuracy = r.Number(v, "answer_accuracy");
     if (accuracy > 1) {
@@ -472,6 +500,91 @@ void ReadPrice(YamlReader& r, const YAML::Node& node, schema::EngineConfig::Buil
   m.Finish();
 }
 
+// `lora: {adapters: [{name, path}, ...] | {count, name, path}, max_loras, max_rank,
+// max_cpu_loras, backend}`: the adapters served beside the base model. The count form names
+// adapter i (1-based) by the patterns' {i}.
+void ReadLora(YamlReader& r, const YAML::Node& node, schema::EngineConfig::Builder c) {
+  YamlMap m(r, node, "engine_config.lora");
+  std::vector<std::pair<std::string, std::string>> adapters;
+  if (auto v = m.Get("adapters")) {
+    if (v.IsSequence()) {
+      for (const auto& item : v) {
+        YamlMap a(r, item, "engine_config.lora.adapters[]");
+        const YAML::Node name = a.Get("name"), path = a.Get("path");
+        a.Finish();
+        if (!Present(name) || !Present(path)) {
+          r.Fail(item, "expected an adapter as {name: NAME, path: PATH}, found " +
+                           DescribeYamlNode(item));
+          continue;
+        }
+        adapters.emplace_back(r.Text(name, "name"), r.Text(path, "path"));
+      }
+    } else if (v.IsMap()) {
+      YamlMap a(r, v, "engine_config.lora.adapters");
+      const YAML::Node count = a.Get("count"), name = a.Get("name"), path = a.Get("path");
+      a.Finish();
+      if (!Present(count) || !Present(path)) {
+        r.Fail(v,
+               "expected {count: N, path: PATTERN with {i}, name: PATTERN} in "
+               "'adapters', found " +
+                   DescribeYamlNode(v));
+      } else {
+        const uint32_t n = r.Uint(count, "count", 1, 4096);
+        const std::string path_pattern = r.Text(path, "path");
+        const std::string name_pattern = Present(name) ? r.Text(name, "name") : "lora-{i}";
+        if (r.ok() && (path_pattern.find("{i}") == std::string::npos ||
+                       name_pattern.find("{i}") == std::string::npos)) {
+          r.Fail(v,
+                 "expected '{i}' (the adapter's number) in the name and path patterns of "
+                 "'adapters', found '" +
+                     name_pattern + "' and '" + path_pattern + "'");
+        }
+        auto fill = [](std::string pattern, uint32_t i) {
+          for (size_t at; (at = pattern.find("{i}")) != std::string::npos;) {
+            pattern.replace(at, 3, std::to_string(i));
+          }
+          return pattern;
+        };
+        for (uint32_t i = 1; i <= n && r.ok(); ++i) {
+          adapters.emplace_back(fill(name_pattern, i), fill(path_pattern, i));
+        }
+      }
+    } else {
+      r.Fail(v, "expected 'adapters' to be a list of {name, path} or {count, name, path}, found " +
+                    DescribeYamlNode(v));
+    }
+    for (size_t i = 0; i < adapters.size() && r.ok(); ++i) {
+      const std::string& name = adapters[i].first;
+      // SGLang reads "base:adapter" at the first ':'; an empty name selects the base model.
+      if (name.empty() || name.find(':') != std::string::npos) {
+        r.Fail(v,
+               fmt::format("expected adapter names without ':' and not empty, found '{}'", name));
+      }
+      for (size_t j = 0; j < i && r.ok(); ++j) {
+        if (adapters[j].first == name) {
+          r.Fail(v, fmt::format("expected distinct adapter names, found '{}' twice", name));
+        }
+      }
+    }
+  }
+  if (auto v = m.Get("max_loras")) c.setMaxLoras(r.Uint(v, "max_loras", 1));
+  if (auto v = m.Get("max_rank")) c.setMaxLoraRank(r.Uint(v, "max_rank", 1));
+  if (auto v = m.Get("max_cpu_loras")) c.setMaxCpuLoras(r.Uint(v, "max_cpu_loras", 1));
+  if (auto v = m.Get("backend")) c.setLoraBackend(r.Text(v, "backend"));
+  m.Finish();
+  if (r.failed()) return;
+  if (adapters.empty()) {
+    return r.Fail(node,
+                  "expected 'adapters' in 'engine_config.lora' (a list of {name, path}, or "
+                  "{count, name, path}), found none");
+  }
+  auto list = c.initLoraAdapters(static_cast<unsigned>(adapters.size()));
+  for (size_t i = 0; i < adapters.size(); ++i) {
+    list[i].setName(adapters[i].first);
+    list[i].setPath(adapters[i].second);
+  }
+}
+
 // `engine_config:` how the engine is started (or reached); the adapters map it to flags.
 void ReadEngineConfig(YamlReader& r, const YAML::Node& node, const std::string& matrix_path,
                       schema::EngineConfig::Builder c) {
@@ -515,6 +628,7 @@ void ReadEngineConfig(YamlReader& r, const YAML::Node& node, const std::string& 
   }
   if (auto v = m.Get("speculative")) ReadSpeculative(r, v, c);
   if (auto v = m.Get("price")) ReadPrice(r, v, c);
+  if (auto v = m.Get("lora")) ReadLora(r, v, c);
   m.Finish();
 }
 

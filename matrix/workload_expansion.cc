@@ -61,17 +61,51 @@ uint32_t PrefixCacheBlockTok(schema::RunSpec::Reader spec) {
 }  // namespace
 
 void WorkloadExpander::Expand(const YAML::Node& where, const YAML::Node& prompts_where,
-                              const YAML::Node& hit_rate_where, schema::RunSpec::Builder spec) {
+                              const YAML::Node& hit_rate_where, const YAML::Node& lora_where,
+                              schema::RunSpec::Builder spec) {
   auto w = spec.getWorkload();
   ExpandTrace(where, w);
   ExpandLengthDistributions(where, w);
   ExpandSharedPrefixes(where, w);
   ExpandPrefixHitRate(hit_rate_where, spec);
+  ExpandLora(lora_where, spec);
   ExpandCustomPrompts(prompts_where, w);
   if (w.getSessions() > 0) w.setNumRequests(w.getSessions() * w.getTurns());
   if (spec.hasQuality()) ExpandQuality(where, spec.getQuality());
   if (w.getName().size() == 0) {
     w.setName(fmt::format("fixed-in{}-out{}", w.getInputLenTok(), w.getOutputLenTok()));
+  }
+}
+
+// `workload.lora` against the adapters `engine_config.lora` serves: a choice needs them, and a
+// trace's adapter names must be among them (a name no engine serves would fail every request).
+void WorkloadExpander::ExpandLora(const YAML::Node& where, schema::RunSpec::Builder spec) {
+  const auto w = spec.getWorkload().asReader();
+  const std::string choice = w.getLoraChoice().cStr();
+  const auto adapters = spec.getEngineConfig().getLoraAdapters().asReader();
+  if (choice.empty() || reader_.failed()) return;
+  if (adapters.size() == 0) {
+    return reader_.Fail(where, fmt::format("expected engine_config.lora.adapters for 'lora: "
+                                           "{{choice: {}}}' (the adapters requests choose "
+                                           "among), found none",
+                                           choice));
+  }
+  if (choice != "trace") return;
+  if (w.getTrace().size() == 0) {
+    return reader_.Fail(where,
+                        "expected a 'trace' with an adapter per request for 'lora: "
+                        "{choice: trace}', found none");
+  }
+  for (auto planned : w.getPlan()) {
+    const std::string name = planned.getAdapter().cStr();
+    if (name.empty()) continue;
+    bool served = false;
+    for (auto adapter : adapters) served = served || name == adapter.getName().cStr();
+    if (!served) {
+      return reader_.Fail(where, fmt::format("{}: expected each request's adapter among "
+                                             "engine_config.lora.adapters, found '{}'",
+                                             w.getTrace().cStr(), name));
+    }
   }
 }
 
@@ -127,6 +161,7 @@ void WorkloadExpander::ExpandTrace(const YAML::Node& where, schema::Workload::Bu
           std::min<uint32_t>(plan[i].getInputLenTok(),
                              static_cast<uint32_t>(request.hash_ids.size()) * kPrefixBlockTok));
     }
+    if (!request.adapter.empty()) plan[i].setAdapter(request.adapter);
     input_sum += plan[i].getInputLenTok();
     output_sum += plan[i].getOutputLenTok();
   }

@@ -1,8 +1,9 @@
 // A run's workload expanded from what the matrix names into what the agent needs, so agents read
 // no file: a trace into the plan (arrivals and lengths), length distributions sampled into the
-// plan, shared-prefix groups and a set prefix hit rate into block ids, `prompts: jsonl:FILE` into the custom prompts, and a
-// quality task set into its tasks. Files were resolved against the matrix's folder when the keys
-// were read (run_keys.h). Files read once are kept for the next run of the sweep.
+// plan, shared-prefix groups and a set prefix hit rate into block ids, `prompts: jsonl:FILE` into
+// the custom prompts, and a quality task set into its tasks. Files were resolved against the
+// matrix's folder when the keys were read (run_keys.h). Files read once are kept for the next run
+// of the sweep.
 //
 // Thread-safety: an expander belongs to one matrix expansion (one thread).
 #pragma once
@@ -25,13 +26,15 @@ class WorkloadExpander {
   // Expands `spec`'s workload and quality tasks; an error is recorded in the reader at `where`
   // (the matrix's top level, or the key's own node when the key is there).
   void Expand(const YAML::Node& where, const YAML::Node& prompts_where,
-              const YAML::Node& hit_rate_where, schema::RunSpec::Builder spec);
+              const YAML::Node& hit_rate_where, const YAML::Node& lora_where,
+              schema::RunSpec::Builder spec);
 
  private:
   void ExpandTrace(const YAML::Node& where, schema::Workload::Builder w);
   void ExpandLengthDistributions(const YAML::Node& where, schema::Workload::Builder w);
   void ExpandSharedPrefixes(const YAML::Node& where, schema::Workload::Builder w);
   void ExpandPrefixHitRate(const YAML::Node& where, schema::RunSpec::Builder spec);
+  void ExpandLora(const YAML::Node& where, schema::RunSpec::Builder spec);
   void ExpandCustomPrompts(const YAML::Node& where, schema::Workload::Builder w);
   void ExpandQuality(const YAML::Node& where, schema::QualitySettings::Builder q);
   // All requests of a trace (limit 0) or its first `limit`, read once per path and format.

@@ -211,6 +211,20 @@ void FillFigures(schema::RunSpec::Reader spec, const loadgen::BenchSummary& summ
   FillStats(summary.decode_tok_per_s, record.initDecodeTokPerSPerRequest());
   FillStats(summary.prefill_tok_per_s, record.initPrefillTokPerSPerRequest());
   FillStats(summary.ttft_prefix_seen_ms, record.initTtftPrefixSeenMs());
+  FillStats(summary.ttft_hit_ms, record.initTtftHitMs());
+  FillStats(summary.ttft_miss_ms, record.initTtftMissMs());
+  FillStats(summary.prefill_tok_per_s_hit, record.initPrefillTokPerSHit());
+  FillStats(summary.prefill_tok_per_s_miss, record.initPrefillTokPerSMiss());
+  auto adapters = record.initAdapterFigures(static_cast<unsigned>(summary.adapters.size()));
+  for (size_t i = 0; i < summary.adapters.size(); ++i) {
+    const loadgen::AdapterSummary& a = summary.adapters[i];
+    adapters[i].setAdapter(a.adapter);
+    adapters[i].setRequests(a.requests);
+    adapters[i].setCompleted(a.completed);
+    adapters[i].setOutputThroughput(a.output_throughput);
+    FillStats(a.ttft_ms, adapters[i].initTtftMs());
+    FillStats(a.tpot_ms, adapters[i].initTpotMs());
+  }
   FillStats(summary.ttft_prefix_new_ms, record.initTtftPrefixNewMs());
   record.setOutputThroughputPerGpu(spec.getGpusNeeded() > 0
                                        ? summary.output_throughput / spec.getGpusNeeded()
@@ -285,7 +299,12 @@ void FillValidity(const Validity& validity, schema::BenchmarkRecord::Builder rec
   record.setReconciliation(reconciliation);
 }
 
-void CopyRequestRecord(const loadgen::RequestRecord& in, schema::RequestRecord::Builder out) {
+void CopyRequestRecord(const loadgen::RequestRecord& in, schema::RequestRecord::Builder out,
+                       const std::vector<std::string>& adapter_names) {
+  if (in.adapter >= 0 && static_cast<size_t>(in.adapter) < adapter_names.size()) {
+    out.setAdapter(adapter_names[static_cast<size_t>(in.adapter)]);
+  }
+  out.setCachedPromptTokens(in.cached_prompt_tokens);
   out.setIndex(in.index);
   out.setWarmup(in.warmup);
   out.setSuccess(in.success);

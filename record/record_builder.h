@@ -71,6 +71,8 @@ void FillStats(const loadgen::Stats& stats, schema::LatencyStats::Builder out);
 void FillValidity(const Validity& validity, schema::BenchmarkRecord::Builder record);
 
 // One request as the load generator recorded it, into the result's per-request records.
-void CopyRequestRecord(const loadgen::RequestRecord& in, schema::RequestRecord::Builder out);
+// `adapter_names`: LoadResult::adapter_names, which RequestRecord::adapter indexes.
+void CopyRequestRecord(const loadgen::RequestRecord& in, schema::RequestRecord::Builder out,
+                       const std::vector<std::string>& adapter_names = {});
 
 }  // namespace servesweep::record

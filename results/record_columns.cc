@@ -188,6 +188,15 @@ std::vector<RecordColumn> Build() {
                {"mean", "median", "p99"});
   StatsColumns(c, "ttft_prefix_new", "ms", [](Record r) { return r.getTtftPrefixNewMs(); },
                {"mean", "median", "p99"});
+  // Hit and miss as the server reported each request's cached prompt tokens.
+  StatsColumns(c, "ttft_hit", "ms", [](Record r) { return r.getTtftHitMs(); },
+               {"mean", "median", "p99"});
+  StatsColumns(c, "ttft_miss", "ms", [](Record r) { return r.getTtftMissMs(); },
+               {"mean", "median", "p99"});
+  StatsColumns(c, "prefill_hit", "tok_per_s", [](Record r) { return r.getPrefillTokPerSHit(); },
+               {"mean", "median"});
+  StatsColumns(c, "prefill_miss", "tok_per_s", [](Record r) { return r.getPrefillTokPerSMiss(); },
+               {"mean", "median"});
   Real(c, "cold_start_ms", [](Record r) { return r.getColdStartMs(); });
   // The engine the run was measured on (engine_lifecycle), and its prefix cache at the start.
   Text(c, "engine_lifecycle", [](Record r) { return std::string(r.getEngineLifecycle()); });

@@ -123,6 +123,17 @@ CREATE TABLE IF NOT EXISTS probes(
   value REAL,
   unit TEXT NOT NULL,
   detail TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS adapter_figures(
+  run_id TEXT NOT NULL REFERENCES runs(run_id),
+  adapter TEXT NOT NULL,
+  requests INTEGER NOT NULL,
+  completed INTEGER NOT NULL,
+  output_throughput REAL,
+  ttft_mean_ms REAL,
+  ttft_p90_ms REAL,
+  tpot_mean_ms REAL,
+  tpot_p90_ms REAL,
+  PRIMARY KEY(run_id, adapter));
 CREATE TABLE IF NOT EXISTS node_probe_reports(
   agent_id TEXT PRIMARY KEY,
   status TEXT NOT NULL,
@@ -162,15 +173,13 @@ CREATE TABLE IF NOT EXISTS agent_keys(
 // Load modes (docs/metrics.md): warm-up flag (duration mode keeps warm-up records), first body
 // byte, end of transfer, drain cancellation, multi-turn session and turn (-1 when none).
 constexpr const char* kLaterRequestColumns[] = {
-    "warmup INTEGER NOT NULL DEFAULT 0",
-    "first_byte_ns INTEGER NOT NULL DEFAULT -1",
-    "done_ns INTEGER NOT NULL DEFAULT -1",
-    "cancelled INTEGER NOT NULL DEFAULT 0",
-    "session_id INTEGER NOT NULL DEFAULT -1",
-    "turn INTEGER NOT NULL DEFAULT -1",
-    "output_tokens_from_usage INTEGER NOT NULL DEFAULT 0",
-    "http_status INTEGER NOT NULL DEFAULT 0",
-    "sent_ns INTEGER NOT NULL DEFAULT -1"};
+    "warmup INTEGER NOT NULL DEFAULT 0", "first_byte_ns INTEGER NOT NULL DEFAULT -1",
+    "done_ns INTEGER NOT NULL DEFAULT -1", "cancelled INTEGER NOT NULL DEFAULT 0",
+    "session_id INTEGER NOT NULL DEFAULT -1", "turn INTEGER NOT NULL DEFAULT -1",
+    "output_tokens_from_usage INTEGER NOT NULL DEFAULT 0", "http_status INTEGER NOT NULL DEFAULT 0",
+    "sent_ns INTEGER NOT NULL DEFAULT -1",
+    // Multi-LoRA and the server's own prefix-cache report (docs/results.md#requests).
+    "adapter TEXT NOT NULL DEFAULT ''", "cached_prompt_tokens INTEGER NOT NULL DEFAULT -1"};
 
 // One record column's value for a result, as stored: NULL where it was not measured.
 void BindColumn(Statement& statement, int index, const RecordColumn& column,
@@ -530,7 +539,8 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
   return InTransaction([&]() -> Status {
     Status status;
     if (exists) {
-      for (const char* table : {"results", "requests", "engine_samples", "probes"}) {
+      for (const char* table :
+           {"results", "requests", "engine_samples", "probes", "adapter_figures"}) {
         Statement erase(db_, fmt::format("DELETE FROM {} WHERE run_id=?", table));
         erase.Bind(1, run_id);
         if (status = erase.Run(); !status.ok()) return status;
@@ -560,8 +570,9 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
                       "INSERT INTO requests(run_id, idx, success, error, prompt_tokens, "
                       "output_tokens, scheduled_ns, start_ns, first_token_ns, end_ns, chunks, "
                       "warmup, first_byte_ns, done_ns, cancelled, session_id, turn, "
-                      "output_tokens_from_usage, http_status, sent_ns) "
-                      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                      "output_tokens_from_usage, http_status, sent_ns, adapter, "
+                      "cached_prompt_tokens) "
+                      "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
     for (auto r : result.getRequests()) {
       request.Bind(1, run_id);
       request.Bind(2, int64_t{r.getIndex()});
@@ -583,6 +594,8 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
       request.Bind(18, int64_t{r.getOutputTokensFromUsage() ? 1 : 0});
       request.Bind(19, int64_t{r.getHttpStatus()});
       request.Bind(20, r.getSentNs());
+      request.Bind(21, std::string(r.getAdapter()));
+      request.Bind(22, int64_t{r.getCachedPromptTokens()});
       if (status = request.Run(); !status.ok()) return status;
     }
     Statement sample(db_, "INSERT INTO engine_samples VALUES(?, ?, ?, ?)");
@@ -592,6 +605,21 @@ Status ResultsStore::CommitResult(schema::RunResult::Reader result, bool final_s
       sample.Bind(3, std::string(s.getName()));
       sample.Bind(4, s.getValue());
       if (status = sample.Run(); !status.ok()) return status;
+    }
+    if (result.hasRecord()) {
+      Statement adapter(db_, "INSERT INTO adapter_figures VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      for (auto a : result.getRecord().getAdapterFigures()) {
+        adapter.Bind(1, run_id);
+        adapter.Bind(2, std::string(a.getAdapter()));
+        adapter.Bind(3, int64_t{a.getRequests()});
+        adapter.Bind(4, int64_t{a.getCompleted()});
+        adapter.Bind(5, a.getOutputThroughput());
+        adapter.Bind(6, a.getTtftMs().getMean());
+        adapter.Bind(7, a.getTtftMs().getP90());
+        adapter.Bind(8, a.getTpotMs().getMean());
+        adapter.Bind(9, a.getTpotMs().getP90());
+        if (status = adapter.Run(); !status.ok()) return status;
+      }
     }
     Statement probe(db_, "INSERT INTO probes VALUES(?, ?, ?, ?, ?, ?)");
     for (auto p : result.getProbes()) {

@@ -42,6 +42,10 @@ struct RequestRecord {
   # Resent once on a new connection: the reused one had been closed by the server before the
   # request reached it (times are the second send's).
   reconnected @20 :Bool;
+  adapter @21 :Text;       # the LoRA adapter it named; "" = the base model
+  # Prompt tokens the server says it served from its prefix cache (usage.prompt_tokens_details
+  # .cached_tokens, llama.cpp's timings.cache_n); -1 when it said nothing.
+  cachedPromptTokens @22 :Int32 = -1;
 }
 
 struct EngineSample {
@@ -248,6 +252,23 @@ struct BenchmarkRecord {
   # exposes no counter or counted no query). The validity gate compares them.
   prefixHitRateTarget @116 :Float64;
   prefixHitRate @117 :Float64;
+  # Multi-LoRA: the measured requests' figures per adapter (docs/metrics.md#per-adapter).
+  adapterFigures @118 :List(AdapterFigures);
+  # Prefix-cache hit and miss apart (docs/metrics.md#hit-and-miss): successful measured requests
+  # whose server reported cached prompt tokens (> 0: a hit, 0: a miss); count 0 when none said.
+  ttftHitMs @119 :LatencyStats;
+  ttftMissMs @120 :LatencyStats;
+  prefillTokPerSHit @121 :LatencyStats;   # prompt tokens / TTFT, per request
+  prefillTokPerSMiss @122 :LatencyStats;
+}
+
+struct AdapterFigures {
+  adapter @0 :Text;             # "" = the base model
+  requests @1 :UInt32;          # measured requests that named it
+  completed @2 :UInt32;         # of them, successful
+  outputThroughput @3 :Float64; # its output tokens over the run's duration, tok/s
+  ttftMs @4 :LatencyStats;
+  tpotMs @5 :LatencyStats;
 }
 
 struct EffectiveSetting {

@@ -34,6 +34,7 @@ struct PlannedRequest {
   # first prefixLenTok tokens of the prompt. Empty: the whole prompt is the request's own.
   prefixBlocks @3 :List(UInt64);
   prefixLenTok @4 :UInt32;
+  adapter @5 :Text;       # a trace's LoRA adapter name ("" = the base model)
 }
 
 struct LengthDistribution {
@@ -107,6 +108,11 @@ struct Workload {
   # prefix of about this fraction of its tokens in whole cache blocks of the engine, primed by the
   # warm-up (workload/prefix_hit_rate.h; expanded into the plan's prefix blocks).
   prefixHitRate @39 :Float64 = -1;
+  # Which adapter of engineConfig.loraAdapters each request names (`workload.lora`): "" = the
+  # base model only; "uniform"; "zipf" (the k-th adapter in order with weight 1 / k^loraZipfSkew);
+  # "trace" (the plan's adapter names). Seeded per request (workload/lora_choice.h).
+  loraChoice @40 :Text;
+  loraZipfSkew @41 :Float64 = 1;
 }
 
 # workload/load_settings.h EarlyStopSettings; the defaults are its defaults.
@@ -151,6 +157,9 @@ struct SimSettings {
   # Quality tasks: the probability that an arithmetic question in the shipped format
   # (workload/task_set.h) is answered correctly (seeded per question); 1 = always.
   answerAccuracy @6 :Float64 = 1;
+  # Multi-LoRA: what the fixed-timing emulator adds to a request's first token when its adapter
+  # is not among the maxLoras most recently used (loaded into a slot, evicting the oldest).
+  loraLoadMs @7 :Float64 = 20;
 }
 
 struct EngineConfig {
@@ -196,6 +205,18 @@ struct EngineConfig {
   # verified root token); 0 = a chain (top-k 1, specNumTokens + 1 draft tokens).
   specEagleTopk @25 :UInt32;
   specNumDraftTokens @26 :UInt32;
+  # Multi-LoRA serving (`engine_config.lora`, docs/matrix.md#multi-lora): adapters served beside
+  # the base model; none = none. 0 and "" leave the engine's default.
+  loraAdapters @27 :List(LoraAdapter);
+  maxLoras @28 :UInt32;      # adapters in one batch (vLLM --max-loras, SGLang --max-loras-per-batch)
+  maxLoraRank @29 :UInt32;   # the largest adapter rank the engine reserves for
+  maxCpuLoras @30 :UInt32;   # adapters kept in host memory (vLLM --max-cpu-loras)
+  loraBackend @31 :Text;     # SGLang --lora-backend
+}
+
+struct LoraAdapter {
+  name @0 :Text;   # what requests select it by
+  path @1 :Text;   # its weights on the engine's node (a PEFT folder; llama.cpp: a GGUF file)
 }
 
 struct RunSpec {

@@ -143,7 +143,9 @@ Status Emulator::Start() {
         FixedScheduleSettings{.ttft_ns = FromMs(s.ttft_ms).count(),
                               .itl_ns = FromMs(s.itl_ms).count(),
                               .tokens_per_chunk = s.tokens_per_chunk,
-                              .kv_capacity_tok = s.kv_capacity_tok});
+                              .kv_capacity_tok = s.kv_capacity_tok,
+                              .lora_slots = s.max_loras,
+                              .lora_load_ns = FromMs(s.lora_load_ms).count()});
   }
   impl_->driver =
       std::make_unique<EngineDriver>(impl_->ioc, s.io_threads <= 1, std::move(impl_->core));

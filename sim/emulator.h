@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/status.h"
 
@@ -64,6 +65,12 @@ struct EmulatorSettings {
   // Non-empty: /v1/* answers 401 (OpenAI's invalid_api_key body) unless the request carries
   // `Authorization: Bearer <api_key>`, as a managed API does; /health and /metrics stay open.
   std::string api_key;
+  // Multi-LoRA: adapter names served as models beside model_name (vLLM's --lora-modules), and,
+  // on the fixed schedule, max_loras slots (0: all loaded) and the load a miss pays
+  // (FixedScheduleSettings). The performance-model core serves the names without a cost.
+  std::vector<std::string> lora_adapters;
+  int32_t max_loras = 0;
+  double lora_load_ms = 20;
 };
 
 class Emulator {

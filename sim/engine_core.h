@@ -38,6 +38,7 @@ struct EngineRequest {
   // Hashes of the prompt's full KV blocks, chained (hash k covers blocks 0..k); empty when the
   // front end has none to give (the emulator has no tokenizer). For prefix-cache models.
   std::vector<uint64_t> prefix_block_hashes;
+  int32_t adapter = -1;  // the LoRA adapter it names (EmulatorSettings::lora_adapters); -1: base
 };
 
 // One step's output for one request: `tokens` new tokens (1 normally; more under speculative
@@ -64,6 +65,7 @@ struct EngineSnapshot {
   int64_t preemptions_total = 0;         // cumulative
   int64_t prefix_cache_queries_tok = 0;  // cumulative prompt tokens looked up
   int64_t prefix_cache_hits_tok = 0;     // cumulative prompt tokens found cached
+  int64_t lora_loads_total = 0;          // cumulative LoRA adapters loaded into a slot
 };
 
 class EngineCore {

@@ -1,15 +1,9 @@
 #include "sim/fault_plan.h"
 
+#include "common/sampling.h"
+
 namespace servesweep::sim {
 namespace {
-
-// SplitMix64 (Steele, Lea, Flood 2014): a well-mixed 64-bit hash of a counter.
-uint64_t SplitMix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
 
 enum Stream : uint64_t { kError = 1, kStall = 2, kBrokenEvent = 3, kTruncate = 4, kEmpty = 5 };
 

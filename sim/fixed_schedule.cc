@@ -12,8 +12,22 @@ int64_t FixedScheduleCore::DueNs(const Stream& stream) const {
   return stream.arrival_ns + settings_.ttft_ns + stream.next_chunk * settings_.itl_ns;
 }
 
+bool FixedScheduleCore::UseAdapter(int32_t adapter) {
+  if (adapter < 0 || settings_.lora_slots <= 0) return false;
+  auto it = std::find(loaded_adapters_.begin(), loaded_adapters_.end(), adapter);
+  const bool load = it == loaded_adapters_.end();
+  if (!load) loaded_adapters_.erase(it);
+  if (load && static_cast<int32_t>(loaded_adapters_.size()) >= settings_.lora_slots) {
+    loaded_adapters_.erase(loaded_adapters_.begin());
+  }
+  loaded_adapters_.push_back(adapter);
+  return load;
+}
+
 void FixedScheduleCore::Submit(const EngineRequest& request) {
-  Stream stream{.arrival_ns = request.arrival_ns,
+  const bool load = UseAdapter(request.adapter);
+  lora_loads_ += load ? 1 : 0;
+  Stream stream{.arrival_ns = request.arrival_ns + (load ? settings_.lora_load_ns : 0),
                 .prompt_tok = request.prompt_tok,
                 .max_tok = std::max<int64_t>(request.max_tok, 1)};
   due_.emplace(DueNs(stream), request.id);
@@ -67,7 +81,8 @@ EngineSnapshot FixedScheduleCore::Snapshot() const {
           .kv_capacity_tok = settings_.kv_capacity_tok,
           .preemptions_total = 0,
           .prefix_cache_queries_tok = prompt_tok_total_,
-          .prefix_cache_hits_tok = 0};
+          .prefix_cache_hits_tok = 0,
+          .lora_loads_total = lora_loads_};
 }
 
 }  // namespace servesweep::sim

@@ -5,7 +5,7 @@
 //
 // Engine signals: every admitted request is running (waiting is 0); the KV cache holds each
 // running request's prompt and the tokens emitted so far; no preemptions; every prompt token
-// is a prefix-cache query and none is a hit.
+// is a prefix-cache query and none is a hit. LoRA adapters beyond the slots pay a load (below).
 //
 // Thread-safety: none (an EngineCore; see engine_core.h).
 #pragma once
@@ -25,6 +25,11 @@ struct FixedScheduleSettings {
   int64_t itl_ns = 0;
   int32_t tokens_per_chunk = 1;  // > 1 emulates speculative decoding's multi-token steps
   int64_t kv_capacity_tok = 1000000;
+  // Multi-LoRA: `lora_slots` adapters stay loaded (0: every adapter, never a load); a request
+  // whose adapter is not among the most recently used ones loads it, evicting the least
+  // recently used, and its schedule starts lora_load_ns later.
+  int32_t lora_slots = 0;
+  int64_t lora_load_ns = 0;
 };
 
 class FixedScheduleCore final : public EngineCore {
@@ -53,8 +58,13 @@ class FixedScheduleCore final : public EngineCore {
   std::unordered_map<uint64_t, Stream> streams_;
   // Entries of cancelled streams stay until they surface (lazy deletion).
   std::priority_queue<Due, std::vector<Due>, std::greater<Due>> due_;
+  // Whether `adapter` had to be loaded; the slots updated (most recently used last).
+  bool UseAdapter(int32_t adapter);
+
   int64_t kv_used_tok_ = 0;
   int64_t prompt_tok_total_ = 0;
+  std::vector<int32_t> loaded_adapters_;  // least recently used first, at most lora_slots
+  int64_t lora_loads_ = 0;
 };
 
 }  // namespace servesweep::sim

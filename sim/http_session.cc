@@ -215,8 +215,8 @@ void HttpSession::Route(const http::request<http::string_body>& request) {
 }
 
 void HttpSession::RouteCompletion(Api api, std::string_view path, std::string_view body) {
-  auto parsed =
-      ParseCompletionRequest(api, body, ctx_.settings.model_name, ctx_.settings.max_model_len);
+  auto parsed = ParseCompletionRequest(api, body, ctx_.settings.model_name,
+                                       ctx_.settings.max_model_len, ctx_.settings.lora_adapters);
   if (auto* error = std::get_if<ErrorReply>(&parsed)) {
     return SendReply(error->status, kJson, std::move(error->body));
   }
@@ -300,7 +300,8 @@ void HttpSession::StartGeneration(const CompletionRequest& request, std::string_
                        .arrival_ns = SinceEpochNs(arrival_),
                        .prompt_tok = request.prompt_tok,
                        .max_tok = request.max_tok,
-                       .prefix_block_hashes = std::move(prefix_block_hashes)},
+                       .prefix_block_hashes = std::move(prefix_block_hashes),
+                       .adapter = request.adapter},
                       shared_from_this(), socket_.get_executor());
   if (!Active(seq)) return;  // a non-streaming request answered already
   if (!gen_->last_received) {

@@ -365,11 +365,21 @@ bool ScanOptionalBool(Scanner& s, bool* out) {
   return s.Bool(out);
 }
 
+// The adapter `name` selects: -1 for the base model, -2 for a name served by neither.
+int32_t ServedAs(std::string_view name, std::string_view model_name,
+                 const std::vector<std::string>& adapters) {
+  if (name == model_name) return -1;
+  for (size_t k = 0; k < adapters.size(); ++k) {
+    if (name == adapters[k]) return static_cast<int32_t>(k);
+  }
+  return -2;
+}
+
 }  // namespace
 
-std::optional<CompletionRequest> FastParseCompletionRequest(Api api, std::string_view body,
-                                                            std::string_view model_name,
-                                                            int64_t max_model_len) {
+std::optional<CompletionRequest> FastParseCompletionRequest(
+    Api api, std::string_view body, std::string_view model_name, int64_t max_model_len,
+    const std::vector<std::string>& adapters) {
   Scanner s(body);
   if (!s.Eat('{')) return std::nullopt;
   CompletionRequest out;
@@ -390,7 +400,9 @@ std::optional<CompletionRequest> FastParseCompletionRequest(Api api, std::string
           ok = s.Literal("null");
         } else {
           std::string_view name;
-          ok = s.String(&name, &escaped) && !escaped && name == model_name;
+          ok = s.String(&name, &escaped) && !escaped;
+          if (ok) out.adapter = ServedAs(name, model_name, adapters);
+          ok = ok && out.adapter != -2;
         }
       } else if (key == prompt_key) {
         if (prompt_tok) return std::nullopt;
@@ -499,10 +511,12 @@ ErrorReply MakeError(unsigned status, std::string_view type, std::string_view me
   return {status, body.dump()};
 }
 
-std::variant<CompletionRequest, ErrorReply> ParseCompletionRequest(Api api, std::string_view body,
-                                                                   const std::string& model_name,
-                                                                   int64_t max_model_len) {
-  if (auto fast = FastParseCompletionRequest(api, body, model_name, max_model_len)) return *fast;
+std::variant<CompletionRequest, ErrorReply> ParseCompletionRequest(
+    Api api, std::string_view body, const std::string& model_name, int64_t max_model_len,
+    const std::vector<std::string>& adapters) {
+  if (auto fast = FastParseCompletionRequest(api, body, model_name, max_model_len, adapters)) {
+    return *fast;
+  }
   const Json request = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (request.is_discarded()) return BadRequest("Request body is not valid JSON.");
   if (!request.is_object()) return BadRequest("Request body must be a JSON object.");
@@ -511,7 +525,8 @@ std::variant<CompletionRequest, ErrorReply> ParseCompletionRequest(Api api, std:
   out.api = api;
   if (const Json* model = Field(request, "model")) {
     if (!model->is_string()) return BadRequest("`model` must be a string.");
-    if (model->get_ref<const std::string&>() != model_name) {
+    out.adapter = ServedAs(model->get_ref<const std::string&>(), model_name, adapters);
+    if (out.adapter == -2) {
       return MakeError(404, "NotFoundError",
                        fmt::format("The model `{}` does not exist.", model->get<std::string>()));
     }

@@ -34,6 +34,7 @@ std::string AnswerArithmetic(const ArithmeticQuestion& question, double accuracy
 
 struct CompletionRequest {
   Api api = Api::kCompletions;
+  int32_t adapter = -1;  // the LoRA adapter `model` named (index into the served adapters)
   int64_t prompt_tok = 0;
   int64_t max_tok = 16;  // output is exactly this many tokens (the emulator never stops early)
   bool stream = false;
@@ -50,9 +51,11 @@ ErrorReply MakeError(unsigned status, std::string_view type, std::string_view me
 
 // Parses a /v1/completions or /v1/chat/completions body; on failure returns the reply vLLM
 // would send (400 for malformed requests, 404 for an unknown model).
-std::variant<CompletionRequest, ErrorReply> ParseCompletionRequest(Api api, std::string_view body,
-                                                                   const std::string& model_name,
-                                                                   int64_t max_model_len);
+// `model` may also name one of `adapters` (LoRA adapters, served as models of their own the way
+// vLLM serves them): CompletionRequest::adapter says which.
+std::variant<CompletionRequest, ErrorReply> ParseCompletionRequest(
+    Api api, std::string_view body, const std::string& model_name, int64_t max_model_len,
+    const std::vector<std::string>& adapters = {});
 
 // The chained hashes of the prompt's full blocks of `block_tok` tokens, as an engine's prefix
 // cache keys them: hash k covers tokens 0 .. (k+1) * block_tok - 1 (words of a text prompt or
@@ -68,9 +71,9 @@ std::string RenderModelList(const std::string& model_name, int64_t created_s,
 // of the usual shapes (no \u escapes or non-ASCII bytes in strings, no duplicate fields that
 // matter, no errors) and returns nullopt for everything else, which the JSON DOM path then
 // decides. Whenever it answers, it answers exactly as the DOM path would. Exposed for tests.
-std::optional<CompletionRequest> FastParseCompletionRequest(Api api, std::string_view body,
-                                                            std::string_view model_name,
-                                                            int64_t max_model_len);
+std::optional<CompletionRequest> FastParseCompletionRequest(
+    Api api, std::string_view body, std::string_view model_name, int64_t max_model_len,
+    const std::vector<std::string>& adapters = {});
 
 // Renders the events and the response of one request. Token k's text is " t<k>". The event
 // head (id, object, created, model) is rendered once, at construction.

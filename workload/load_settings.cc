@@ -261,6 +261,14 @@ LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::string& ba
         {prompt.getPrompt(), prompt.getMessagesJson(), prompt.getMaxTokens()});
   }
   settings.warmup_primes_prefix = w.getPrefixHitRate() >= 0;
+  settings.adapters = AdapterRequestsFor(spec);
+  const std::string choice = w.getLoraChoice().cStr();
+  settings.adapters_from_plan = choice == "trace";
+  if (!choice.empty() && choice != "trace") {
+    // The matrix loader refused a bad choice already; what is left cannot fail.
+    (void)AdapterCumulativeWeights(choice, w.getLoraZipfSkew(), settings.adapters.size(),
+                                   &settings.adapter_cumulative);
+  }
   for (auto planned : w.getPlan()) {
     PlannedRequest request;
     request.offset_ns = planned.getOffsetNs();
@@ -268,6 +276,11 @@ LoadSettings LoadSettingsFor(schema::RunSpec::Reader spec, const std::string& ba
     request.output_len_tok = planned.getOutputLenTok();
     request.prefix_len_tok = planned.getPrefixLenTok();
     for (uint64_t block : planned.getPrefixBlocks()) request.prefix_blocks.push_back(block);
+    for (size_t k = 0; k < settings.adapters.size() && planned.getAdapter().size() > 0; ++k) {
+      if (settings.adapters[k].name == planned.getAdapter().cStr()) {
+        request.adapter = static_cast<int32_t>(k);
+      }
+    }
     settings.plan.push_back(std::move(request));
   }
   return settings;
@@ -293,7 +306,8 @@ LoadSettings WarmupLoadSettings(const LoadSettings& s) {
   warmup.max_in_flight = 0;
   warmup.request_rate_per_s = 0;
   warmup.ramp = RampKind::kNone;
-  warmup.plan.clear();  // the mean lengths
+  warmup.plan.clear();                // the mean lengths
+  warmup.adapters_from_plan = false;  // without the plan, the base model (or the weights)
   if (s.warmup_primes_prefix && !s.plan.empty() && s.warmup_requests > 0) {
     const auto longest = std::max_element(
         s.plan.begin(), s.plan.end(),

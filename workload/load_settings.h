@@ -13,6 +13,7 @@
 
 #include "common/status.h"
 #include "schema/run_spec.capnp.h"
+#include "workload/lora_choice.h"
 
 namespace servesweep::workload {
 
@@ -33,6 +34,7 @@ struct PlannedRequest {
   // tokens each), so requests with equal leading ids share those tokens.
   std::vector<uint64_t> prefix_blocks;
   uint32_t prefix_len_tok = 0;
+  int32_t adapter = -1;  // a trace's LoRA adapter (index into LoadSettings::adapters); -1: base
 };
 
 // A prompt given by the user (`prompts: jsonl:<file>`, workload/custom_prompts.h): either a
@@ -129,6 +131,13 @@ struct LoadSettings {
   // A set prefix hit rate (workload/prefix_hit_rate.h): the warm-up's requests send the plan's
   // longest shared prefix (then prompts of their own), so the measured ones find it cached.
   bool warmup_primes_prefix = false;
+  // Multi-LoRA (workload/lora_choice.h): what a request naming adapter k sends, and how the
+  // measured requests choose: by these cumulative weights (PickAdapter with the seed; a session
+  // keeps its first turn's), else by the plan's adapters when adapters_from_plan; else the base.
+  // The warm-up draws by the same weights (so it loads the adapters the run favours).
+  std::vector<AdapterRequest> adapters;
+  std::vector<double> adapter_cumulative;
+  bool adapters_from_plan = false;
   // Custom prompts: measured request i sends custom_prompts[i % size] (warm-up keeps the
   // synthetic prompts).
   std::vector<CustomPrompt> custom_prompts;

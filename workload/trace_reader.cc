@@ -126,6 +126,14 @@ Status ReadMooncake(std::istream& in, const std::string& path, size_t max_reques
           request.hash_ids.push_back(id.get<uint64_t>());
         }
       }
+      if (j.contains("adapter")) {
+        if (!j.at("adapter").is_string()) {
+          return Status::InvalidArgument(fmt::format(
+              "{}:{}: expected adapter to be a LoRA adapter's name (a string), found {}", path,
+              line_number, j.at("adapter").dump()));
+        }
+        request.adapter = j.at("adapter").get<std::string>();
+      }
     } catch (const nlohmann::json::exception& e) {
       return Status::InvalidArgument(fmt::format(
           "{}:{}: expected a JSON object with timestamp, input_length and output_length, found "

@@ -1,7 +1,8 @@
 // Request traces: the Azure LLM inference trace (CSV: TIMESTAMP, ContextTokens,
 // GeneratedTokens) and the Mooncake trace (JSONL: timestamp ms, input_length, output_length,
-// hash_ids), read into one form: each request's arrival offset from the first one and its
-// input and output lengths. Errors name file:line, what was expected and what was found.
+// hash_ids, and optionally adapter: a LoRA adapter's name), read into one form: each request's
+// arrival offset from the first one and its input and output lengths. Errors name file:line, what
+// was expected and what was found.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -17,10 +18,11 @@ namespace servesweep::workload {
 enum class TraceFormat { kAzureCsv, kMooncakeJsonl };
 
 struct TraceRequest {
-  int64_t offset_ns = 0;           // arrival after the trace's first request
+  int64_t offset_ns = 0;  // arrival after the trace's first request
   uint32_t input_len_tok = 0;
   uint32_t output_len_tok = 0;
   std::vector<uint64_t> hash_ids;  // Mooncake: 512-token prefix blocks (empty for Azure)
+  std::string adapter;             // Mooncake's optional "adapter": a LoRA adapter's name
 };
 
 // "azure" / "mooncake", or from the file name (.csv -> Azure, .jsonl -> Mooncake).
