@@ -101,12 +101,6 @@ TEST(OpenAiStream, FinalUsageOnLastTextChunkIsNotCreditedToIt) {
   EXPECT_EQ(c.completion_tokens, 9u);
 }
 
-}  // namespace
-}  // namespace servesweep::loadgen
-
-namespace servesweep::loadgen {
-namespace {
-
 // Cached prompt tokens as vLLM and SGLang put them on the final usage chunk, and as llama.cpp
 // does (both usage and timings, or timings alone on a chat stream without include_usage).
 TEST(OpenAiStream, CachedPromptTokensFromUsageDetailsOrLlamacppTimings) {

@@ -16,9 +16,9 @@ RequestBodyWriter::RequestBodyWriter(const LoadSettings& s)
   const std::string stream = R"("stream":true,"stream_options":{"include_usage":true},)";
   for (int32_t adapter = -1; adapter < static_cast<int32_t>(s.adapters.size()); ++adapter) {
     const std::string model = nlohmann::json(ModelOf(adapter)).dump();
-    const nlohmann::json lora_list = LoraOf(adapter);
-    const std::string lora = lora_list.is_null() ? "" : "\"lora\":" + lora_list.dump() + ",";
     Parts p;
+    p.lora = LoraListOf(adapter);
+    const std::string lora = p.lora.is_null() ? "" : "\"lora\":" + p.lora.dump() + ",";
     if (chat_) {
       p.head = "{" + ignore_eos + lora + "\"max_completion_tokens\":";
       p.middle = R"(,"messages":[{"content":")";
@@ -37,7 +37,7 @@ const std::string& RequestBodyWriter::ModelOf(int32_t adapter) const {
   return adapter < 0 ? s_.model : s_.adapters[static_cast<size_t>(adapter)].model;
 }
 
-nlohmann::json RequestBodyWriter::LoraOf(int32_t adapter) const {
+nlohmann::json RequestBodyWriter::LoraListOf(int32_t adapter) const {
   // llama.cpp applies every loaded adapter at its global scale unless a request lists them: a
   // base request lists each at scale 0, an adapter's request only its own (the rest are 0).
   nlohmann::json list = nlohmann::json::array();
@@ -71,7 +71,7 @@ void RequestBodyWriter::Write(const RequestContent& c, std::string* body) const 
 std::string RequestBodyWriter::WriteThroughJson(const RequestContent& c) const {
   nlohmann::json body;
   body["model"] = ModelOf(c.adapter);
-  if (nlohmann::json lora = LoraOf(c.adapter); !lora.is_null()) body["lora"] = std::move(lora);
+  if (const auto& lora = PartsOf(c.adapter).lora; !lora.is_null()) body["lora"] = lora;
   if (chat_) {
     if (c.has_messages) {
       body["messages"] = c.messages;

@@ -36,11 +36,12 @@ class RequestBodyWriter {
   // model (index 0) and one per LoRA adapter (index k + 1: its model, llama.cpp's lora field).
   struct Parts {
     std::string head, middle, tail;
+    nlohmann::json lora;  // llama.cpp's lora list; null where the engine takes none
   };
   const Parts& PartsOf(int32_t adapter) const { return parts_[static_cast<size_t>(adapter + 1)]; }
   // The request's `model`, and llama.cpp's `lora` list (null where the engine takes none).
   const std::string& ModelOf(int32_t adapter) const;
-  nlohmann::json LoraOf(int32_t adapter) const;
+  nlohmann::json LoraListOf(int32_t adapter) const;
 
   const LoadSettings& s_;
   bool chat_ = false;

@@ -65,7 +65,6 @@ struct EngineSnapshot {
   int64_t preemptions_total = 0;         // cumulative
   int64_t prefix_cache_queries_tok = 0;  // cumulative prompt tokens looked up
   int64_t prefix_cache_hits_tok = 0;     // cumulative prompt tokens found cached
-  int64_t lora_loads_total = 0;          // cumulative LoRA adapters loaded into a slot
 };
 
 class EngineCore {

@@ -26,7 +26,6 @@ bool FixedScheduleCore::UseAdapter(int32_t adapter) {
 
 void FixedScheduleCore::Submit(const EngineRequest& request) {
   const bool load = UseAdapter(request.adapter);
-  lora_loads_ += load ? 1 : 0;
   Stream stream{.arrival_ns = request.arrival_ns + (load ? settings_.lora_load_ns : 0),
                 .prompt_tok = request.prompt_tok,
                 .max_tok = std::max<int64_t>(request.max_tok, 1)};
@@ -81,8 +80,7 @@ EngineSnapshot FixedScheduleCore::Snapshot() const {
           .kv_capacity_tok = settings_.kv_capacity_tok,
           .preemptions_total = 0,
           .prefix_cache_queries_tok = prompt_tok_total_,
-          .prefix_cache_hits_tok = 0,
-          .lora_loads_total = lora_loads_};
+          .prefix_cache_hits_tok = 0};
 }
 
 }  // namespace servesweep::sim

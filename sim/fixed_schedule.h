@@ -64,7 +64,6 @@ class FixedScheduleCore final : public EngineCore {
   int64_t kv_used_tok_ = 0;
   int64_t prompt_tok_total_ = 0;
   std::vector<int32_t> loaded_adapters_;  // least recently used first, at most lora_slots
-  int64_t lora_loads_ = 0;
 };
 
 }  // namespace servesweep::sim

@@ -365,14 +365,16 @@ bool ScanOptionalBool(Scanner& s, bool* out) {
   return s.Bool(out);
 }
 
-// The adapter `name` selects: -1 for the base model, -2 for a name served by neither.
+constexpr int32_t kNotServed = -2;
+
+// The adapter `name` selects: -1 for the base model, kNotServed for a name served by neither.
 int32_t ServedAs(std::string_view name, std::string_view model_name,
                  const std::vector<std::string>& adapters) {
   if (name == model_name) return -1;
   for (size_t k = 0; k < adapters.size(); ++k) {
     if (name == adapters[k]) return static_cast<int32_t>(k);
   }
-  return -2;
+  return kNotServed;
 }
 
 }  // namespace
@@ -402,7 +404,7 @@ std::optional<CompletionRequest> FastParseCompletionRequest(
           std::string_view name;
           ok = s.String(&name, &escaped) && !escaped;
           if (ok) out.adapter = ServedAs(name, model_name, adapters);
-          ok = ok && out.adapter != -2;
+          ok = ok && out.adapter != kNotServed;
         }
       } else if (key == prompt_key) {
         if (prompt_tok) return std::nullopt;
@@ -526,7 +528,7 @@ std::variant<CompletionRequest, ErrorReply> ParseCompletionRequest(
   if (const Json* model = Field(request, "model")) {
     if (!model->is_string()) return BadRequest("`model` must be a string.");
     out.adapter = ServedAs(model->get_ref<const std::string&>(), model_name, adapters);
-    if (out.adapter == -2) {
+    if (out.adapter == kNotServed) {
       return MakeError(404, "NotFoundError",
                        fmt::format("The model `{}` does not exist.", model->get<std::string>()));
     }

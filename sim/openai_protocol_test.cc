@@ -67,6 +67,34 @@ TEST(FastParseTest, AnswersTheUsualShapesAsTheDomDoes) {
   }
 }
 
+// LoRA adapters are served as models of their own (as vLLM serves them): both paths name the
+// adapter a request chose, the base model is -1, and a name served by neither is vLLM's 404.
+TEST(FastParseTest, AdapterNamesAreServedAsModelsOnBothPaths) {
+  const std::vector<std::string> adapters = {"sql", "chat"};
+  for (const Api api : {Api::kCompletions, Api::kChat}) {
+    const std::string rest =
+        api == Api::kChat ? R"("messages":[{"role":"user","content":"hi"}]})" : R"("prompt":"hi"})";
+    for (const auto& [model, adapter] :
+         std::vector<std::pair<std::string, int32_t>>{{"m", -1}, {"sql", 0}, {"chat", 1}}) {
+      const std::string body = R"({"model":")" + model + R"(",)" + rest;
+      const auto fast = FastParseCompletionRequest(api, body, "m", 131072, adapters);
+      ASSERT_TRUE(fast.has_value()) << body;
+      EXPECT_EQ(fast->adapter, adapter) << body;
+      const auto dom =
+          ParseCompletionRequest(api, R"({"zz\u0041":0,)" + body.substr(1), "m", 131072, adapters);
+      ASSERT_TRUE(std::holds_alternative<CompletionRequest>(dom)) << body;
+      EXPECT_EQ(std::get<CompletionRequest>(dom).adapter, adapter) << body;
+    }
+    const std::string unknown = R"({"model":"code",)" + rest;
+    EXPECT_FALSE(FastParseCompletionRequest(api, unknown, "m", 131072, adapters).has_value());
+    const auto refused = ParseCompletionRequest(api, unknown, "m", 131072, adapters);
+    ASSERT_TRUE(std::holds_alternative<ErrorReply>(refused));
+    EXPECT_EQ(std::get<ErrorReply>(refused).status, 404u);
+    EXPECT_NE(std::get<ErrorReply>(refused).body.find("The model `code` does not exist."),
+              std::string::npos);
+  }
+}
+
 TEST(FastParseTest, RefusesWhatOnlyTheDomDecides) {
   const std::vector<std::string> refused = {
       R"({"prompt":"a","model":"other"})",   // 404
