@@ -39,6 +39,18 @@ void PrintRefusal(const report::Comparison& comparison) {
       differences);
 }
 
+// A figure of a rejected or client-bound run is no evidence: refused, with the reason.
+void PrintUncertifiedRefusal(const report::Comparison& comparison) {
+  std::string refused;
+  for (const auto& pair : comparison.pairs) {
+    if (!pair.refused.empty()) refused += fmt::format("\n  {}: {}", pair.load_point, pair.refused);
+  }
+  spdlog::error(
+      "refusing to compare runs that are not certified (invalid, or client-bound: their "
+      "figures may be the client's):{}\npass --include-invalid to compare them anyway",
+      refused);
+}
+
 int CompareDirs(const CompareOptions& o) {
   if (o.dir_b.empty()) {
     spdlog::error("compare: expected two sweep folders (DIR_A DIR_B), or --baseline NAME DIR");
@@ -56,16 +68,7 @@ int CompareDirs(const CompareOptions& o) {
     return kExitError;
   }
   if (comparison.any_refused()) {
-    // A figure of a rejected or client-bound run is no evidence: refused, with the reason.
-    std::string refused;
-    for (const auto& pair : comparison.pairs) {
-      if (!pair.refused.empty())
-        refused += fmt::format("\n  {}: {}", pair.load_point, pair.refused);
-    }
-    spdlog::error(
-        "refusing to compare runs that are not certified (invalid, or client-bound: their "
-        "figures may be the client's):{}\npass --include-invalid to compare them anyway",
-        refused);
+    PrintUncertifiedRefusal(comparison);
     return kExitError;
   }
   if (!comparison.matched() && !o.allow_mismatch) {
@@ -96,9 +99,15 @@ int CompareWithBaseline(const CompareOptions& o) {
   Status s = store.Current(o.baseline, &info);
   if (s.ok()) s = report::LoadComparedRuns(info.dir, &frozen);
   if (s.ok()) s = report::LoadComparedRuns(o.dir_a, &sweep);
-  if (s.ok()) s = report::CheckAgainstBaseline(frozen, sweep, &check);
+  report::RunSelection selection;
+  selection.include_uncertified = o.include_invalid;
+  if (s.ok()) s = report::CheckAgainstBaseline(frozen, sweep, &check, selection);
   if (!s.ok()) {
     spdlog::error("{}", s.message());
+    return kExitError;
+  }
+  if (!check.new_baseline && check.comparison.any_refused()) {
+    PrintUncertifiedRefusal(check.comparison);
     return kExitError;
   }
   const std::string name_a = fmt::format("baseline '{}' generation {}", info.name, info.generation);

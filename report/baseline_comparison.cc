@@ -42,7 +42,8 @@ std::string NewBaselineReason(const std::vector<FieldChange>& changes) {
 }
 
 Status CheckAgainstBaseline(const std::vector<ComparedRun>& baseline,
-                            const std::vector<ComparedRun>& sweep, BaselineCheck* out) {
+                            const std::vector<ComparedRun>& sweep, BaselineCheck* out,
+                            const RunSelection& selection) {
   *out = BaselineCheck{};
   const auto points_a = LoadPoints(baseline), points_b = LoadPoints(sweep);
   const bool share_a_point = std::any_of(points_b.begin(), points_b.end(), [&](const auto& p) {
@@ -51,7 +52,7 @@ Status CheckAgainstBaseline(const std::vector<ComparedRun>& baseline,
   if (!share_a_point) {
     out->changes.push_back({"load.points", Join(points_a, ", "), Join(points_b, ", ")});
   } else {
-    if (Status s = CompareRuns(baseline, sweep, &out->comparison); !s.ok()) return s;
+    if (Status s = CompareRuns(baseline, sweep, &out->comparison, selection); !s.ok()) return s;
     for (const auto& pair : out->comparison.pairs) {
       for (const auto& change : pair.condition_changes) {
         const bool seen = std::any_of(out->changes.begin(), out->changes.end(), [&](const auto& c) {

@@ -24,9 +24,11 @@ struct BaselineCheck {
 };
 
 // `baseline` is the frozen sweep (A), `sweep` the later one (B). Sweeps with no load point in
-// common start a new baseline ("load differs (load.points: ... -> ...)").
+// common start a new baseline ("load differs (load.points: ... -> ...)"). `selection` picks the
+// runs compared, as CompareRuns's (certified ones by default).
 Status CheckAgainstBaseline(const std::vector<ComparedRun>& baseline,
-                            const std::vector<ComparedRun>& sweep, BaselineCheck* out);
+                            const std::vector<ComparedRun>& sweep, BaselineCheck* out,
+                            const RunSelection& selection = {});
 
 // "workload differs (workload.output_len: fixed:4 -> fixed:8)", "checkpoint and workload
 // differ (...)": the condition groups (the field names' first part) and every change.

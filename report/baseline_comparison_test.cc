@@ -96,6 +96,24 @@ TEST(BaselineCheck, NoSharedLoadPointStartsANewBaseline) {
   EXPECT_EQ(check.reason, "load differs (load.points: concurrency 1 -> concurrency 8)");
 }
 
+TEST(BaselineCheck, AClientBoundBaselineRepeatIsLeftOutUnlessAskedFor) {
+  std::vector<ComparedRun> baseline = Baseline();
+  baseline[1].client_bound = true;
+  const std::vector<ComparedRun> sweep = {MakeRun("c=1 repeat=0", "concurrency 1", "", 11)};
+  BaselineCheck check;
+  ASSERT_TRUE(CheckAgainstBaseline(baseline, sweep, &check).ok());
+  ASSERT_EQ(check.comparison.pairs.size(), 1u);
+  EXPECT_EQ(Ttft(check.comparison.pairs[0]).a.runs, 2);
+  RunSelection all;
+  all.include_uncertified = true;
+  ASSERT_TRUE(CheckAgainstBaseline(baseline, sweep, &check, all).ok());
+  EXPECT_EQ(Ttft(check.comparison.pairs[0]).a.runs, 3);
+  // Every repeat of a side uncertified: the pair is refused, not compared on nothing.
+  for (auto& run : baseline) run.client_bound = true;
+  ASSERT_TRUE(CheckAgainstBaseline(baseline, sweep, &check).ok());
+  EXPECT_TRUE(check.comparison.any_refused());
+}
+
 TEST(BaselineCheck, ReasonNamesThreeGroups) {
   EXPECT_EQ(NewBaselineReason({{"checkpoint.model", "a", "b"},
                                {"gpus.model", "H100", "H200"},

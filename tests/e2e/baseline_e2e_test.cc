@@ -46,7 +46,9 @@ TEST(BaselineEndToEnd, FreezeCompareAndANewBaselineWhenTheWorkloadChanges) {
 
   // A matched later sweep: compared with the baseline's medians and ranges over its 3 repeats.
   std::string text;
-  ASSERT_EQ(RunServesweep(fmt::format("compare --baseline main {} --store {}", slow, store), &text),
+  ASSERT_EQ(RunServesweep(
+                fmt::format("compare --baseline main {} --store {} --include-invalid", slow, store),
+                &text),
             0)
       << text;
   EXPECT_NE(text.find("against baseline 'main' generation 1 (frozen "), std::string::npos) << text;
@@ -54,9 +56,11 @@ TEST(BaselineEndToEnd, FreezeCompareAndANewBaselineWhenTheWorkloadChanges) {
   EXPECT_NE(text.find("varied: sim.ttft_ms"), std::string::npos) << text;
   EXPECT_EQ(text.find("new baseline"), std::string::npos) << text;
   std::string json_text;
-  ASSERT_EQ(RunServesweep(fmt::format("compare --baseline main {} --store {} --json", slow, store),
-                          &json_text),
-            0)
+  ASSERT_EQ(
+      RunServesweep(fmt::format("compare --baseline main {} --store {} --json --include-invalid",
+                                slow, store),
+                    &json_text),
+      0)
       << json_text;
   const auto json = nlohmann::json::parse(json_text);
   EXPECT_FALSE(json["new_baseline"].get<bool>());
@@ -77,9 +81,10 @@ TEST(BaselineEndToEnd, FreezeCompareAndANewBaselineWhenTheWorkloadChanges) {
 
   // A changed workload starts a new baseline: nothing is attributed to the varied axis.
   std::string changed;
-  EXPECT_EQ(
-      RunServesweep(fmt::format("compare --baseline main {} --store {}", longer, store), &changed),
-      3)
+  EXPECT_EQ(RunServesweep(fmt::format("compare --baseline main {} --store {} --include-invalid",
+                                      longer, store),
+                          &changed),
+            3)
       << changed;
   EXPECT_NE(
       changed.find("new baseline: workload differs (workload.output_len: fixed:4 -> fixed:8)"),
@@ -90,7 +95,8 @@ TEST(BaselineEndToEnd, FreezeCompareAndANewBaselineWhenTheWorkloadChanges) {
   // ... and with --freeze-new it becomes the baseline's generation 2.
   std::string renewed;
   ASSERT_EQ(RunServesweep(
-                fmt::format("compare --baseline main {} --store {} --freeze-new", longer, store),
+                fmt::format("compare --baseline main {} --store {} --freeze-new --include-invalid",
+                            longer, store),
                 &renewed),
             0)
       << renewed;
@@ -108,13 +114,17 @@ TEST(BaselineEndToEnd, FreezeCompareAndANewBaselineWhenTheWorkloadChanges) {
 
   // The longer sweep now compares against its own generation; the old workload no longer does.
   std::string again;
-  ASSERT_EQ(
-      RunServesweep(fmt::format("compare --baseline main {} --store {}", longer, store), &again), 0)
+  ASSERT_EQ(RunServesweep(fmt::format("compare --baseline main {} --store {} --include-invalid",
+                                      longer, store),
+                          &again),
+            0)
       << again;
   EXPECT_NE(again.find("against baseline 'main' generation 2"), std::string::npos) << again;
   EXPECT_NE(again.find("varied: nothing"), std::string::npos) << again;
   std::string back;
-  EXPECT_EQ(RunServesweep(fmt::format("compare --baseline main {} --store {}", slow, store), &back),
+  EXPECT_EQ(RunServesweep(
+                fmt::format("compare --baseline main {} --store {} --include-invalid", slow, store),
+                &back),
             3)
       << back;
   EXPECT_NE(back.find("new baseline: workload differs (workload.output_len: fixed:8 -> fixed:4)"),
