@@ -35,7 +35,6 @@ namespace {
 constexpr double kReadyTimeoutCapS = 1800;
 constexpr size_t kLogTailLines = 40;
 constexpr int kGpuTelemetryIntervalMs = 1000;
-constexpr uint32_t kResetProbeWords = 520;
 
 }  // namespace
 
@@ -573,16 +572,15 @@ Status HeadRun::ResetCache() {
       // The check: a prompt sent before the reset must find nothing cached after it (the
       // engine's prefix-cache hit counter does not move), then a second reset drops it again.
       const bool chat = spec_.getWorkload().getApi() == schema::ApiKind::CHAT_COMPLETIONS;
-      // Long enough to fill a whole cache block (16 tokens in vLLM, 512 in the emulator's
-      // model), short enough for a small context (llama.cpp's is shared by its slots; a word is
-      // about three tokens).
+      // As long as the engine's cache needs (EngineLaunch::reset_probe_words), short enough for
+      // a small context (llama.cpp's is shared by its slots; a word is about three tokens).
       const auto config = spec_.getEngineConfig();
       const uint32_t context_tok = config.getContextLenTok();
       const uint32_t words =
           context_tok > 0 ? std::min<uint32_t>(
-                                kResetProbeWords,
+                                launch_.reset_probe_words,
                                 context_tok / (4 * std::max<uint32_t>(1, config.getMaxNumSeqs())))
-                          : kResetProbeWords;
+                          : launch_.reset_probe_words;
       std::string probe = "servesweep cache reset check";
       for (uint32_t i = 0; i < words; ++i) probe += fmt::format(" w{}", i);
       std::map<std::string, double> before, after;

@@ -49,6 +49,10 @@ struct EngineLaunch {
   // this engine): vLLM's /reset_prefix_cache, SGLang's /flush_cache, the emulator's both;
   // "{slot}" in it: once per slot that GET /slots lists (llama.cpp's erase).
   std::string cache_reset_path;
+  // Words of the prompt that checks the reset (about three tokens each): enough to fill one
+  // cache block (vLLM's 16 tokens, the emulator's model's 512). llama.cpp caches a slot's prompt
+  // token by token, and a long probe only costs a CPU prefill (seconds) twice per run.
+  uint32_t reset_probe_words = 520;
   std::string version;                       // engine version, when known without asking the engine
   std::vector<std::string> version_command;  // prints the engine version (provenance)
   std::string model_file;         // local weights (or their config) to fingerprint for provenance

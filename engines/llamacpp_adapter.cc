@@ -54,6 +54,7 @@ Status LlamacppAdapter::PlanWithTable(const FlagTable& table, const LaunchContex
     b.Add("slot_save_path", "one engine across runs (its slots are erased between them)");
     b.Add("prompt_cache_ram_off", "one engine across runs (a cache no endpoint clears)");
     launch.cache_reset_path = "/slots/{slot}?action=erase";
+    launch.reset_probe_words = 32;
   }
   for (auto flag : spec.getEngineFlags()) b.argv().push_back(flag.cStr());
   if (Status s = b.status(); !s.ok()) return s;
