@@ -11,6 +11,7 @@
 namespace servesweep::cli {
 
 void AddRunCommand(CLI::App& app, int* exit_code);
+void AddSearchCommand(CLI::App& app, int* exit_code);
 void AddCoordinatorCommand(CLI::App& app, int* exit_code);
 void AddAgentCommand(CLI::App& app, int* exit_code);
 void AddSimCommand(CLI::App& app, int* exit_code);

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   int exit_code = servesweep::cli::kExitOk;
   servesweep::cli::AddRunCommand(app, &exit_code);
+  servesweep::cli::AddSearchCommand(app, &exit_code);
   servesweep::cli::AddPlanCommand(app, &exit_code);
   servesweep::cli::AddCalibrateCommand(app, &exit_code);
   servesweep::cli::AddCoordinatorCommand(app, &exit_code);

@@ -16,6 +16,7 @@
 
 #include "cli/commands.h"
 #include "cli/engine_checks.h"
+#include "cli/model_flags.h"
 #include "engines/launch_plan.h"
 #include "matrix/load_ladder.h"
 #include "matrix/matrix_loader.h"
@@ -34,9 +35,7 @@ struct PlanOptions {
   std::string matrix_path;
   bool simulate = false;
   std::string out_dir;
-  std::string hardware;
-  std::vector<std::string> engine_profiles;  // replace the shipped choice for their engines
-  std::string error_bands;                   // replaces profiles/error_bands.yaml
+  ModelFlags model;
   bool json = false;
   bool commands = false;
   bool check_engines = false;
@@ -417,16 +416,7 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       cmd->add_flag("--simulate", options->simulate,
                     "Run every run through the performance model in virtual time (needs --out)");
   cmd->add_option("--out", options->out_dir, "Output folder of the simulation")->needs(simulate);
-  cmd->add_option("--hardware", options->hardware,
-                  "Hardware profile for runs whose matrix names none (e.g. h200, or a YAML path)");
-  cmd->add_option("--error-bands", options->error_bands,
-                  "Label each run's error with these cross-validated bands (a file written by "
-                  "`calibrate --cross-validate --bands-out`) instead of the shipped "
-                  "profiles/error_bands.yaml");
-  cmd->add_option("--engine-profile", options->engine_profiles,
-                  "Engine profile for the runs of its engine (a shipped name or a YAML path, e.g. "
-                  "one `servesweep calibrate` wrote); repeatable. Default: the run's engine and "
-                  "version choose a shipped one");
+  AddModelFlags(*cmd, options->model);
   cmd->add_flag("--json", options->json, "Print the plan as JSON");
   cmd->add_flag("--commands", options->commands,
                 "Print, for each run and node, the engine command lines the agents would start "
@@ -443,24 +433,10 @@ void AddPlanCommand(CLI::App& app, int* exit_code) {
       return;
     }
     record::VirtualRunOptions run_options;
-    run_options.default_hardware = options->hardware;
-    for (const auto& name : options->engine_profiles) {
-      perfmodel::EngineProfile profile;
-      if (Status s = perfmodel::LoadEngineProfile(name, &profile); !s.ok()) {
-        spdlog::error("--engine-profile: {}", s.message());
-        *exit_code = kExitError;
-        return;
-      }
-      run_options.engine_profiles.push_back(std::move(profile));
-    }
-    if (!options->error_bands.empty()) {
-      run_options.error_bands.emplace();
-      if (Status s = perfmodel::LoadErrorBands(options->error_bands, &*run_options.error_bands);
-          !s.ok()) {
-        spdlog::error("--error-bands: {}", s.message());
-        *exit_code = kExitError;
-        return;
-      }
+    if (Status s = VirtualRunOptionsFrom(options->model, &run_options); !s.ok()) {
+      spdlog::error("{}", s.message());
+      *exit_code = kExitError;
+      return;
     }
     if (!options->simulate) {
       engines::SweepCheck check;

@@ -145,6 +145,8 @@ void Expansion::ReadMatrixKeys(YamlMap& top) {
   }
   out_->cluster = cluster_;
   out_->cluster_declared = top.Get("cluster") || top.Get("local");
+  // `servesweep search`'s section (search/search_spec.h reads it); the runs do not depend on it.
+  top.Get("search");
   // The run keys of the top level, read once into a scratch spec: registered, so that
   // top.Finish() knows them, and checked before any combination.
   capnp::MallocMessageBuilder scratch;

@@ -1,0 +1,648 @@
+// `servesweep search MATRIX --out DIR`: the best configuration of the matrix under the SLO of its
+// `search:` section (docs/search.md). Every configuration (a load ladder of the matrix) is first
+// predicted by the performance model; search/search_loop.h decides what is worth running and
+// which load level next; each round's runs are a sweep of local agents in DIR/rounds/NNN, read
+// back from its results.db (certified runs only). The answer: DIR/search.md and search.json.
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <variant>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/engine_checks.h"
+#include "cli/local_sweep.h"
+#include "cli/model_flags.h"
+#include "common/ids.h"
+#include "matrix/feasibility.h"
+#include "matrix/load_ladder.h"
+#include "record/virtual_run.h"
+#include "report/comparison.h"
+#include "report/report_curves.h"
+#include "report/svg_plot.h"
+#include "results/record_columns.h"
+#include "results/results_store.h"
+#include "search/search_loop.h"
+
+namespace servesweep::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using search::Figures;
+
+struct SearchOptions {
+  coordinator::CoordinatorSettings settings;
+  DriverOptions driver;
+  std::string matrix_path;
+  uint32_t agents = 0, gpus_per_agent = 0;  // 0: the matrix's `local:`
+  size_t width = 0;                         // configurations per round (0: one per agent)
+  EngineCheckFlags check;
+  ModelFlags model;
+  bool predict_only = false;
+  bool learn_band = false;
+};
+
+// One configuration: the runs of a load ladder, represented by its first run.
+struct Configuration {
+  schema::RunSpec::Reader spec;
+  std::string ladder, label;
+  size_t matrix_runs = 0;  // the exhaustive grid's runs of it (levels x repeats)
+};
+
+// The label's axis values without the load (concurrency, rate, lengths, repeat): the
+// configuration's name.
+std::string LabelWithoutLoad(const std::string& label) {
+  static const char* kLoadKeys[] = {"concurrency",     "num_requests", "request_rate",
+                                    "warmup_requests", "repeat",       "seed",
+                                    "max_in_flight"};
+  std::istringstream words(label);
+  std::string word, out;
+  while (words >> word) {
+    const std::string key = word.substr(0, word.find('='));
+    const bool load = std::any_of(std::begin(kLoadKeys), std::end(kLoadKeys),
+                                  [&](const char* k) { return key.ends_with(k); });
+    if (!load) out += (out.empty() ? "" : " ") + word;
+  }
+  return out.empty() ? "default" : out;
+}
+
+std::vector<Configuration> ConfigurationsOf(schema::Matrix::Reader matrix) {
+  std::vector<Configuration> out;
+  std::map<std::string, size_t> by_ladder;
+  for (auto spec : matrix.getRuns()) {
+    const std::string ladder = matrix::LoadLadderOf(spec);
+    const auto [at, added] = by_ladder.emplace(ladder, out.size());
+    if (added) out.push_back({spec, ladder, LabelWithoutLoad(spec.getLabel()), 0});
+    ++out[at->second].matrix_runs;
+  }
+  return out;
+}
+
+std::string DescribeLevel(const search::SearchSpec& spec, double level) {
+  return spec.knob == search::LoadKnob::kConcurrency ? fmt::format("concurrency={}", level)
+                                                     : fmt::format("request_rate={:.4g}", level);
+}
+
+// The configuration's run at `level`: its load set, its length at least requests_per_level x the
+// level (and no less than the matrix asked for), over-saturation stopped early.
+void BuildLevelSpec(const Configuration& c, const search::SearchSpec& spec, double level,
+                    const std::string& run_id, uint32_t index, schema::RunSpec::Builder out) {
+  auto w = out.getWorkload();
+  if (spec.knob == search::LoadKnob::kConcurrency) {
+    w.setConcurrency(static_cast<uint32_t>(level));
+    w.setRequestRatePerS(0);
+  } else {
+    w.setRequestRatePerS(level);
+  }
+  const auto wanted = static_cast<uint32_t>(std::ceil(spec.requests_per_level * level));
+  w.setNumRequests(std::max(c.spec.getWorkload().getNumRequests(), wanted));
+  w.getEarlyStop().setOversaturated(true);
+  out.setRunId(run_id);
+  out.setIndex(index);
+  out.setRepeat(0);
+  out.setLabel(c.label + " " + DescribeLevel(spec, level));
+}
+
+Figures FiguresOf(schema::RunResult::Reader result) {
+  Figures out;
+  for (const auto& column : results::RecordColumns()) {
+    const results::ColumnValue v = column.value(result);
+    if (const double* d = std::get_if<double>(&v)) out[column.name] = *d;
+    if (const int64_t* i = std::get_if<int64_t>(&v)) out[column.name] = static_cast<double>(*i);
+  }
+  return out;
+}
+
+class Searcher {
+ public:
+  Searcher(const SearchOptions& options, matrix::LoadedMatrix& matrix,
+           const search::SearchSpec& spec, const record::VirtualRunOptions& model)
+      : options_(options),
+        matrix_(matrix),
+        spec_(spec),
+        model_(model),
+        configurations_(ConfigurationsOf(matrix.matrix())) {}
+
+  const std::vector<Configuration>& configurations() const { return configurations_; }
+
+  // The model's figures of configuration `c` at `level` (a virtual run).
+  Status Predict(size_t c, double level, Figures* out) const {
+    capnp::MallocMessageBuilder message;
+    message.setRoot(configurations_[c].spec);
+    auto run = message.getRoot<schema::RunSpec>();
+    BuildLevelSpec(configurations_[c], spec_, level, "predicted", 0, run);
+    capnp::MallocMessageBuilder result_message;
+    auto result = result_message.initRoot<schema::RunResult>();
+    record::ExecuteVirtualRun(run.asReader(), model_, result);
+    if (result.getStatus() != schema::RunStatus::OK) {
+      return Status::FailedPrecondition(result.getError().cStr());
+    }
+    *out = FiguresOf(result.asReader());
+    return Status::Ok();
+  }
+
+  search::Prediction PredictConfiguration(size_t c) const {
+    record::SimulatedRun sim;
+    perfmodel::KindBand band;
+    std::string kind = "uncalibrated";
+    if (record::SimulateRun(configurations_[c].spec, model_, &sim).ok()) {
+      band = sim.label.band;
+      kind = perfmodel::ExtrapolationKindName(sim.label.kind);
+    }
+    return search::Predict(spec_, c, band, kind, [this](size_t i, double level, Figures* out) {
+      return Predict(i, level, out);
+    });
+  }
+
+  // The exhaustive grid's GPU-seconds as the model estimates them: every run of the matrix, one
+  // cold start per configuration (its engine kept for the rest: engine_lifecycle's default).
+  double ExhaustiveGpuSeconds(bool* known) const {
+    double total = 0;
+    *known = true;
+    std::map<std::string, bool> started;
+    for (auto run : matrix_.matrix().getRuns()) {
+      record::SimulatedRun sim;
+      if (!record::SimulateRun(run, model_, &sim).ok()) {
+        *known = false;
+        continue;
+      }
+      const double warmup =
+          sim.completed > 0 ? double(run.getWorkload().getWarmupRequests()) / sim.completed : 0;
+      double s = sim.duration_s * (1 + warmup);
+      if (!started[run.getEngineConfiguration()]) s += sim.cold_start_s;
+      started[run.getEngineConfiguration()] = true;
+      total += s * run.getGpusNeeded();
+    }
+    return total;
+  }
+
+  // One round: its runs as a sweep of local agents in DIR/rounds/NNN (resumed when it is there).
+  Status MeasureRound(int round, const std::vector<search::LevelRequest>& requests,
+                      std::vector<search::LevelOutcome>* out) {
+    const std::string dir = fmt::format("{}/rounds/{:03}", options_.settings.out_dir, round);
+    matrix::LoadedMatrix sweep;
+    sweep.local = matrix_.local;
+    sweep.cluster = matrix_.cluster;
+    sweep.text = matrix_.text;
+    auto m = sweep.message.initRoot<schema::Matrix>();
+    const auto source = matrix_.matrix();
+    m.setName(source.getName());
+    m.setSourcePath(source.getSourcePath());
+    m.setSourceHash(
+        StableHashHex(fmt::format("{} round {}", source.getSourceHash().cStr(), round)));
+    m.setProbes(source.getProbes());
+    auto runs = m.initRuns(static_cast<unsigned>(requests.size()));
+    std::vector<std::string> ids;
+    for (size_t i = 0; i < requests.size(); ++i) {
+      const Configuration& c = configurations_[requests[i].configuration];
+      runs.setWithCaveats(static_cast<unsigned>(i), c.spec);
+      const std::string id = fmt::format(
+          "{}-search-{:03}-{:02}-{}", source.getName().cStr(), round, i,
+          StableHashHex(fmt::format("{} {}", c.ladder, requests[i].level)).substr(0, 8));
+      BuildLevelSpec(c, spec_, requests[i].level, id, static_cast<uint32_t>(i), runs[i]);
+      ids.push_back(id);
+    }
+    const bool resumed = fs::exists(dir + "/results.db");
+    if (!resumed || !Finished(dir, ids)) {
+      if (Status s = Sweep(round, dir, resumed, sweep); !s.ok()) return s;
+    }
+    return ReadRound(dir, ids, out);
+  }
+
+  void SetAgents(uint32_t agents, uint32_t gpus) {
+    agents_ = agents;
+    gpus_per_agent_ = gpus;
+  }
+
+ private:
+  // A round already measured to its end (`--resume`): read back, nothing started.
+  static bool Finished(const std::string& dir, const std::vector<std::string>& ids) {
+    std::unique_ptr<results::ResultsStore> store;
+    std::vector<results::StoredRun> runs;
+    if (!results::ResultsStore::Open(dir + "/results.db", &store).ok() ||
+        !store->LoadRuns(&runs).ok() || runs.size() != ids.size()) {
+      return false;
+    }
+    return std::all_of(runs.begin(), runs.end(), [&](const results::StoredRun& r) {
+      const bool final = r.state == results::RunState::kDone ||
+                         r.state == results::RunState::kFailed ||
+                         r.state == results::RunState::kSkipped;
+      return final && std::find(ids.begin(), ids.end(), r.run_id) != ids.end();
+    });
+  }
+
+  Status Sweep(int round, const std::string& dir, bool resumed, matrix::LoadedMatrix& sweep) {
+    LocalSweepOptions local;
+    local.settings = options_.settings;
+    local.settings.out_dir = dir;
+    local.settings.resume = resumed;
+    local.driver = options_.driver;
+    local.agents = agents_;
+    local.gpus_per_agent = gpus_per_agent_;
+    local.skip_engine_check = options_.check.skip;
+    spdlog::info("search round {}: {} run(s) in {}{}", round, sweep.matrix().getRuns().size(), dir,
+                 resumed ? " (resumed)" : "");
+    const int code = RunLocalSweep(local, sweep);
+    if (code == kExitInterrupted) return Status::Cancelled("interrupted");
+    if (code != kExitOk && code != kExitRunsFailed) {
+      return Status::FailedPrecondition(fmt::format("the sweep in {} did not finish", dir));
+    }
+    return Status::Ok();
+  }
+
+  // Each run of the round as the search counts it: certified figures, or why not.
+  static Status ReadRound(const std::string& dir, const std::vector<std::string>& ids,
+                          std::vector<search::LevelOutcome>* out) {
+    std::vector<report::ComparedRun> measured;
+    if (Status s = report::LoadComparedRuns(dir, &measured); !s.ok()) return s;
+    for (const std::string& id : ids) {
+      search::LevelOutcome o;
+      o.run_id = id;
+      const auto at = std::find_if(measured.begin(), measured.end(),
+                                   [&](const report::ComparedRun& r) { return r.run_id == id; });
+      if (at == measured.end() || !at->ok) {
+        // The coordinator already retried what was transient: what is left stays.
+        o.not_counted = "failed (its error is in " + dir + "/results.db)";
+        o.permanent = true;
+      } else if (at->validity == schema::Validity::INVALID) {
+        o.not_counted = "invalid: " + at->validity_reasons;
+      } else if (at->client_bound) {
+        o.not_counted = "client-bound: " + at->client_bound_reasons;
+      }
+      if (at != measured.end()) {
+        o.figures = at->figures;
+        const auto attempt = at->figures.find("attempt_s"), gpus = at->figures.find("gpu_count");
+        if (attempt != at->figures.end() && gpus != at->figures.end()) {
+          o.gpu_s = attempt->second * gpus->second;
+        }
+      }
+      out->push_back(std::move(o));
+    }
+    return Status::Ok();
+  }
+
+  const SearchOptions& options_;
+  matrix::LoadedMatrix& matrix_;
+  const search::SearchSpec& spec_;
+  const record::VirtualRunOptions& model_;
+  std::vector<Configuration> configurations_;
+  uint32_t agents_ = 1, gpus_per_agent_ = 1;
+};
+
+// NaN as JSON null.
+nlohmann::json Number(double v) { return std::isnan(v) ? nlohmann::json() : nlohmann::json(v); }
+nlohmann::json Level(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json();
+}
+std::string Text(double v) { return std::isnan(v) ? "n/a" : fmt::format("{:.4g}", v); }
+std::string Text(const std::optional<double>& v) { return v ? fmt::format("{:.4g}", *v) : "none"; }
+
+struct Answer {
+  const search::SearchSpec& spec;
+  const std::vector<Configuration>& configurations;
+  const search::SearchResult& result;
+  double exhaustive_gpu_s = 0;
+  bool exhaustive_known = false;
+  bool predict_only = false;
+};
+
+nlohmann::json AnswerJson(const Answer& a) {
+  const auto& info = search::InfoOf(a.spec.objective);
+  nlohmann::json constraints = nlohmann::json::array();
+  for (const auto& c : a.spec.constraints) {
+    constraints.push_back({{"column", c.column}, {c.is_max ? "max" : "min", c.limit}});
+  }
+  nlohmann::json configurations = nlohmann::json::array();
+  for (size_t i = 0; i < a.configurations.size(); ++i) {
+    const auto& r = a.result.configurations[i];
+    const auto& p = r.prediction;
+    configurations.push_back({{"label", a.configurations[i].label},
+                              {"ladder", a.configurations[i].ladder},
+                              {"gpus", a.configurations[i].spec.getGpusNeeded()},
+                              {"predicted",
+                               {{"error", p.error},
+                                {"limit", p.limit},
+                                {"objective", Number(p.objective)},
+                                {"optimistic", Number(p.optimistic)},
+                                {"pessimistic", Number(p.pessimistic)},
+                                {"band_kind", p.band_kind},
+                                {"band_known", p.band.known()},
+                                {"band_low_pct", Number(p.band.known() ? p.band.low_pct : NAN)},
+                                {"band_high_pct", Number(p.band.known() ? p.band.high_pct : NAN)}}},
+                              {"status", search::ConfigurationStatusName(r.status)},
+                              {"why", r.why},
+                              {"limit", Level(r.limit)},
+                              {"lowest_failing", Level(r.lowest_failing)},
+                              {"uncertainty", r.uncertainty},
+                              {"objective", Number(r.objective)},
+                              {"binding", r.binding},
+                              {"runs", r.runs},
+                              {"gpu_s", r.gpu_s}});
+  }
+  nlohmann::json steps = nlohmann::json::array();
+  for (const auto& s : a.result.steps) {
+    steps.push_back({{"round", s.round},
+                     {"configuration", s.configuration},
+                     {"level", s.level},
+                     {"run_id", s.run_id},
+                     {"counted", s.not_counted.empty()},
+                     {"not_counted", s.not_counted},
+                     {"meets", s.meets},
+                     {"binding", s.binding},
+                     {"objective", Number(s.objective)},
+                     {"predicted_objective", Number(s.predicted_objective)}});
+  }
+  return {{"objective", info.name},
+          {"objective_unit", info.unit},
+          {"constraints", constraints},
+          {"knob", a.spec.knob == search::LoadKnob::kConcurrency ? "concurrency" : "request_rate"},
+          {"predict_only", a.predict_only},
+          {"winner", a.result.winner ? nlohmann::json(*a.result.winner) : nlohmann::json()},
+          {"rounds", a.result.rounds},
+          {"real_runs", a.result.steps.size()},
+          {"gpu_s", a.result.gpu_s},
+          {"exhaustive_gpu_s_estimated",
+           a.exhaustive_known ? nlohmann::json(a.exhaustive_gpu_s) : nlohmann::json()},
+          {"stopped_by", a.result.stopped_by},
+          {"configurations", configurations},
+          {"steps", steps}};
+}
+
+std::string AnswerMarkdown(const Answer& a) {
+  const auto& info = search::InfoOf(a.spec.objective);
+  const auto& r = a.result;
+  // --predict-only: the model stood in for the runs, and says so in every figure's place.
+  const char* runs_word = a.predict_only ? "simulated" : "real";
+  const char* measured_word = a.predict_only ? "simulated" : "measured";
+  std::string md = fmt::format("# Search: {} ({})\n\n", info.name, info.unit);
+  std::string limits;
+  for (const auto& c : a.spec.constraints) {
+    limits += fmt::format("{}{} {} {}", limits.empty() ? "" : ", ", c.column,
+                          c.is_max ? "<=" : ">=", c.limit);
+  }
+  md += fmt::format("Constraints: {}. Load searched: {} in [{}, {}], within {:.0f}%.\n\n", limits,
+                    a.spec.knob == search::LoadKnob::kConcurrency ? "concurrency" : "request rate",
+                    a.spec.load_min, a.spec.load_max, a.spec.precision * 100);
+  if (a.predict_only) md += "**Predicted only** (`--predict-only`): nothing was run.\n\n";
+  if (r.winner) {
+    const auto& w = r.configurations[*r.winner];
+    md += fmt::format(
+        "## Winner: {}\n\n{} {} at {} (the lowest failing level {}, so the limit is within "
+        "{:.1f}%); bound by {}. Evidence: {} {} run(s), {:.1f} GPU-s.\n\n",
+        a.configurations[*r.winner].label, Text(w.objective), info.unit,
+        DescribeLevel(a.spec, *w.limit), Text(w.lowest_failing), w.uncertainty * 100,
+        w.binding.empty() ? "nothing (load.max met)" : w.binding, w.runs, runs_word, w.gpu_s);
+  } else {
+    md += "## No winner\n\nNo configuration was measured to meet the constraints";
+    md += r.stopped_by.empty() ? ".\n\n"
+                               : fmt::format(" before the search stopped ({}).\n\n", r.stopped_by);
+  }
+  md += fmt::format("Spent: {} {} run(s) in {} round(s), {:.1f} GPU-s", r.steps.size(), runs_word,
+                    r.rounds, r.gpu_s);
+  if (a.exhaustive_known && a.exhaustive_gpu_s > 0) {
+    md += fmt::format(
+        " ({:.0f}% of the {:.1f} GPU-s the model estimates for the matrix's "
+        "exhaustive grid)",
+        100 * r.gpu_s / a.exhaustive_gpu_s, a.exhaustive_gpu_s);
+  }
+  md +=
+      ".\n\n## Ranking\n\nMeasured figures are at the measured limit; predicted ones (the "
+      "performance model, with its cross-validated band) are marked so.\n\n"
+      "| # | configuration | GPUs | status | objective | limit | binding | predicted (band) "
+      "| runs |\n|---|---|---|---|---|---|---|---|---|\n";
+  std::vector<size_t> order(a.configurations.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto value = [&](size_t i) {
+    const auto& c = r.configurations[i];
+    return c.status == search::ConfigurationStatus::kFound ? c.objective : NAN;
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    if (search::Better(a.spec.objective, value(x), value(y))) return true;
+    if (search::Better(a.spec.objective, value(y), value(x))) return false;
+    return search::Better(a.spec.objective, r.configurations[x].prediction.objective,
+                          r.configurations[y].prediction.objective);
+  });
+  int rank = 0;
+  for (size_t i : order) {
+    const auto& c = r.configurations[i];
+    const auto& p = c.prediction;
+    const std::string band = p.band.known()
+                                 ? fmt::format("{:+.0f}%..{:+.0f}%, optimistic {}", p.band.low_pct,
+                                               p.band.high_pct, Text(p.optimistic))
+                                 : "band unknown";
+    const std::string predicted =
+        p.error.empty()
+            ? fmt::format("{} at {} ({}, {})", Text(p.objective), p.limit, p.band_kind, band)
+            : "model: " + p.error;
+    const bool measured = c.status == search::ConfigurationStatus::kFound;
+    md += fmt::format("| {} | {} | {} | {}{} | {} | {} | {} | {} | {} |\n", ++rank,
+                      a.configurations[i].label, a.configurations[i].spec.getGpusNeeded(),
+                      search::ConfigurationStatusName(c.status), c.why.empty() ? "" : ": " + c.why,
+                      measured ? Text(c.objective) + " " + measured_word : "", Text(c.limit),
+                      c.binding, predicted, c.runs);
+  }
+  // The model's error on each real run it predicted before the run.
+  md +=
+      "\n## The search's path\n\n![The search's path: each configuration's levels in the "
+      "order they ran, failing ones marked](search.svg)\n\nEach run, in order, with the "
+      "model's prediction of its objective before it ran (error = predicted / measured - "
+      "1).\n\n"
+      "| round | configuration | level | verdict | measured | predicted | error |\n"
+      "|---|---|---|---|---|---|---|\n";
+  for (const auto& s : r.steps) {
+    const std::string verdict = !s.not_counted.empty()
+                                    ? "not counted: " + s.not_counted
+                                    : (s.meets ? "meets" : "fails (" + s.binding + ")");
+    const double error = s.predicted_objective / s.objective - 1;
+    md += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", s.round,
+                      a.configurations[s.configuration].label, s.level, verdict, Text(s.objective),
+                      Text(s.predicted_objective),
+                      std::isfinite(error) ? fmt::format("{:+.1f}%", error * 100) : "n/a");
+  }
+  // The Pareto frontier over every counted run: output tok/s per GPU vs tok/s per user.
+  std::vector<report::XY> points;
+  std::vector<size_t> which;
+  for (size_t i = 0; i < r.steps.size(); ++i) {
+    const auto& f = r.steps[i].figures;
+    const auto x = f.find("decode_median_tok_per_s"), y = f.find("output_throughput_per_gpu");
+    if (x == f.end() || y == f.end()) continue;
+    points.push_back({x->second, y->second});
+    which.push_back(i);
+  }
+  md +=
+      "\n## Pareto frontier of what was measured\n\n| tok/s per user | output tok/s per GPU | "
+      "configuration | level |\n|---|---|---|---|\n";
+  for (size_t k : report::ParetoFrontier(points)) {
+    const auto& s = r.steps[which[k]];
+    md += fmt::format("| {:.1f} | {:.1f} | {} | {} |\n", points[k].x, points[k].y,
+                      a.configurations[s.configuration].label, s.level);
+  }
+  return md;
+}
+
+// The search's path as a plot: each configuration's levels in the order they were run (x: the
+// real run's number, y: its level), failing levels marked.
+std::string PathSvg(const Answer& a) {
+  report::PlotSpec plot;
+  plot.id = "search-path";
+  plot.title = "The search's path";
+  plot.x_label = "run";
+  plot.y_label = a.spec.knob == search::LoadKnob::kConcurrency ? "concurrency" : "request rate";
+  plot.zero_x = true;
+  std::map<size_t, size_t> series_of;  // configuration -> series
+  for (size_t i = 0; i < a.result.steps.size(); ++i) {
+    const auto& step = a.result.steps[i];
+    auto [at, added] = series_of.emplace(step.configuration, plot.series.size());
+    if (added) {
+      report::PlotSeries series;
+      series.name = a.configurations[step.configuration].label;
+      series.colour = plot.series.size();
+      plot.series.push_back(std::move(series));
+    }
+    auto& series = plot.series[at->second];
+    series.x.push_back(static_cast<double>(i + 1));
+    series.y.push_back(step.level);
+    if (!step.not_counted.empty() || !step.meets) {
+      report::PlotMark mark;
+      mark.x = static_cast<double>(i + 1);
+      mark.y = step.level;
+      mark.kind = "point";
+      mark.label =
+          step.not_counted.empty() ? "fails: " + step.binding : "not counted: " + step.not_counted;
+      mark.colour = at->second;
+      plot.marks.push_back(mark);
+    }
+  }
+  return report::RenderSvg(plot);
+}
+
+int Search(const SearchOptions& options) {
+  matrix::LoadedMatrix matrix;
+  search::SearchSpec spec;
+  Status s = matrix::LoadMatrixFile(options.matrix_path, &matrix);
+  if (s.ok()) s = search::ParseSearchSpec(options.matrix_path, matrix.text, &spec);
+  record::VirtualRunOptions model;
+  if (s.ok()) s = VirtualRunOptionsFrom(options.model, &model);
+  if (!s.ok()) {
+    spdlog::error("{}", s.message());
+    return kExitError;
+  }
+  const uint32_t agents = options.agents > 0 ? options.agents : matrix.local.agents;
+  const uint32_t gpus =
+      options.gpus_per_agent > 0 ? options.gpus_per_agent : matrix.local.gpus_per_agent;
+  if (!options.predict_only) {
+    if (const int code = RefuseUnplaceable(matrix, options.matrix_path, agents, gpus); code >= 0) {
+      return code;
+    }
+    if (const int code = RefuseRejectedSweep(matrix, options.check); code >= 0) return code;
+  }
+  const std::string& out = options.settings.out_dir;
+  if (fs::exists(out + "/search.json") && !options.settings.resume) {
+    spdlog::error(
+        "{}: expected a new output folder, found a finished search (search.json); "
+        "choose another --out",
+        out);
+    return kExitError;
+  }
+  if (fs::exists(out + "/rounds") && !options.settings.resume) {
+    spdlog::error(
+        "{}: expected a new output folder, found a search's rounds; add --resume to "
+        "finish it",
+        out);
+    return kExitError;
+  }
+  fs::create_directories(out);
+  Searcher searcher(options, matrix, spec, model);
+  searcher.SetAgents(agents, gpus);
+  const auto& configurations = searcher.configurations();
+  std::vector<search::Prediction> predictions;
+  for (size_t c = 0; c < configurations.size(); ++c) {
+    predictions.push_back(searcher.PredictConfiguration(c));
+  }
+  search::SearchSettings settings;
+  // Side by side as the agents hold them: one configuration per agent unless told.
+  settings.learn_band = options.learn_band;
+  settings.width = options.width > 0 ? options.width : std::max<uint32_t>(agents, 1);
+  const auto started = std::chrono::steady_clock::now();
+  settings.elapsed_s = [started] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
+  const search::PredictLevel predict = [&](size_t c, double level, Figures* f) {
+    return searcher.Predict(c, level, f);
+  };
+  const search::MeasureRound measure = [&](int round,
+                                           const std::vector<search::LevelRequest>& requests,
+                                           std::vector<search::LevelOutcome>* outcomes) {
+    if (options.predict_only) {
+      // The model stands in for reality: the search's path as the model sees it.
+      for (const auto& r : requests) {
+        search::LevelOutcome o;
+        if (Status st = searcher.Predict(r.configuration, r.level, &o.figures); !st.ok()) {
+          o.not_counted = st.message();
+          o.permanent = true;
+        } else {
+          // Virtual GPU-seconds: the measured phase on the run's GPUs (no cold start).
+          o.gpu_s = o.figures["duration_s"] * o.figures["gpu_count"];
+        }
+        outcomes->push_back(std::move(o));
+      }
+      return Status::Ok();
+    }
+    return searcher.MeasureRound(round, requests, outcomes);
+  };
+  const search::SearchResult result =
+      search::RunSearch(spec, predictions, settings, predict, measure);
+  bool exhaustive_known = false;
+  const double exhaustive = searcher.ExhaustiveGpuSeconds(&exhaustive_known);
+  const Answer answer{spec,       configurations,   result,
+                      exhaustive, exhaustive_known, options.predict_only};
+  std::ofstream(out + "/search.json") << AnswerJson(answer).dump(2) << "\n";
+  std::ofstream(out + "/search.svg") << PathSvg(answer) << "\n";
+  const std::string md = AnswerMarkdown(answer);
+  std::ofstream(out + "/search.md") << md;
+  fmt::print("{}\nsearch: {}/search.md\njson:   {}/search.json\n", md, out, out);
+  if (result.stopped_by.starts_with("round")) {
+    spdlog::error("{}", result.stopped_by);
+    return result.stopped_by.ends_with("interrupted") ? kExitInterrupted : kExitError;
+  }
+  return result.winner ? kExitOk : kExitRunsFailed;
+}
+
+}  // namespace
+
+void AddSearchCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<SearchOptions>();
+  auto* cmd = app.add_subcommand(
+      "search", "Find the matrix's best configuration under its search: section's SLO");
+  cmd->add_option("matrix", o->matrix_path, "Experiment matrix (YAML) with a search: section")
+      ->required();
+  AddCoordinatorOptions(*cmd, o->settings, o->driver);
+  AddModelFlags(*cmd, o->model);
+  AddEngineCheckFlags(*cmd, o->check, true);
+  cmd->add_option("--agents", o->agents,
+                  "Local agents to start (default: the matrix's local.agents)");
+  cmd->add_option("--gpus-per-agent", o->gpus_per_agent,
+                  "Emulated GPUs per local agent (default: the matrix's local.gpus_per_agent)");
+  cmd->add_option("--width", o->width,
+                  "Configurations measured side by side per round (default: one per agent)");
+  cmd->add_flag("--insecure", o->settings.insecure,
+                "Plain TCP between the coordinator and its local agents");
+  cmd->add_flag("--predict-only", o->predict_only,
+                "Search the performance model's figures only: the ranking and path it predicts, "
+                "nothing run");
+  cmd->add_flag("--learn-band", o->learn_band,
+                "Once 3 configurations have run, bound the rest by the model's error on this "
+                "search's own runs instead of the shipped band (docs/search.md)");
+  cmd->callback([o, exit_code] { *exit_code = Search(*o); });
+}
+
+}  // namespace servesweep::cli

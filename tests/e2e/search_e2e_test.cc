@@ -1,0 +1,237 @@
+// End-to-end: `servesweep search` over real sweeps (coordinator, agents and emulators as
+// processes, HTTP/SSE), against a reality the search does not know. The emulators serve with a
+// hidden "true" engine profile (slower GEMMs and weight reads, a dearer all-reduce: tp=2 pays more
+// than the model thinks), while the search's model starts from the shipped default, which
+// believes tp=2 wins; the search must still find the true winner (tp=1), at the true limit. The
+// truth's own answer is the model searched with the true profile (--predict-only): the emulator
+// follows its model within 2% (sim_model_e2e_test.cc).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/harness.h"
+
+namespace servesweep::testing {
+namespace {
+
+// The shipped default profile with the truth's coefficients.
+std::string TrueProfile() {
+  std::string text =
+      ReadTextFile(std::string(SERVESWEEP_SOURCE_DIR) + "/profiles/engines/default.yaml");
+  auto replace = [&](const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  replace("name: default", "name: truth");
+  replace("gemm_efficiency: 0.8 ", "gemm_efficiency: 0.5 ");
+  replace("weight_read_efficiency: 0.85", "weight_read_efficiency: 0.6");
+  replace("allreduce_us: 8 ", "allreduce_us: 60 ");
+  return text;
+}
+
+// 4 configurations (tp 1/2 x a batch limit of 8/64), each run served by the true profile.
+std::string Matrix(const std::string& truth) {
+  return fmt::format(R"(name: searche2e
+engine: sim
+model: meta-llama/Llama-3.1-8B-Instruct
+engine_flags: [--engine-profile, {}]
+sim: {{hardware: h200, startup_ms: 100}}
+workload: {{api: completions, input_len: 2048, output_len: 32, num_requests: 8, warmup_requests: 0, seed: 3}}
+local: {{agents: 2, gpus_per_agent: 1}}
+axes:
+  layout: [{{tp: 1}}, {{tp: 2}}]
+  engine_config: [{{max_num_seqs: 8}}, {{max_num_seqs: 64}}]
+  concurrency: [1, 4, 16, 64]
+search:
+  objective: max_output_tok_per_s_per_gpu
+  constraints:
+    ttft_p90_ms: {{max: 250}}
+  load: {{knob: concurrency, min: 1, max: 128}}
+  precision: 0.1
+  boundary_repeats: 2
+  noise_pct: 2
+  requests_per_level: 2
+)",
+                     truth);
+}
+
+// Bands wide enough for the truth's skew, from enough cases to be known.
+constexpr const char* kBands = R"(measured_by: "search_e2e_test"
+measured_at: 2026-12-04
+bands:
+  - {kind: uncalibrated, low_pct: -30, high_pct: 60, figures: 30, cases: 3}
+)";
+
+nlohmann::json Search(const std::string& args, int expect_exit = 0) {
+  std::string output;
+  EXPECT_EQ(RunServesweep("search " + args + " --progress off", &output), expect_exit) << output;
+  const std::string out = args.substr(args.find("--out ") + 6);
+  const std::string dir = out.substr(0, out.find(' '));
+  return nlohmann::json::parse(ReadTextFile(dir + "/search.json"));
+}
+
+TEST(SearchEndToEnd, FindsTheTrueWinnerWhenTheModelIsWrong) {
+  Harness h("search");
+  const std::string truth = h.WriteFile("truth.yaml", TrueProfile());
+  const std::string matrix = h.WriteFile("m.yaml", Matrix(truth));
+  const std::string bands = h.WriteFile("bands.yaml", kBands);
+
+  // The model's own answer, and the truth's (the model given the true profile).
+  const auto believed = Search(fmt::format("{} --predict-only --out {}", matrix, h.Path("model")));
+  const auto known = Search(fmt::format("{} --predict-only --engine-profile {} --out {}", matrix,
+                                        truth, h.Path("truth")));
+  ASSERT_FALSE(known["winner"].is_null());
+  const auto& true_answer = known["configurations"][known["winner"].get<size_t>()];
+  const double true_best = true_answer["objective"].get<double>();
+  // The model's first ranking is wrong in a known way: its winner is worse in truth (by 11%).
+  ASSERT_FALSE(believed["winner"].is_null());
+  const auto& believed_in_truth = known["configurations"][believed["winner"].get<size_t>()];
+  EXPECT_LT(believed_in_truth["objective"].get<double>(), 0.95 * true_best) << believed.dump(1);
+
+  const auto found =
+      Search(fmt::format("{} --error-bands {} --out {}", matrix, bands, h.Path("real")));
+  ASSERT_FALSE(found["winner"].is_null()) << found.dump(1);
+  // The true winner, or one that ties with it in truth (batch limits that do not bind).
+  const size_t winner = found["winner"].get<size_t>();
+  EXPECT_NEAR(known["configurations"][winner]["objective"].get<double>(), true_best,
+              0.02 * true_best)
+      << found.dump(1);
+  const auto& answer = found["configurations"][winner];
+  EXPECT_EQ(answer["status"], "limit found");
+  // The true limit, a whole concurrency: the same as measured.
+  EXPECT_EQ(answer["limit"], known["configurations"][winner]["limit"]) << answer.dump(1);
+  EXPECT_EQ(answer["binding"], "ttft_p90_ms");
+  // Every real run went through a sweep of its round, and was predicted before it ran.
+  for (const auto& step : found["steps"]) {
+    EXPECT_TRUE(std::filesystem::exists(
+        h.Path(fmt::format("real/rounds/{:03}/results.db", step["round"].get<int>()))));
+    EXPECT_FALSE(step["predicted_objective"].is_null());
+  }
+  EXPECT_GT(found["gpu_s"].get<double>(), 0);
+  EXPECT_LT(found["gpu_s"].get<double>(), found["exhaustive_gpu_s_estimated"].get<double>());
+  const std::string md = ReadTextFile(h.Path("real/search.md"));
+  EXPECT_NE(md.find("## Winner: "), std::string::npos) << md;
+  EXPECT_NE(md.find("## The search's path"), std::string::npos) << md;
+  const std::string svg = ReadTextFile(h.Path("real/search.svg"));
+  EXPECT_NE(svg.find("<svg"), std::string::npos);
+  EXPECT_NE(svg.find("fails: ttft_p90_ms"), std::string::npos) << svg;
+
+  // --resume reads the rounds back and gives the same answer without running anything again.
+  std::filesystem::remove(h.Path("real/search.json"));
+  const auto resumed =
+      Search(fmt::format("{} --error-bands {} --out {} --resume", matrix, bands, h.Path("real")));
+  EXPECT_EQ(resumed["winner"], found["winner"]);
+  EXPECT_EQ(resumed["steps"].size(), found["steps"].size());
+}
+
+TEST(SearchEndToEnd, TheShippedExampleSearchesOnTheModel) {
+  Harness h("search-example");
+  const auto answer = Search(fmt::format("{}/examples/search.yaml --predict-only --out {}",
+                                         SERVESWEEP_SOURCE_DIR, h.Path("out")));
+  ASSERT_FALSE(answer["winner"].is_null()) << answer.dump(1);
+  EXPECT_EQ(answer["configurations"].size(), 9u);
+  EXPECT_TRUE(answer["predict_only"].get<bool>());
+  EXPECT_GT(answer["exhaustive_gpu_s_estimated"].get<double>(), answer["gpu_s"].get<double>());
+  EXPECT_FALSE(std::filesystem::exists(h.Path("out/rounds")));  // nothing was run
+}
+
+// llama.cpp's server on this machine's CPU: its slot count (--parallel) and batch size searched
+// for the most tok/s under a TTFT limit. The limit is set from this machine's own speed (one
+// request's E2E, measured first), so it binds the same way on a fast or a loaded machine: one
+// slot queues its users (its p90 TTFT is about (c - 1) x E2E), four do not until c > 4.
+TEST(SearchEndToEnd, LlamacppSlotsAndBatchSizeAgreeWithAnExhaustiveScan) {
+  if (!OnPath("llama-server") || !std::filesystem::exists(kSmolLm2Gguf)) {
+    GTEST_SKIP() << "llama-server or " << kSmolLm2Gguf
+                 << " is not installed: run scripts/install-engines.sh to run this test";
+  }
+  Harness h("search-llamacpp");
+  auto matrix = [&](const std::string& axes, const std::string& search) {
+    return fmt::format(R"(name: searchllama
+engine: llamacpp
+model: smollm2-search
+engine_config: {{model_path: {}, threads: 2, context_len: 2048}}
+workload: {{api: completions, prompt: token_ids, input_len: 32, output_len: 8, num_requests: 6,
+           warmup_requests: 1, ignore_eos: true}}
+timeout_s: 120
+max_attempts: 1
+local: {{agents: 1, gpus_per_agent: 1}}
+axes:
+{}
+{})",
+                       kSmolLm2Gguf, axes, search);
+  };
+  std::string output;
+  const std::string one = h.WriteFile("one.yaml", matrix("  concurrency: [1]", ""));
+  ASSERT_EQ(
+      RunServesweep(fmt::format("run {} --out {} --progress off", one, h.Path("one")), &output), 0)
+      << output;
+  const auto e2e = h.Query(h.Path("one"), "SELECT e2el_median_ms FROM results");
+  ASSERT_EQ(e2e.rows.size(), 1u);
+  const double limit_ms = 2.5 * std::stod(e2e.rows[0][0]);
+
+  const std::string space =
+      "  engine_config: [{max_num_seqs: 1, max_batched_tokens: 512},\n"
+      "                  {max_num_seqs: 4, max_batched_tokens: 512}]\n";
+  const std::string section = fmt::format(
+      "search:\n  objective: max_output_tok_per_s_per_gpu\n"
+      "  constraints: {{ttft_p90_ms: {{max: {:.1f}}}}}\n"
+      "  load: {{knob: concurrency, min: 1, max: 8}}\n  precision: 0.3\n"
+      "  boundary_repeats: 2\n  noise_pct: 5\n  requests_per_level: 2\n",
+      limit_ms);
+  const std::string searched =
+      h.WriteFile("search.yaml", matrix(space + "  concurrency: [1, 2, 4, 8]", section));
+  const auto found = Search(fmt::format("{} --out {}", searched, h.Path("search")));
+  ASSERT_FALSE(found["winner"].is_null()) << found.dump(1);
+  const auto& winner = found["configurations"][found["winner"].get<size_t>()];
+  EXPECT_NE(winner["label"].get<std::string>().find("max_num_seqs=4"), std::string::npos)
+      << found.dump(1);
+
+  // The exhaustive scan of the same space (its concurrency ladder 1, 2, 4, 8) agrees: the same
+  // winner, and each configuration's limit between its highest level meeting the limit and the
+  // lowest failing one.
+  ASSERT_EQ(
+      RunServesweep(fmt::format("run {} --out {} --progress off", searched, h.Path("exhaustive")),
+                    &output),
+      0)
+      << output;
+  const auto rows =
+      h.Query(h.Path("exhaustive"),
+              "SELECT runs.label, concurrency, ttft_p90_ms, output_throughput_per_gpu "
+              "FROM results JOIN runs USING(run_id) ORDER BY runs.label");
+  std::string best_label;
+  double best = -1;
+  for (const auto& row : rows.rows) {
+    const bool meets = std::stod(row[2]) <= limit_ms;
+    const std::string config = row[0].substr(0, row[0].find(" concurrency="));
+    if (meets && std::stod(row[3]) > best) {
+      best = std::stod(row[3]);
+      best_label = config;
+    }
+    for (const auto& c : found["configurations"]) {
+      if (c["label"] != config || c["limit"].is_null()) continue;
+      const double level = std::stod(row[1]), limit = c["limit"].get<double>();
+      // One level's slack for the noise of a loaded CPU at the boundary.
+      if (meets) {
+        EXPECT_GE(limit * 2, level) << config << " at " << level;
+      } else {
+        EXPECT_LT(limit / 2, level) << config << " at " << level;
+      }
+    }
+  }
+  EXPECT_EQ(winner["label"].get<std::string>(), best_label) << found.dump(1);
+}
+
+TEST(SearchEndToEnd, AMatrixWithoutASearchSectionIsRefused) {
+  Harness h("search-refused");
+  const std::string matrix = h.WriteFile("m.yaml", SimMatrix("nosearch", 1, 4, 1, 4, 5, 1));
+  std::string output;
+  EXPECT_EQ(RunServesweep(fmt::format("search {} --out {}", matrix, h.Path("out")), &output), 1);
+  EXPECT_NE(output.find("expected a 'search:' section"), std::string::npos) << output;
+  EXPECT_FALSE(std::filesystem::exists(h.Path("out")));
+}
+
+}  // namespace
+}  // namespace servesweep::testing
