@@ -12,6 +12,7 @@
 #               searched to 1% (--predict-only; the emulator follows its model within 2%)
 #   search A    the model starts from the default profile, with a band wide enough for its error
 #   search B    the model's profile is the truth's, with a narrow band
+#   search C    as A, with --learn: the profile fitted again on the counted runs after every round
 # Prints per search: its winner (against the exhaustive and the fine one), the limit against the
 # fine truth's, GPU-seconds and their share of the exhaustive sweep's, real runs and rounds; then
 # the search's own CPU time per round (its bookkeeping and the model's predictions), from a
@@ -84,10 +85,14 @@ start=$(date +%s.%N)
 exhaustive_wall=$(echo "$(date +%s.%N) - $start" | bc)
 "$SERVESWEEP" search "$tmp/m.yaml" --error-bands "$tmp/wide.yaml" --out "$tmp/a" \
   --progress off >/dev/null
+"$SERVESWEEP" search "$tmp/m.yaml" --error-bands "$tmp/wide.yaml" --learn --out "$tmp/c" \
+  --progress off >/dev/null
 "$SERVESWEEP" search "$tmp/m.yaml" --engine-profile "$tmp/truth.yaml" \
   --error-bands "$tmp/narrow.yaml" --out "$tmp/b" --progress off >/dev/null
 /usr/bin/time -f "%U %S" -o "$tmp/cpu" "$SERVESWEEP" search "$tmp/m.yaml" --predict-only \
   --error-bands "$tmp/wide.yaml" --out "$tmp/p" --progress off >/dev/null
+/usr/bin/time -f "%U %S" -o "$tmp/cpu-learn" "$SERVESWEEP" search "$tmp/m.yaml" --predict-only \
+  --error-bands "$tmp/wide.yaml" --learn --out "$tmp/pl" --progress off >/dev/null
 
 python3 - "$tmp" "$exhaustive_wall" <<'PY'
 import json, sqlite3, sys
@@ -112,7 +117,7 @@ print(f"exhaustive: {len(rows)} runs, {gpu_s:.1f} GPU-s ({wall:.0f} s wall); win
       f"the true best)")
 print(f"fine truth: winner {fine_winner['label']} limit {fine_winner['limit']} "
       f"({fine_best:.1f} tok/s/GPU)")
-for name in ("a", "b"):
+for name in ("a", "b", "c"):
     s = json.load(open(f"{tmp}/{name}/search.json"))
     w = s["configurations"][s["winner"]] if s["winner"] is not None else None
     label = w["label"] if w else "none"
@@ -126,10 +131,20 @@ for name in ("a", "b"):
           f"({(w['limit'] / true_limit - 1) * 100 if w else float('nan'):+.1f}%); "
           f"{s['real_runs']} runs in {s['rounds']} rounds, {pruned} pruned; {s['gpu_s']:.1f} GPU-s = "
           f"{100 * s['gpu_s'] / gpu_s:.1f}% of the exhaustive sweep's")
-user, system = map(float, open(f"{tmp}/cpu").read().split())
-p = json.load(open(f"{tmp}/p/search.json"))
 mean_attempt = sum(r[2] for r in rows) / len(rows)
-print(f"bookkeeping: {1000 * (user + system) / max(p['rounds'], 1):.1f} ms CPU per round "
-      f"(--predict-only, {p['rounds']} rounds, predictions included) vs a real run's mean "
-      f"attempt of {mean_attempt:.2f} s")
+for cpu, out, what in (("cpu", "p", ""), ("cpu-learn", "pl", " with --learn's fits")):
+    user, system = map(float, open(f"{tmp}/{cpu}").read().split())
+    p = json.load(open(f"{tmp}/{out}/search.json"))
+    print(f"bookkeeping{what}: {1000 * (user + system) / max(p['rounds'], 1):.1f} ms CPU per "
+          f"round (--predict-only, {p['rounds']} rounds, predictions included) vs a real run's "
+          f"mean attempt of {mean_attempt:.2f} s")
+c = json.load(open(f"{tmp}/c/search.json"))
+by_round = {}
+for s in c["steps"]:
+    if s["counted"] and s["objective"] and s["predicted_objective"] is not None:
+        by_round.setdefault(s["model_generation"], []).append(
+            abs(s["predicted_objective"] / s["objective"] - 1))
+med = lambda v: sorted(v)[len(v) // 2]
+print("search c's model error by model: " + ", ".join(
+    f"model {g}: {100 * med(v):.1f}% over {len(v)} runs" for g, v in sorted(by_round.items())))
 PY

@@ -30,6 +30,7 @@ Status LoadPoints(const CalibrateRequest& r, PointSet* set, std::vector<bool>* i
   for (const auto& db : r.dbs) {
     if (Status s = LoadMeasuredRuns(db, r.db_metrics, r.model_profile, set); !s.ok()) return s;
   }
+  set->points.insert(set->points.end(), r.points.begin(), r.points.end());
   if (set->points.empty()) {
     return Status::InvalidArgument(
         "calibrate: expected points (--published TABLE or --db RESULTS.DB), found none");
@@ -250,7 +251,9 @@ Status Calibrate(const CalibrateRequest& r, CalibrationReport* report) {
   if (Status s = LoadPoints(r, &report->set, &in_fit); !s.ok()) return s;
   const std::vector<CalibrationPoint>& points = report->set.points;
 
-  if (!r.engine_profile.empty()) {
+  if (r.profile) {
+    report->profile = r.profile;
+  } else if (!r.engine_profile.empty()) {
     report->profile.emplace();
     if (Status s = perfmodel::LoadEngineProfile(r.engine_profile, &*report->profile); !s.ok()) {
       return s;

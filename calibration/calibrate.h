@@ -33,11 +33,13 @@ enum class FitLoss {
 std::vector<std::string> DefaultFitCoefficients();
 
 struct CalibrateRequest {
-  std::vector<std::string> published;  // tables (tests/fidelity/published.yaml)
-  std::vector<std::string> dbs;        // results databases of real runs
+  std::vector<std::string> published;    // tables (tests/fidelity/published.yaml)
+  std::vector<std::string> dbs;          // results databases of real runs
+  std::vector<CalibrationPoint> points;  // points given directly (a search's counted runs)
   std::vector<std::string> db_metrics = {"ttft_median_ms", "tpot_median_ms", "e2el_median_ms",
                                          "output_throughput"};
   std::string engine_profile;  // a shipped name or a YAML path; "" = each point's own profile
+  std::optional<perfmodel::EngineProfile> profile;  // given directly: instead of engine_profile
   // Coefficients to fit, each "name" or "name:min:max" (bounds narrower than the coefficient's
   // own); empty: evaluate only. Needs engine_profile.
   std::vector<std::string> fit;

@@ -107,6 +107,30 @@ TEST_F(CalibrateTest, TheFitRecoversTheCoefficientTheFiguresWereMadeWith) {
   for (const auto& row : report.points) EXPECT_TRUE(row.fitted) << row.point->id;
 }
 
+// Points and the profile handed over in memory (a search's own runs, its model's profile) are
+// fitted as a table's are with a named profile.
+TEST_F(CalibrateTest, PointsAndAProfileGivenDirectlyAreFittedAsATablesAre) {
+  double true_value = 0;
+  const std::string truth_path = WriteTrueProfile(dir_, &true_value);
+  PointSet set;
+  ASSERT_TRUE(LoadPublishedTable(
+                  dir_.WriteFile("table.yaml", Table(ModelFigures(dir_, truth_path), 0, 0)), &set)
+                  .ok());
+  CalibrateRequest r;
+  r.points = set.points;
+  r.profile.emplace();
+  ASSERT_TRUE(perfmodel::LoadEngineProfile("vllm-0.12", &*r.profile).ok());
+  r.fit = {"cpu.step_us"};
+  CalibrationReport report;
+  const Status s = Calibrate(r, &report);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_TRUE(report.fitted);
+  EXPECT_EQ(report.profile->calibration.points, 3);
+  double fitted_value = 0;
+  ASSERT_TRUE(perfmodel::GetCoefficient(*report.profile, "cpu.step_us", &fitted_value).ok());
+  EXPECT_NEAR(fitted_value / true_value, 1, 0.05) << fitted_value << " vs " << true_value;
+}
+
 // Evaluation only: a case over its bound breaks, the table's median bound is its own verdict,
 // and a held-out point is predicted, counted apart, and never fitted.
 TEST_F(CalibrateTest, ACaseOverItsBoundIsBrokenAtItsEdge) {

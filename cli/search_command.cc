@@ -18,6 +18,7 @@
 #include <variant>
 #include <vector>
 
+#include "calibration/calibrate.h"
 #include "cli/commands.h"
 #include "cli/engine_checks.h"
 #include "cli/local_sweep.h"
@@ -25,6 +26,8 @@
 #include "common/ids.h"
 #include "matrix/feasibility.h"
 #include "matrix/load_ladder.h"
+#include "perfmodel/calibration.h"
+#include "perfmodel/engine_profile.h"
 #include "record/virtual_run.h"
 #include "report/comparison.h"
 #include "report/report_curves.h"
@@ -49,7 +52,16 @@ struct SearchOptions {
   ModelFlags model;
   bool predict_only = false;
   bool learn_band = false;
+  bool learn = false;
 };
+
+// --learn: a profile is fitted once this many counted runs cost it (fewer cannot move six
+// coefficients), then again each time they have grown by kRefitGrowth (a fit's CPU time grows
+// with its runs, about 0.25 s per run here: the fits of a whole search stay a few times the last
+// one's), with calibrate's fit at this many evaluations.
+constexpr size_t kMinFitRuns = 3;
+constexpr double kRefitGrowth = 1.25;
+constexpr int kFitEvaluations = 150;
 
 // One configuration: the runs of a load ladder, represented by its first run.
 struct Configuration {
@@ -130,24 +142,80 @@ class Searcher {
         matrix_(matrix),
         spec_(spec),
         model_(model),
+        learned_(model),
         configurations_(ConfigurationsOf(matrix.matrix())) {}
 
   const std::vector<Configuration>& configurations() const { return configurations_; }
 
-  // The model's figures of configuration `c` at `level` (a virtual run).
+  // The model's figures of configuration `c` at `level` (a virtual run), as learned so far.
   Status Predict(size_t c, double level, Figures* out) const {
-    capnp::MallocMessageBuilder message;
-    message.setRoot(configurations_[c].spec);
-    auto run = message.getRoot<schema::RunSpec>();
-    BuildLevelSpec(configurations_[c], spec_, level, "predicted", 0, run);
-    capnp::MallocMessageBuilder result_message;
-    auto result = result_message.initRoot<schema::RunResult>();
-    record::ExecuteVirtualRun(run.asReader(), model_, result);
-    if (result.getStatus() != schema::RunStatus::OK) {
-      return Status::FailedPrecondition(result.getError().cStr());
+    return PredictWith(learned_, c, level, out);
+  }
+  // ... as the model the search began with (--predict-only's stand-in for reality).
+  Status PredictAsFirst(size_t c, double level, Figures* out) const {
+    return PredictWith(model_, c, level, out);
+  }
+
+  // --learn: every engine profile that costs configurations with counted runs is fitted again
+  // (calibrate's fit of its default coefficients, from where the last fit left it) to those runs'
+  // objective and constrained figures, once they are kMinFitRuns and each time they have grown
+  // by kRefitGrowth; DIR/learned/NAME.yaml holds the latest fit. Whether one changed; `note`
+  // says what was fitted and the fit's own error.
+  bool Relearn(const std::vector<search::SearchStep>& counted, std::string* note) {
+    std::map<std::string, perfmodel::EngineProfile> profiles;
+    std::map<std::string, std::vector<calibration::CalibrationPoint>> points;
+    for (const auto& step : counted) {
+      perfmodel::EngineProfile profile;
+      std::string why;
+      const auto spec = configurations_[step.configuration].spec;
+      if (!record::ChooseEngineProfile(spec, learned_, &profile, &why).ok()) continue;
+      points[profile.name].push_back(PointOf(step));
+      profiles.emplace(profile.name, std::move(profile));
     }
-    *out = FiguresOf(result.asReader());
-    return Status::Ok();
+    bool changed = false;
+    for (auto& [name, fitted_on] : points) {
+      const size_t last = fitted_runs_[name];
+      if (fitted_on.size() < std::max<double>(kMinFitRuns, kRefitGrowth * last)) continue;
+      fitted_runs_[name] = fitted_on.size();
+      calibration::CalibrateRequest request;
+      request.points = std::move(fitted_on);
+      request.profile = profiles[name];
+      request.fit = calibration::DefaultFitCoefficients();
+      request.max_evaluations = kFitEvaluations;
+      request.fitted_by = "servesweep search --learn";
+      request.fitted_at = UtcTimeText(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          std::chrono::system_clock::now().time_since_epoch())
+                                          .count())
+                              .substr(0, 10);
+      calibration::CalibrationReport report;
+      const Status s = calibration::Calibrate(request, &report);
+      if (!s.ok() || !report.fitted) {
+        *note += fmt::format("{}{}: not fitted ({})", note->empty() ? "" : "; ", name,
+                             s.ok() ? "no fit ran" : s.message());
+        continue;
+      }
+      auto& mine = learned_.engine_profiles;
+      const auto at =
+          std::find_if(mine.begin(), mine.end(),
+                       [&](const perfmodel::EngineProfile& p) { return p.name == name; });
+      if (at != mine.end()) {
+        *at = *report.profile;
+      } else {
+        mine.insert(mine.begin(), *report.profile);
+      }
+      changed = true;
+      fs::create_directories(options_.settings.out_dir + "/learned");
+      std::ofstream(fmt::format("{}/learned/{}.yaml", options_.settings.out_dir, name))
+          << perfmodel::EngineProfileYaml(
+                 *report.profile, fmt::format("Engine profile {} as `servesweep search --learn` "
+                                              "fitted it on this search's {} counted runs\n",
+                                              name, report.profile->calibration.points));
+      *note += fmt::format(
+          "{}{} fitted on {} runs ({} evaluations, {:.1f} s; its median abs error on them {:.1f}%)",
+          note->empty() ? "" : "; ", name, report.profile->calibration.points,
+          report.fit_evaluations, report.fit_seconds, report.profile->calibration.fit_error_pct);
+    }
+    return changed;
   }
 
   search::Prediction PredictConfiguration(size_t c) const {
@@ -224,6 +292,47 @@ class Searcher {
   }
 
  private:
+  Status PredictWith(const record::VirtualRunOptions& options, size_t c, double level,
+                     Figures* out) const {
+    capnp::MallocMessageBuilder message;
+    message.setRoot(configurations_[c].spec);
+    auto run = message.getRoot<schema::RunSpec>();
+    BuildLevelSpec(configurations_[c], spec_, level, "predicted", 0, run);
+    capnp::MallocMessageBuilder result_message;
+    auto result = result_message.initRoot<schema::RunResult>();
+    record::ExecuteVirtualRun(run.asReader(), options, result);
+    if (result.getStatus() != schema::RunStatus::OK) {
+      return Status::FailedPrecondition(result.getError().cStr());
+    }
+    *out = FiguresOf(result.asReader());
+    return Status::Ok();
+  }
+
+  // A counted run as a calibration point: its spec at its level, the objective's column and the
+  // constrained ones (the success rate aside: nothing in the model moves it) as measured.
+  calibration::CalibrationPoint PointOf(const search::SearchStep& step) const {
+    calibration::CalibrationPoint p;
+    p.id = step.run_id;
+    p.case_name = p.source = "this search's runs";
+    p.spec = std::make_shared<capnp::MallocMessageBuilder>();
+    const Configuration& c = configurations_[step.configuration];
+    p.spec->setRoot(c.spec);
+    BuildLevelSpec(c, spec_, step.level, step.run_id, 0, p.spec->getRoot<schema::RunSpec>());
+    const char* objective = search::InfoOf(spec_.objective).column;
+    std::vector<std::string> columns = {*objective ? objective : "goodput"};
+    for (const auto& k : spec_.constraints) {
+      if (k.column != "success_rate") columns.push_back(k.column);
+    }
+    for (const std::string& column : columns) {
+      const auto at = step.figures.find(column);
+      if (at == step.figures.end() || !(at->second > 0) || !std::isfinite(at->second)) continue;
+      if (std::find(p.metrics.begin(), p.metrics.end(), column) != p.metrics.end()) continue;
+      p.metrics.push_back(column);
+      p.measured.push_back(at->second);
+    }
+    return p;
+  }
+
   // A round already measured to its end (`--resume`): read back, nothing started.
   static bool Finished(const std::string& dir, const std::vector<std::string>& ids) {
     std::unique_ptr<results::ResultsStore> store;
@@ -294,6 +403,8 @@ class Searcher {
   matrix::LoadedMatrix& matrix_;
   const search::SearchSpec& spec_;
   const record::VirtualRunOptions& model_;
+  record::VirtualRunOptions learned_;          // model_, its profiles fitted again by --learn
+  std::map<std::string, size_t> fitted_runs_;  // profile -> the runs its last fit had
   std::vector<Configuration> configurations_;
   uint32_t agents_ = 1, gpus_per_agent_ = 1;
 };
@@ -359,7 +470,13 @@ nlohmann::json AnswerJson(const Answer& a) {
                      {"meets", s.meets},
                      {"binding", s.binding},
                      {"objective", Number(s.objective)},
-                     {"predicted_objective", Number(s.predicted_objective)}});
+                     {"predicted_objective", Number(s.predicted_objective)},
+                     {"model_generation", s.model_generation}});
+  }
+  nlohmann::json updates = nlohmann::json::array();
+  for (const auto& u : a.result.model_updates) {
+    updates.push_back(
+        {{"round", u.round}, {"runs", u.runs}, {"generation", u.generation}, {"note", u.note}});
   }
   return {{"objective", info.name},
           {"objective_unit", info.unit},
@@ -374,7 +491,39 @@ nlohmann::json AnswerJson(const Answer& a) {
            a.exhaustive_known ? nlohmann::json(a.exhaustive_gpu_s) : nlohmann::json()},
           {"stopped_by", a.result.stopped_by},
           {"configurations", configurations},
-          {"steps", steps}};
+          {"steps", steps},
+          {"model_updates", updates}};
+}
+
+// The model's error on the runs of each round, each predicted before it ran, and when the
+// model was fitted again (--learn): how the error fell as the search went on.
+std::string ModelErrorMarkdown(const Answer& a) {
+  std::map<int, std::vector<double>> errors;  // round -> |error| of the objective
+  std::map<int, int> generation;
+  for (const auto& s : a.result.steps) {
+    const double e = s.predicted_objective / s.objective - 1;
+    if (s.not_counted.empty() && std::isfinite(e)) errors[s.round].push_back(std::abs(e));
+    generation[s.round] = s.model_generation;
+  }
+  std::string md =
+      "\n## The model's error as the search went on\n\nThe median |error| of the objective "
+      "predicted before each run, per round";
+  md += a.result.model_updates.empty()
+            ? " (the model was not fitted again: `--learn` fits it after every round).\n\n"
+            : "; model 0 is the one the search began with, model N the fit after an earlier "
+              "round.\n\n";
+  md += "| round | model | runs | median abs error |\n|---|---|---|---|\n";
+  for (const auto& [round, e] : errors) {
+    md += fmt::format("| {} | {} | {} | {:.1f}% |\n", round, generation[round], e.size(),
+                      perfmodel::MedianAbs(e) * 100);
+  }
+  if (!a.result.model_updates.empty()) {
+    md += "\n| fitted after round | model | counted runs | fit |\n|---|---|---|---|\n";
+    for (const auto& u : a.result.model_updates) {
+      md += fmt::format("| {} | {} | {} | {} |\n", u.round, u.generation, u.runs, u.note);
+    }
+  }
+  return md;
 }
 
 std::string AnswerMarkdown(const Answer& a) {
@@ -468,6 +617,7 @@ std::string AnswerMarkdown(const Answer& a) {
                       Text(s.predicted_objective),
                       std::isfinite(error) ? fmt::format("{:+.1f}%", error * 100) : "n/a");
   }
+  md += ModelErrorMarkdown(a);
   // The Pareto frontier over every counted run: output tok/s per GPU vs tok/s per user.
   std::vector<report::XY> points;
   std::vector<size_t> which;
@@ -571,6 +721,11 @@ int Search(const SearchOptions& options) {
   search::SearchSettings settings;
   // Side by side as the agents hold them: one configuration per agent unless told.
   settings.learn_band = options.learn_band;
+  if (options.learn) {
+    settings.relearn = [&](const std::vector<search::SearchStep>& counted, std::string* note) {
+      return searcher.Relearn(counted, note);
+    };
+  }
   settings.width = options.width > 0 ? options.width : std::max<uint32_t>(agents, 1);
   const auto started = std::chrono::steady_clock::now();
   settings.elapsed_s = [started] {
@@ -586,7 +741,7 @@ int Search(const SearchOptions& options) {
       // The model stands in for reality: the search's path as the model sees it.
       for (const auto& r : requests) {
         search::LevelOutcome o;
-        if (Status st = searcher.Predict(r.configuration, r.level, &o.figures); !st.ok()) {
+        if (Status st = searcher.PredictAsFirst(r.configuration, r.level, &o.figures); !st.ok()) {
           o.not_counted = st.message();
           o.permanent = true;
         } else {
@@ -642,6 +797,10 @@ void AddSearchCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--learn-band", o->learn_band,
                 "Once 3 configurations have run, bound the rest by the model's error on this "
                 "search's own runs instead of the shipped band (docs/search.md)");
+  cmd->add_flag("--learn", o->learn,
+                "Fit the model's engine profiles again on the counted runs after every round, "
+                "predict and rank again what has not started, and bound it by the fitted "
+                "models' errors on runs they had not seen (docs/search.md)");
   cmd->callback([o, exit_code] { *exit_code = Search(*o); });
 }
 

@@ -163,21 +163,6 @@ std::vector<scraper::ScrapedSample> SamplesOf(const perfmodel::SimulationResult&
 
 }  // namespace
 
-namespace {
-
-// Profiles, deployment and the simulation of one run; the load generator's view of it.
-struct Simulation {
-  perfmodel::HardwareProfile hardware;
-  perfmodel::ModelProfile model;
-  perfmodel::EngineProfile engine;
-  std::string engine_why;  // how the engine profile was chosen, when not an exact match
-  perfmodel::DeploymentConfig deployment;
-  perfmodel::SimulationResult result;
-  loadgen::LoadResult load;
-  double cold_start_ms = 0;
-  RunSettings settings;  // derived once from the spec
-};
-
 Status ChooseEngineProfile(schema::RunSpec::Reader spec, const VirtualRunOptions& options,
                            perfmodel::EngineProfile* out, std::string* why) {
   for (const auto& p : options.engine_profiles) {
@@ -194,6 +179,21 @@ Status ChooseEngineProfile(schema::RunSpec::Reader spec, const VirtualRunOptions
   }
   return perfmodel::EngineProfileFor(spec, out, why);
 }
+
+namespace {
+
+// Profiles, deployment and the simulation of one run; the load generator's view of it.
+struct Simulation {
+  perfmodel::HardwareProfile hardware;
+  perfmodel::ModelProfile model;
+  perfmodel::EngineProfile engine;
+  std::string engine_why;  // how the engine profile was chosen, when not an exact match
+  perfmodel::DeploymentConfig deployment;
+  perfmodel::SimulationResult result;
+  loadgen::LoadResult load;
+  double cold_start_ms = 0;
+  RunSettings settings;  // derived once from the spec
+};
 
 Status Simulate(schema::RunSpec::Reader spec, const VirtualRunOptions& options, Simulation* out) {
   // Turns wait on answers' text, which the model does not produce.

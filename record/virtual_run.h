@@ -74,6 +74,11 @@ struct SimulatedRun {
   std::string stop_evidence;
 };
 
+// The engine profile that costs `spec`: the first of options.engine_profiles whose engine is the
+// run's (or "any"), else the shipped choice; `why` says how it was chosen when not an exact match.
+Status ChooseEngineProfile(schema::RunSpec::Reader spec, const VirtualRunOptions& options,
+                           perfmodel::EngineProfile* out, std::string* why);
+
 // Runs `spec`'s workload through the model (no record); fails on unknown profiles or a layout
 // whose weights do not fit.
 Status SimulateRun(schema::RunSpec::Reader spec, const VirtualRunOptions& options,

@@ -97,9 +97,6 @@ SearchResult RunSearch(const SearchSpec& spec, const std::vector<Prediction>& pr
   // Best predicted first; what the model could not predict comes last, in the caller's order.
   std::vector<size_t> order(n);
   for (size_t i = 0; i < n; ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return Better(spec.objective, predictions[a].objective, predictions[b].objective);
-  });
   std::vector<std::optional<LoadLimitSearch>> searches(n);
   std::vector<int> uncounted_in_a_row(n, 0);
   std::vector<bool> decided(n, false);
@@ -108,9 +105,32 @@ SearchResult RunSearch(const SearchSpec& spec, const std::vector<Prediction>& pr
   auto leader_objective = [&] {
     return result.winner ? result.configurations[*result.winner].objective : kNan;
   };
-  // The model's error on the counted runs so far, and the configurations they came from.
-  std::vector<double> errors_pct;
-  std::set<size_t> measured;
+  // The model's error on each counted run so far: which model predicted it, for which
+  // configuration. With relearn, only fitted models' errors bound what is left.
+  struct ModelError {
+    int generation = 0;
+    size_t configuration = 0;
+    double pct = 0;
+  };
+  std::vector<ModelError> errors;
+  int generation = 0;
+  const int band_generation = settings.relearn ? 1 : 0;
+  const bool learn = settings.learn_band || settings.relearn;
+  auto learned_band = [&] {
+    std::vector<double> pct;
+    std::set<size_t> configurations;
+    for (const ModelError& e : errors) {
+      if (e.generation < band_generation) continue;
+      pct.push_back(e.pct);
+      configurations.insert(e.configuration);
+    }
+    return ObservedBand(pct, configurations.size());
+  };
+  auto by_prediction = [&](size_t a, size_t b) {
+    return Better(spec.objective, result.configurations[a].prediction.objective,
+                  result.configurations[b].prediction.objective);
+  };
+  std::stable_sort(order.begin(), order.end(), by_prediction);
   auto finish = [&](size_t c) {
     decided[c] = true;
     active.erase(std::remove(active.begin(), active.end(), c), active.end());
@@ -120,10 +140,11 @@ SearchResult RunSearch(const SearchSpec& spec, const std::vector<Prediction>& pr
     while (active.size() < std::max<size_t>(settings.width, 1) && next_in_order < n) {
       const size_t c = order[next_in_order++];
       ConfigurationResult& r = result.configurations[c];
-      const perfmodel::KindBand learned = ObservedBand(errors_pct, measured.size());
-      if (settings.learn_band && learned.known() && r.prediction.error.empty()) {
+      const perfmodel::KindBand learned = learned_band();
+      if (learn && learned.known() && r.prediction.error.empty()) {
         r.prediction = Predict(spec, c, learned,
-                               fmt::format("this search's {} configurations ({} figures)",
+                               fmt::format("{}this search's {} configurations ({} figures)",
+                                           settings.relearn ? "the fitted models' errors on " : "",
                                            learned.cases, learned.figures),
                                predict);
       }
@@ -180,6 +201,7 @@ SearchResult RunSearch(const SearchSpec& spec, const std::vector<Prediction>& pr
       step.run_id = o.run_id;
       step.not_counted = o.not_counted;
       step.predicted_objective = kNan;
+      step.model_generation = generation;
       Figures predicted;
       if (r.prediction.error.empty() && predict(c, step.level, &predicted).ok()) {
         step.predicted_objective = ObjectiveValue(spec.objective, predicted);
@@ -214,9 +236,8 @@ SearchResult RunSearch(const SearchSpec& spec, const std::vector<Prediction>& pr
         }
         for (const auto& [p, m] : pairs) {
           const double e = (p / m - 1) * 100;
-          if (std::isfinite(e) && m > 0) errors_pct.push_back(e);
+          if (std::isfinite(e) && m > 0) errors.push_back({generation, c, e});
         }
-        measured.insert(c);
       }
       LoadLimitSearch& s = *searches[c];
       s.Record(verdict, step.objective);
@@ -231,6 +252,30 @@ SearchResult RunSearch(const SearchSpec& spec, const std::vector<Prediction>& pr
         result.winner = c;
       }
       finish(c);
+    }
+    // Learn from the round: fit again, then predict and rank again what has not started.
+    const bool counted_one =
+        std::any_of(result.steps.end() - static_cast<std::ptrdiff_t>(requests.size()),
+                    result.steps.end(), [](const SearchStep& s) { return s.not_counted.empty(); });
+    const bool left = !active.empty() || next_in_order < n;
+    if (settings.relearn && counted_one && left) {
+      std::vector<SearchStep> counted;
+      for (const SearchStep& s : result.steps) {
+        if (s.not_counted.empty()) counted.push_back(s);
+      }
+      ModelUpdate update;
+      if (settings.relearn(counted, &update.note)) {
+        update.round = result.rounds;
+        update.runs = counted.size();
+        update.generation = ++generation;
+        result.model_updates.push_back(std::move(update));
+        for (size_t k = next_in_order; k < n; ++k) {
+          Prediction& p = result.configurations[order[k]].prediction;
+          if (p.error.empty()) p = Predict(spec, order[k], p.band, p.band_kind, predict);
+        }
+        std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(next_in_order), order.end(),
+                         by_prediction);
+      }
     }
   }
   // Stopped by the budget: what was under way keeps its bracket so far (not a found limit).

@@ -5,7 +5,10 @@
 // the coordinator and agents, one round at a time; or, in unit tests, another model).
 //
 // With SearchSettings::learn_band (`--learn-band`), the model's error on every counted run becomes
-// the band that bounds what has not started yet.
+// the band that bounds what has not started yet. With SearchSettings::relearn (`--learn`), the
+// model is fitted again on the counted runs after every round that counted one; what has not
+// started is predicted again and re-ranked, and bounded by the fitted models' own errors on runs
+// they had not seen (each run is predicted before it runs, by the model of the rounds before).
 //
 // A round measures one level of each of up to `width` configurations at once (they run side by
 // side on the agents). Configurations are taken best predicted first; before each round, a
@@ -97,7 +100,16 @@ struct SearchStep {
   std::string binding;
   double objective = 0;            // measured
   double predicted_objective = 0;  // the model's at this level before it ran (NaN: none)
+  int model_generation = 0;        // which model predicted it (0: the one the search began with)
   Figures figures;                 // the run's (counted runs)
+};
+
+// The model fitted again (`--learn`), after round `round`, on `runs` counted runs.
+struct ModelUpdate {
+  int round = 0;
+  size_t runs = 0;
+  int generation = 0;  // 1, 2, ...: the model's number from now on
+  std::string note;    // what was fitted, and the fit's own error (never a band)
 };
 
 struct SearchResult {
@@ -107,7 +119,13 @@ struct SearchResult {
   int rounds = 0;
   double gpu_s = 0;
   std::string stopped_by;  // "" when every configuration was decided; else the budget spent
+  std::vector<ModelUpdate> model_updates;
 };
+
+// Fits the model to the counted runs so far (`counted`: every counted step, in order). Returns
+// whether the model changed: PredictLevel answers with the new one from then on. `note` says
+// what was fitted.
+using Relearn = std::function<bool(const std::vector<SearchStep>& counted, std::string* note)>;
 
 struct SearchSettings {
   size_t width = 1;       // configurations measured side by side per round
@@ -120,6 +138,10 @@ struct SearchSettings {
   bool learn_band = false;
   // Seconds since the search started (the wall-time budget); none: the budget's wall_s unused.
   std::function<double()> elapsed_s;
+  // Fit the model again after every round that counted a run (none: the model stays). Once
+  // kMinBandCases configurations have runs a fitted model predicted, what has not started is
+  // bounded by those errors only (the first model's misses say nothing of the fitted one's).
+  Relearn relearn;
 };
 
 SearchResult RunSearch(const SearchSpec& spec, const std::vector<Prediction>& predictions,

@@ -186,6 +186,96 @@ TEST(SearchLoop, TheBandIsLearnedFromTheSearchsOwnRuns) {
   EXPECT_GT(unlearned.result.steps.size(), r.steps.size());
 }
 
+TEST(SearchLoop, AModelFittedAgainReRanksWhatIsLeftAndBoundsItByItsOwnErrors) {
+  // The model begins 40% optimistic (only 8% on the 2-GPU layouts, so its ranking is wrong)
+  // with no band known; the "fit" after round 1 gives it the truth. What had not started is
+  // predicted again and re-ranked; once three configurations ran on the fitted model, its
+  // errors (none) bound the rest and the first model's misses no longer count.
+  const SearchSpec spec = Spec();
+  const auto truth = Space();
+  const auto wrong = [&] {
+    auto model = truth;
+    for (auto& e : model) e.peak *= e.gpus == 2 ? 1.4 / 1.3 : 1.4;
+    return model;
+  };
+  auto model = wrong();
+  const PredictLevel predict = [&](size_t c, double level, Figures* out) {
+    *out = FiguresOf(model[c], level);
+    return Status::Ok();
+  };
+  std::vector<Prediction> predictions;
+  for (size_t c = 0; c < model.size(); ++c) {
+    predictions.push_back(Predict(spec, c, perfmodel::KindBand{}, "uncalibrated", predict));
+  }
+  const MeasureRound measure = [&](int, const std::vector<LevelRequest>& requests,
+                                   std::vector<LevelOutcome>* out) {
+    for (const auto& r : requests) {
+      LevelOutcome o;
+      o.figures = FiguresOf(truth[r.configuration], r.level);
+      o.gpu_s = 60.0 * truth[r.configuration].gpus;
+      out->push_back(o);
+    }
+    return Status::Ok();
+  };
+  SearchSettings settings;
+  int fits = 0;
+  size_t last_counted = 0;
+  settings.relearn = [&](const std::vector<SearchStep>& counted, std::string* note) {
+    EXPECT_GT(counted.size(), last_counted);
+    last_counted = counted.size();
+    for (const auto& step : counted) EXPECT_TRUE(step.not_counted.empty());
+    *note = "fitted";
+    ++fits;
+    if (model[0].peak == truth[0].peak) return false;  // nothing moved: the model stays
+    model = truth;
+    return true;
+  };
+  const SearchResult r = RunSearch(spec, predictions, settings, predict, measure);
+  ASSERT_TRUE(r.winner);
+  EXPECT_EQ(*r.winner, TrueWinner(spec, truth));
+  ASSERT_EQ(r.model_updates.size(), 1u);  // later fits changed nothing: no new generation
+  EXPECT_EQ(r.model_updates[0].round, 1);
+  EXPECT_EQ(r.model_updates[0].generation, 1);
+  EXPECT_EQ(r.model_updates[0].runs, 1u);
+  // After every round that left something to search.
+  EXPECT_GE(fits, r.rounds - 1);
+  EXPECT_LE(fits, r.rounds);
+  for (const auto& step : r.steps) {
+    EXPECT_EQ(step.model_generation, step.round == 1 ? 0 : 1) << step.round;
+    if (step.round > 1) {
+      EXPECT_DOUBLE_EQ(step.predicted_objective, step.objective);
+    }
+  }
+  int pruned = 0;
+  for (const auto& c : r.configurations) {
+    if (c.status != ConfigurationStatus::kPruned) continue;
+    ++pruned;
+    EXPECT_NE(c.prediction.band_kind.find("the fitted models' errors on this search's"),
+              std::string::npos)
+        << c.prediction.band_kind;
+    EXPECT_NEAR(c.prediction.band.high_pct, 0, 1e-6);  // not the first model's +40%
+    EXPECT_NEAR(c.prediction.objective, c.prediction.optimistic, 1e-9);
+  }
+  EXPECT_GE(pruned, 6);
+  // Re-ranked: after round 1, configurations start in the true order of their objectives.
+  std::set<size_t> first;
+  for (const auto& step : r.steps) {
+    if (step.round == 1) first.insert(step.configuration);
+  }
+  std::vector<double> started;
+  for (const auto& step : r.steps) {
+    if (first.count(step.configuration) > 0) continue;
+    const auto& p = r.configurations[step.configuration].prediction;
+    if (started.empty() || started.back() != p.objective) started.push_back(p.objective);
+  }
+  for (size_t i = 1; i < started.size(); ++i) EXPECT_GE(started[i - 1], started[i]);
+  // Without learning, no band is known and nothing is pruned: every configuration runs.
+  model = wrong();
+  const SearchResult unlearned = RunSearch(spec, predictions, {}, predict, measure);
+  EXPECT_EQ(Count(unlearned, ConfigurationStatus::kPruned), 0);
+  EXPECT_GT(unlearned.steps.size(), r.steps.size());
+}
+
 TEST(SearchLoop, RoundsMeasureConfigurationsSideBySide) {
   const auto truth = Space();
   SearchSettings wide;

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -125,6 +127,53 @@ TEST(SearchEndToEnd, FindsTheTrueWinnerWhenTheModelIsWrong) {
       Search(fmt::format("{} --error-bands {} --out {} --resume", matrix, bands, h.Path("real")));
   EXPECT_EQ(resumed["winner"], found["winner"]);
   EXPECT_EQ(resumed["steps"].size(), found["steps"].size());
+}
+
+// The median |predicted / measured - 1| of the objective over counted runs of `generation`'s
+// models (0: the first model; 1: every fitted one).
+double MedianError(const nlohmann::json& answer, int generation) {
+  std::vector<double> errors;
+  for (const auto& step : answer["steps"]) {
+    if (!step["counted"].get<bool>() || step["predicted_objective"].is_null()) continue;
+    if ((step["model_generation"].get<int>() > 0) != (generation > 0)) continue;
+    errors.push_back(
+        std::abs(step["predicted_objective"].get<double>() / step["objective"].get<double>() - 1));
+  }
+  if (errors.empty()) return NAN;
+  std::sort(errors.begin(), errors.end());
+  return errors[errors.size() / 2];
+}
+
+// --learn: the default profile fitted on the counted runs after each round predicts the runs it
+// had not seen better than the first model did, the answer is the truth's, and a resumed search
+// fits the same way.
+TEST(SearchEndToEnd, LearningFitsTheModelAndItsErrorOnUnseenRunsFalls) {
+  Harness h("search-learn");
+  const std::string truth = h.WriteFile("truth.yaml", TrueProfile());
+  const std::string matrix = h.WriteFile("m.yaml", Matrix(truth));
+  const std::string bands = h.WriteFile("bands.yaml", kBands);
+  const auto known = Search(fmt::format("{} --predict-only --engine-profile {} --out {}", matrix,
+                                        truth, h.Path("truth")));
+  ASSERT_FALSE(known["winner"].is_null());
+  const double true_best =
+      known["configurations"][known["winner"].get<size_t>()]["objective"].get<double>();
+  const auto learned =
+      Search(fmt::format("{} --error-bands {} --learn --out {}", matrix, bands, h.Path("real")));
+  ASSERT_FALSE(learned["winner"].is_null()) << learned.dump(1);
+  EXPECT_NEAR(known["configurations"][learned["winner"].get<size_t>()]["objective"].get<double>(),
+              true_best, 0.02 * true_best)
+      << learned.dump(1);
+  ASSERT_FALSE(learned["model_updates"].empty()) << learned.dump(1);
+  EXPECT_TRUE(std::filesystem::exists(h.Path("real/learned/default.yaml")));
+  const double first = MedianError(learned, 0), fitted = MedianError(learned, 1);
+  EXPECT_LT(fitted, 0.5 * first) << "first model " << first << ", fitted " << fitted;
+  const std::string md = ReadTextFile(h.Path("real/search.md"));
+  EXPECT_NE(md.find("| fitted after round | model |"), std::string::npos) << md;
+  std::filesystem::remove(h.Path("real/search.json"));
+  const auto resumed = Search(
+      fmt::format("{} --error-bands {} --learn --out {} --resume", matrix, bands, h.Path("real")));
+  EXPECT_EQ(resumed["steps"], learned["steps"]);
+  EXPECT_EQ(resumed["model_updates"].size(), learned["model_updates"].size());
 }
 
 TEST(SearchEndToEnd, TheShippedExampleSearchesOnTheModel) {
