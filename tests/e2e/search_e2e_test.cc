@@ -11,7 +11,10 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
 
 #include "tests/support/harness.h"
 
@@ -188,9 +191,13 @@ TEST(SearchEndToEnd, TheShippedExampleSearchesOnTheModel) {
 }
 
 // llama.cpp's server on this machine's CPU: its slot count (--parallel) and batch size searched
-// for the most tok/s under a TTFT limit. The limit is set from this machine's own speed (one
-// request's E2E, measured first), so it binds the same way on a fast or a loaded machine: one
-// slot queues its users (its p90 TTFT is about (c - 1) x E2E), four do not until c > 4.
+// for the most tok/s per user under a TTFT limit. The limit is set from this machine's own speed
+// (one request's E2E, measured first), so it binds the same way on a fast or a loaded machine:
+// one slot queues its users (its p90 TTFT is about (c - 1) x E2E) but decodes each alone, at the
+// speed of a batch of one; four slots take more users before TTFT binds, and share every step
+// among them. The ranking is by per-user speed because that is what a 2-core CPU separates
+// robustly: its throughput barely grows with the batch (on the CI machine 4 slots at c=3 gave
+// 49.0 output tok/s, 1 slot at c=2 49.5), so a throughput ranking of these two is a coin toss.
 TEST(SearchEndToEnd, LlamacppSlotsAndBatchSizeAgreeWithAnExhaustiveScan) {
   if (!OnPath("llama-server") || !std::filesystem::exists(kSmolLm2Gguf)) {
     GTEST_SKIP() << "llama-server or " << kSmolLm2Gguf
@@ -202,7 +209,7 @@ TEST(SearchEndToEnd, LlamacppSlotsAndBatchSizeAgreeWithAnExhaustiveScan) {
 engine: llamacpp
 model: smollm2-search
 engine_config: {{model_path: {}, threads: 2, context_len: 2048}}
-workload: {{api: completions, prompt: token_ids, input_len: 32, output_len: 8, num_requests: 6,
+workload: {{api: completions, prompt: token_ids, input_len: 32, output_len: 16, num_requests: 6,
            warmup_requests: 1, ignore_eos: true}}
 timeout_s: 120
 max_attempts: 1
@@ -225,7 +232,7 @@ axes:
       "  engine_config: [{max_num_seqs: 1, max_batched_tokens: 512},\n"
       "                  {max_num_seqs: 4, max_batched_tokens: 512}]\n";
   const std::string section = fmt::format(
-      "search:\n  objective: max_output_tok_per_s_per_gpu\n"
+      "search:\n  objective: max_tok_per_s_per_user\n"
       "  constraints: {{ttft_p90_ms: {{max: {:.1f}}}}}\n"
       "  load: {{knob: concurrency, min: 1, max: 8}}\n  precision: 0.3\n"
       "  boundary_repeats: 2\n  noise_pct: 5\n  requests_per_level: 2\n",
@@ -235,33 +242,29 @@ axes:
   const auto found = Search(fmt::format("{} --out {}", searched, h.Path("search")));
   ASSERT_FALSE(found["winner"].is_null()) << found.dump(1);
   const auto& winner = found["configurations"][found["winner"].get<size_t>()];
-  EXPECT_NE(winner["label"].get<std::string>().find("max_num_seqs=4"), std::string::npos)
+  EXPECT_NE(winner["label"].get<std::string>().find("max_num_seqs=1 "), std::string::npos)
       << found.dump(1);
 
-  // The exhaustive scan of the same space (its concurrency ladder 1, 2, 4, 8) agrees: the same
-  // winner, and each configuration's limit between its highest level meeting the limit and the
-  // lowest failing one.
+  // The exhaustive scan of the same space (its concurrency ladder 1, 2, 4, 8) agrees: each
+  // configuration's limit lies between its highest level meeting the limit and the lowest
+  // failing one, and ranked at that highest level, the same configuration wins.
   ASSERT_EQ(
       RunServesweep(fmt::format("run {} --out {} --progress off", searched, h.Path("exhaustive")),
                     &output),
       0)
       << output;
-  const auto rows =
-      h.Query(h.Path("exhaustive"),
-              "SELECT runs.label, concurrency, ttft_p90_ms, output_throughput_per_gpu "
-              "FROM results JOIN runs USING(run_id) ORDER BY runs.label");
-  std::string best_label;
-  double best = -1;
+  const auto rows = h.Query(h.Path("exhaustive"),
+                            "SELECT runs.label, concurrency, ttft_p90_ms, decode_median_tok_per_s "
+                            "FROM results JOIN runs USING(run_id) ORDER BY runs.label");
+  std::map<std::string, std::pair<double, double>> at_limit;  // config -> (level, tok/s/user)
   for (const auto& row : rows.rows) {
     const bool meets = std::stod(row[2]) <= limit_ms;
     const std::string config = row[0].substr(0, row[0].find(" concurrency="));
-    if (meets && std::stod(row[3]) > best) {
-      best = std::stod(row[3]);
-      best_label = config;
-    }
+    const double level = std::stod(row[1]);
+    if (meets && level > at_limit[config].first) at_limit[config] = {level, std::stod(row[3])};
     for (const auto& c : found["configurations"]) {
       if (c["label"] != config || c["limit"].is_null()) continue;
-      const double level = std::stod(row[1]), limit = c["limit"].get<double>();
+      const double limit = c["limit"].get<double>();
       // One level's slack for the noise of a loaded CPU at the boundary.
       if (meets) {
         EXPECT_GE(limit * 2, level) << config << " at " << level;
@@ -270,7 +273,20 @@ axes:
       }
     }
   }
-  EXPECT_EQ(winner["label"].get<std::string>(), best_label) << found.dump(1);
+  std::string best_label;
+  double best = -1;
+  for (const auto& [config, level_speed] : at_limit) {
+    if (level_speed.second > best) {
+      best = level_speed.second;
+      best_label = config;
+    }
+  }
+  std::string scanned;
+  for (const auto& [config, level_speed] : at_limit) {
+    scanned += fmt::format("{}: c={} {:.1f} tok/s per user\n", config, level_speed.first,
+                           level_speed.second);
+  }
+  EXPECT_EQ(winner["label"].get<std::string>(), best_label) << scanned << found.dump(1);
 }
 
 TEST(SearchEndToEnd, AMatrixWithoutASearchSectionIsRefused) {
