@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "common/clock.h"
@@ -197,9 +198,9 @@ void Agent::OnAssign(schema::Assign::Reader assign) {
         assign, fmt::format("agent {} is busy with {}", settings_.agent_id, executor_->run_id()));
     return;
   }
-  if (executor_ && !executor_->Finished()) {
-    // A released run is still tearing its engine down: start this one when it has finished,
-    // without blocking the loop (heartbeats must go on).
+  if ((executor_ && !executor_->Finished()) || Retiring()) {
+    // A released run (or engine) is still tearing its engine down: start this one when it has
+    // finished, without blocking the loop (heartbeats must go on).
     queued_assign_ = std::make_unique<capnp::MallocMessageBuilder>();
     queued_assign_->setRoot(assign);
     return;
@@ -259,7 +260,20 @@ void Agent::CollectFinishedRun(int64_t now_ns) {
   outgoing_[Key(run_id, attempt)] = std::move(outgoing);
 }
 
-void Agent::Handle(const zmq::message_t& frame, bool* bye) {
+void Agent::RetireKeptEngine(const std::string& why) {
+  spdlog::info("stopping engine {} after {} run(s): {}", kept_engine_->engine_id,
+               kept_engine_->runs_served, why);
+  // Stopped (ServingEngine's destructor) on the task's thread, inside its body.
+  retiring_ = std::async(std::launch::async,
+                         [engine = std::move(kept_engine_)]() mutable { engine.reset(); });
+}
+
+bool Agent::Retiring() const {
+  return retiring_.valid() &&
+         retiring_.wait_for(std::chrono::seconds(0)) != std::future_status::ready;
+}
+
+void Agent::Handle(const zmq::message_t& frame, Asked* asked) {
   std::unique_ptr<DecodedEnvelope> decoded;
   if (Status s = DecodeFrame(frame, &decoded); !s.ok()) {
     spdlog::warn("dropped a frame from the coordinator: {}", s.message());
@@ -306,9 +320,18 @@ void Agent::Handle(const zmq::message_t& frame, bool* bye) {
         StartProbes(envelope.getProbe().getRepeats());
         break;
       case schema::Envelope::BYE:
-        spdlog::info("coordinator said bye: {}", envelope.getBye().getReason().cStr());
-        *bye = true;
+        spdlog::info("coordinator said bye: {}{}", envelope.getBye().getReason().cStr(),
+                     envelope.getBye().getStay() ? " (another sweep follows: staying)" : "");
+        asked->bye = true;
+        asked->stay = envelope.getBye().getStay();
         break;
+      case schema::Envelope::RELEASE: {
+        const auto release = envelope.getRelease();
+        if (kept_engine_ && kept_engine_->configuration == release.getConfiguration().cStr()) {
+          RetireKeptEngine(release.getReason());
+        }
+        break;
+      }
       default:
         spdlog::warn("ignored an unexpected message kind {} from the coordinator",
                      static_cast<unsigned>(envelope.which()));
@@ -366,7 +389,7 @@ Status Agent::Run() {
       executor_->Distrust(why);
     }
     last_turn_ns = now_ns;
-    bool bye = false;
+    Asked asked;
     if (readable) {
       zmq::message_t frame;
       while (socket_.recv(frame, zmq::recv_flags::dontwait)) {
@@ -374,11 +397,15 @@ Status Agent::Run() {
         heard_since_connect = true;
         reconnect_at_ns = 0;
         backoff_ms = settings_.reconnect_initial_ms;
-        Handle(frame, &bye);
+        Handle(frame, &asked);
       }
     }
-    if (bye) kept_engine_.reset();  // the sweep is over: no run will need it
-    if (bye && settings_.exit_on_bye) {
+    if (asked.bye && asked.stay) {
+      heard_since_connect = false;  // hello at every tick until the next coordinator answers
+    } else if (asked.bye) {
+      kept_engine_.reset();  // the sweep is over: no run will need it
+    }
+    if (asked.bye && !asked.stay && settings_.exit_on_bye) {
       if (executor_) executor_->Cancel("coordinator said bye");
       executor_.reset();
       return Status::Ok();
@@ -386,7 +413,7 @@ Status Agent::Run() {
     now_ns = SteadyNowNs();
     CollectProbeReport();
     CollectFinishedRun(now_ns);
-    if (queued_assign_ && !executor_) {
+    if (queued_assign_ && !executor_ && !Retiring()) {
       auto queued = std::move(queued_assign_);
       StartRun(queued->getRoot<schema::Assign>().asReader());
     }

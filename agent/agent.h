@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -53,7 +54,8 @@ class Agent {
  public:
   Agent(AgentSettings settings, zmq::context_t& context);
   ~Agent();
-  // Returns when the coordinator says bye (exit_on_bye) or on RequestStop().
+  // Returns when the coordinator says bye (exit_on_bye; a bye that says another sweep follows
+  // keeps it) or on RequestStop().
   Status Run();
   void RequestStop() { stop_.store(true); }
 
@@ -73,7 +75,15 @@ class Agent {
   std::string WarmConfiguration() const;
   void SendProgress();
   bool Send(capnp::MallocMessageBuilder& message);
-  void Handle(const zmq::message_t& frame, bool* bye);
+  // What a coordinator's message asked of the loop.
+  struct Asked {
+    bool bye = false;   // the sweep is over
+    bool stay = false;  // ... and another follows on this endpoint: stay, keep the engine
+  };
+  void Handle(const zmq::message_t& frame, Asked* asked);
+  // Stops the kept engine off the loop's thread (heartbeats go on); a run waits for it.
+  void RetireKeptEngine(const std::string& why);
+  bool Retiring() const;
   void OnAssign(schema::Assign::Reader assign);
   void StartRun(schema::Assign::Reader assign);
   // Answers an assignment we cannot take with a failed result (not spooled: nothing measured).
@@ -90,8 +100,10 @@ class Agent {
   Spool spool_;
   std::unique_ptr<RunExecutor> executor_;
   // The engine kept up since the last run for the next run of its configuration
-  // (engine_lifecycle per_configuration); handed to that run's executor, stopped at bye.
+  // (engine_lifecycle per_configuration); handed to that run's executor, stopped at bye (not
+  // at one that says another sweep follows) or when the coordinator releases it.
   std::unique_ptr<ServingEngine> kept_engine_;
+  std::future<void> retiring_;                                  // a released engine being stopped
   std::unique_ptr<capnp::MallocMessageBuilder> queued_assign_;  // waits for a released run to end
   std::map<std::string, Outgoing> outgoing_;  // key: run_id + "." + attempt; awaiting ack
   std::thread probe_thread_;

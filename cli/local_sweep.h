@@ -1,7 +1,7 @@
-// One sweep on this machine: an embedded coordinator on a loopback port, local agents started
-// as child processes (each a real `servesweep agent` speaking ZeroMQ, over CurveZMQ with keys
-// made for the sweep unless `insecure`), engines started by those agents. Shared by `run` (the
-// matrix's sweep) and `search` (each round's runs).
+// One sweep on this machine: an embedded coordinator on a loopback port, local agents
+// (cli/local_agents.h) started as child processes, engines started by those agents. Shared by
+// `run` (the matrix's sweep, its own agents) and `search` (each round's runs, on agents and
+// engines kept across rounds).
 //
 // Thread-safety: call from the main thread.
 #pragma once
@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 
+#include "cli/local_agents.h"
 #include "cli/sweep_driver.h"
 #include "coordinator/coordinator.h"
 #include "matrix/matrix_loader.h"
@@ -21,6 +22,9 @@ struct LocalSweepOptions {
   uint32_t agents = 1;
   uint32_t gpus_per_agent = 1;     // emulated GPUs per agent
   bool skip_engine_check = false;  // the agents' own check before each engine
+  // Agents kept across sweeps (not owned): this sweep says another follows, and they stay with
+  // their engines; null: agents of this sweep alone, in out_dir/agents, gone at its end.
+  LocalAgents* kept_agents = nullptr;
 };
 
 // A run of `matrix` (read from `path`) that `agents` local agents of `gpus_per_agent` GPUs could

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 #include <variant>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "calibration/calibrate.h"
 #include "cli/commands.h"
 #include "cli/engine_checks.h"
+#include "cli/local_agents.h"
 #include "cli/local_sweep.h"
 #include "cli/model_flags.h"
 #include "common/ids.h"
@@ -286,10 +288,27 @@ class Searcher {
     return ReadRound(dir, ids, out);
   }
 
+  // The local agents every round runs on, started by the first round and kept, with their
+  // engines, until StopAgents().
   void SetAgents(uint32_t agents, uint32_t gpus) {
     agents_ = agents;
     gpus_per_agent_ = gpus;
+    LocalAgentsOptions o;
+    o.home = options_.settings.out_dir;
+    o.agents = agents;
+    o.gpus_per_agent = gpus;
+    o.skip_engine_check = options_.check.skip;
+    o.insecure = options_.settings.insecure;
+    o.heartbeat_ms = options_.settings.heartbeat_ms;
+    o.liveness = options_.settings.liveness;
+    local_agents_ = std::make_unique<LocalAgents>(o);
   }
+  void StopAgents() {
+    if (local_agents_) local_agents_->Stop(std::chrono::seconds(0));
+  }
+  // GPU-seconds the agents' GPUs were held between rounds by the engines they kept, while the
+  // search chose the next round (at most: every agent's GPUs, whether it kept one or not).
+  double KeptIdleGpuSeconds() const { return idle_between_rounds_s_ * agents_ * gpus_per_agent_; }
 
  private:
   Status PredictWith(const record::VirtualRunOptions& options, size_t c, double level,
@@ -358,9 +377,15 @@ class Searcher {
     local.agents = agents_;
     local.gpus_per_agent = gpus_per_agent_;
     local.skip_engine_check = options_.check.skip;
+    local.kept_agents = local_agents_.get();
     spdlog::info("search round {}: {} run(s) in {}{}", round, sweep.matrix().getRuns().size(), dir,
                  resumed ? " (resumed)" : "");
+    const auto begun = std::chrono::steady_clock::now();
+    if (last_sweep_end_) {
+      idle_between_rounds_s_ += std::chrono::duration<double>(begun - *last_sweep_end_).count();
+    }
     const int code = RunLocalSweep(local, sweep);
+    last_sweep_end_ = std::chrono::steady_clock::now();
     if (code == kExitInterrupted) return Status::Cancelled("interrupted");
     if (code != kExitOk && code != kExitRunsFailed) {
       return Status::FailedPrecondition(fmt::format("the sweep in {} did not finish", dir));
@@ -407,6 +432,9 @@ class Searcher {
   std::map<std::string, size_t> fitted_runs_;  // profile -> the runs its last fit had
   std::vector<Configuration> configurations_;
   uint32_t agents_ = 1, gpus_per_agent_ = 1;
+  std::unique_ptr<LocalAgents> local_agents_;
+  std::optional<std::chrono::steady_clock::time_point> last_sweep_end_;
+  double idle_between_rounds_s_ = 0;
 };
 
 // NaN as JSON null.
@@ -424,6 +452,7 @@ struct Answer {
   double exhaustive_gpu_s = 0;
   bool exhaustive_known = false;
   bool predict_only = false;
+  double kept_idle_gpu_s = 0;  // Searcher::KeptIdleGpuSeconds
 };
 
 nlohmann::json AnswerJson(const Answer& a) {
@@ -487,6 +516,7 @@ nlohmann::json AnswerJson(const Answer& a) {
           {"rounds", a.result.rounds},
           {"real_runs", a.result.steps.size()},
           {"gpu_s", a.result.gpu_s},
+          {"kept_idle_gpu_s", a.kept_idle_gpu_s},
           {"exhaustive_gpu_s_estimated",
            a.exhaustive_known ? nlohmann::json(a.exhaustive_gpu_s) : nlohmann::json()},
           {"stopped_by", a.result.stopped_by},
@@ -562,6 +592,12 @@ std::string AnswerMarkdown(const Answer& a) {
         " ({:.0f}% of the {:.1f} GPU-s the model estimates for the matrix's "
         "exhaustive grid)",
         100 * r.gpu_s / a.exhaustive_gpu_s, a.exhaustive_gpu_s);
+  }
+  if (a.kept_idle_gpu_s > 0) {
+    md += fmt::format(
+        "; besides, at most {:.1f} GPU-s held by engines kept between rounds while the search "
+        "chose the next",
+        a.kept_idle_gpu_s);
   }
   md +=
       ".\n\n## Ranking\n\nMeasured figures are at the measured limit; predicted ones (the "
@@ -756,10 +792,16 @@ int Search(const SearchOptions& options) {
   };
   const search::SearchResult result =
       search::RunSearch(spec, predictions, settings, predict, measure);
+  searcher.StopAgents();  // and the engines they kept
   bool exhaustive_known = false;
   const double exhaustive = searcher.ExhaustiveGpuSeconds(&exhaustive_known);
-  const Answer answer{spec,       configurations,   result,
-                      exhaustive, exhaustive_known, options.predict_only};
+  const Answer answer{spec,
+                      configurations,
+                      result,
+                      exhaustive,
+                      exhaustive_known,
+                      options.predict_only,
+                      searcher.KeptIdleGpuSeconds()};
   std::ofstream(out + "/search.json") << AnswerJson(answer).dump(2) << "\n";
   std::ofstream(out + "/search.svg") << PathSvg(answer) << "\n";
   const std::string md = AnswerMarkdown(answer);

@@ -716,6 +716,7 @@ void Coordinator::Dispatch(int64_t now_ns) {
   next_dispatch_ns_ = now_ns + kRecheckNs;
   bool waiting = false;
   auto idle = agents_.Idle(probes_enabled_);
+  ReleaseUnneededEngines(idle);
   // An agent that keeps an engine up takes the next pending run of its configuration first: the
   // runs of one configuration follow each other on one engine.
   for (const AgentEntry* agent : std::vector<const AgentEntry*>(idle)) {
@@ -808,6 +809,7 @@ bool Coordinator::KeepsEngine(const RunSlot& run, schema::RunSpec::Reader spec) 
       run.placement.size() != 1) {
     return false;
   }
+  if (settings_.next_sweep_follows) return true;  // it may run there, and what may not is released
   // The runs of its configuration only (a handful: levels x repeats), never the whole sweep.
   const auto of = runs_of_configuration_.find(run.configuration);
   if (of == runs_of_configuration_.end()) return false;
@@ -844,10 +846,38 @@ bool Coordinator::AllFinished() const {
   });
 }
 
+void Coordinator::ReleaseUnneededEngines(const std::vector<const AgentEntry*>& idle) {
+  for (const AgentEntry* agent : idle) {
+    const std::string& kept = agent->warm_configuration;
+    if (kept.empty()) continue;
+    // An engine kept by the sweep before (next_sweep_follows) whose configuration this one has
+    // no run of; or, without a sweep to follow, one with no run of it left to wait for.
+    const auto of = runs_of_configuration_.find(kept);
+    const bool needed = of != runs_of_configuration_.end() &&
+                        (settings_.next_sweep_follows ||
+                         std::any_of(of->second.begin(), of->second.end(), [&](size_t i) {
+                           return runs_[i].state == results::RunState::kPending;
+                         }));
+    if (needed) continue;
+    spdlog::info("agent {}: releasing its engine (no run of this sweep needs it)", agent->id);
+    capnp::MallocMessageBuilder message;
+    auto release = NewEnvelope(message).initRelease();
+    release.setConfiguration(kept);
+    release.setReason(of == runs_of_configuration_.end()
+                          ? "no run of this sweep has its configuration"
+                          : "no run of its configuration is left");
+    Send(agent->id, message);
+    // As AssignRun does: what the agent will hold, before its heartbeat says so.
+    agents_.Find(agent->id)->warm_configuration.clear();
+  }
+}
+
 void Coordinator::SayBye() {
   for (const auto& id : agents_.Ids()) {
     capnp::MallocMessageBuilder message;
-    NewEnvelope(message).initBye().setReason("sweep finished");
+    auto bye = NewEnvelope(message).initBye();
+    bye.setReason("sweep finished");
+    bye.setStay(settings_.next_sweep_follows);
     Send(id, message);
   }
   // Give the byes time to leave before the socket closes.

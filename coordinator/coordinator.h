@@ -49,6 +49,9 @@ struct CoordinatorSettings {
   std::string curve_secret_z85;
   std::vector<std::string> allowed_agent_keys_z85;
   bool insecure = false;
+  // Another sweep follows on this endpoint with the same agents (a search's next round): each
+  // agent keeps the engine of its last run for it (per_configuration), and the bye says stay.
+  bool next_sweep_follows = false;
   // Where runs' progress is shown (not owned; may be null): assignments, the agents' progress
   // reports and the ends of attempts.
   ProgressDisplay* progress = nullptr;
@@ -131,6 +134,9 @@ class Coordinator {
   Status FlushBatch();
   RunSlot* FindRun(const std::string& run_id);
   bool AllFinished() const;
+  // Tells idle agents to stop kept engines no run of this sweep will use.
+  void ReleaseUnneededEngines(const std::vector<const AgentEntry*>& idle);
+  // Every agent: the sweep is over (and whether another follows: next_sweep_follows).
   void SayBye();
 
   CoordinatorSettings settings_;

@@ -60,8 +60,8 @@ struct Assign {
   headAddress @5 :Text;
   agentIds @6 :List(Text);        # the whole placement, head first
   peerAddresses @7 :List(Text);   # each agent's address (Inventory.address), in placement order
-  # More runs of this engine configuration wait (engine_lifecycle per_configuration): keep the
-  # engine up after this run for the next one.
+  # More runs of this engine configuration wait (engine_lifecycle per_configuration), in this
+  # sweep or in the one that follows it (Bye.stay): keep the engine up after this run.
   keepEngine @8 :Bool;
 }
 
@@ -89,6 +89,15 @@ struct Cancel {
 
 struct Bye {
   reason @0 :Text;
+  # Another sweep follows on this endpoint (a search's next round): stay, keep the kept engine
+  # for it, and say hello to the coordinator that binds next.
+  stay @1 :Bool;
+}
+
+# The engine an agent keeps up is for no run of this sweep: stop it (the GPUs idle otherwise).
+struct Release {
+  configuration @0 :Text;   # the kept engine's engineConfiguration
+  reason @1 :Text;
 }
 
 struct ProbeRequest {
@@ -116,5 +125,6 @@ struct Envelope {
     bye @9 :Bye;
     probe @10 :ProbeRequest;
     probeReport @11 :ProbeReport;
+    release @12 :Release;
   }
 }

@@ -50,7 +50,7 @@ Status DecodeFrame(const zmq::message_t& frame, std::unique_ptr<DecodedEnvelope>
     }
     // Unknown union members (a newer peer) read as an out-of-range discriminant.
     auto which = static_cast<unsigned>(envelope.which());
-    KJ_REQUIRE(which <= static_cast<unsigned>(schema::Envelope::PROBE_REPORT),
+    KJ_REQUIRE(which <= static_cast<unsigned>(schema::Envelope::RELEASE),
                "unknown message kind", which);
   });
   KJ_IF_MAYBE (exception, failure) {

@@ -119,6 +119,32 @@ axes:
   }
 }
 
+// Two agents, one configuration of two levels: the first level's agent keeps its engine for the
+// second (pending when it was assigned), but the other agent takes that level at once. The
+// first, shorter level ends while the second runs: the engine it keeps is for no run left, and
+// the coordinator releases it then rather than at the sweep's end.
+TEST(EngineLifecycle, AKeptEngineThatNoRunNeedsIsReleased) {
+  Harness h("lifecycle_release");
+  const auto rows = RunAndReadEngines(h, R"(name: release
+engine: sim
+model: test-model
+local: {agents: 2, gpus_per_agent: 1}
+sim: {ttft_ms: 5, itl_ms: 5, startup_ms: 300}
+workload: {input_len: 16, output_len: 8, warmup_requests: 0}
+zip:
+  - concurrency: [8, 1]
+    num_requests: [16, 48]
+)");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_NE(rows[0].engine_id, rows[1].engine_id);
+  int released = 0;
+  for (const char* agent : {"local-0", "local-1"}) {
+    const std::string log = ReadTextFile(h.Path(fmt::format("out/agents/{}/agent.log", agent)));
+    if (log.find("no run of its configuration is left") != std::string::npos) ++released;
+  }
+  EXPECT_EQ(released, 1) << "the first level's agent stops its engine when it ends";
+}
+
 TEST(EngineLifecycle, PerRunStartsAColdEngineForEveryRun) {
   Harness h("lifecycle_per_run");
   const auto rows = RunAndReadEngines(h, Matrix("per_run"));

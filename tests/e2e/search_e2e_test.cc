@@ -13,7 +13,9 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
+#include <string_view>
 #include <utility>
 
 #include "tests/support/harness.h"
@@ -78,6 +80,43 @@ nlohmann::json Search(const std::string& args, int expect_exit = 0) {
   return nlohmann::json::parse(ReadTextFile(dir + "/search.json"));
 }
 
+// Processes whose command line names `needle` (the search's agents name their folder in it).
+int ProcessesNaming(const std::string& needle) {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string cmdline = ReadTextFile(entry.path().string() + "/cmdline");
+    if (!cmdline.empty() && std::string_view(cmdline).find(needle) != std::string::npos) ++n;
+  }
+  return n;
+}
+
+// The rounds ran on the same agents, and each agent kept its engine from round to round: an
+// engine serves runs of several rounds, starts once (its cold start on its first run only),
+// and fewer engines start than one per configuration per round; none is left once it is over.
+void ExpectEnginesKeptAcrossRounds(Harness& h, const std::string& out,
+                                   const nlohmann::json& found) {
+  std::map<std::string, std::set<int>> rounds_of_engine;
+  std::set<std::pair<int, size_t>> round_configurations;
+  int cold_starts = 0;
+  for (const auto& step : found["steps"]) {
+    const int round = step["round"].get<int>();
+    round_configurations.insert({round, step["configuration"].get<size_t>()});
+    const auto rows = h.Query(fmt::format("{}/rounds/{:03}", out, round),
+                              fmt::format("SELECT engine_id, cold_start_ms IS NOT NULL FROM "
+                                          "results WHERE run_id = '{}'",
+                                          step["run_id"].get<std::string>()));
+    ASSERT_EQ(rows.rows.size(), 1u) << step.dump();
+    rounds_of_engine[rows.rows[0][0]].insert(round);
+    cold_starts += rows.rows[0][1] == "1";
+  }
+  EXPECT_EQ(cold_starts, static_cast<int>(rounds_of_engine.size()));
+  EXPECT_LT(rounds_of_engine.size(), round_configurations.size());
+  const bool some_kept = std::any_of(rounds_of_engine.begin(), rounds_of_engine.end(),
+                                     [](const auto& e) { return e.second.size() > 1; });
+  EXPECT_TRUE(some_kept) << rounds_of_engine.size() << " engines";
+  EXPECT_EQ(ProcessesNaming(out + "/agents/"), 0);
+}
+
 TEST(SearchEndToEnd, FindsTheTrueWinnerWhenTheModelIsWrong) {
   Harness h("search");
   const std::string truth = h.WriteFile("truth.yaml", TrueProfile());
@@ -117,6 +156,7 @@ TEST(SearchEndToEnd, FindsTheTrueWinnerWhenTheModelIsWrong) {
   }
   EXPECT_GT(found["gpu_s"].get<double>(), 0);
   EXPECT_LT(found["gpu_s"].get<double>(), found["exhaustive_gpu_s_estimated"].get<double>());
+  ExpectEnginesKeptAcrossRounds(h, h.Path("real"), found);
   const std::string md = ReadTextFile(h.Path("real/search.md"));
   EXPECT_NE(md.find("## Winner: "), std::string::npos) << md;
   EXPECT_NE(md.find("## The search's path"), std::string::npos) << md;
