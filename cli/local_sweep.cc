@@ -27,16 +27,20 @@ int RefuseUnplaceable(matrix::LoadedMatrix& matrix, const std::string& path, uin
   return -1;
 }
 
+LocalAgentsOptions AgentsOptionsOf(const LocalSweepOptions& options) {
+  LocalAgentsOptions o;
+  o.home = options.settings.out_dir;
+  o.agents = options.agents;
+  o.gpus_per_agent = options.gpus_per_agent;
+  o.skip_engine_check = options.skip_engine_check;
+  o.insecure = options.settings.insecure;
+  o.heartbeat_ms = options.settings.heartbeat_ms;
+  o.liveness = options.settings.liveness;
+  return o;
+}
+
 int RunLocalSweep(LocalSweepOptions options, matrix::LoadedMatrix& matrix) {
-  LocalAgentsOptions agents_options;
-  agents_options.home = options.settings.out_dir;
-  agents_options.agents = options.agents;
-  agents_options.gpus_per_agent = options.gpus_per_agent;
-  agents_options.skip_engine_check = options.skip_engine_check;
-  agents_options.insecure = options.settings.insecure;
-  agents_options.heartbeat_ms = options.settings.heartbeat_ms;
-  agents_options.liveness = options.settings.liveness;
-  LocalAgents own(agents_options);
+  LocalAgents own(AgentsOptionsOf(options));
   LocalAgents& agents = options.kept_agents ? *options.kept_agents : own;
   options.settings.next_sweep_follows = options.kept_agents != nullptr;
   if (Status s = agents.Configure(&options.settings); !s.ok()) {

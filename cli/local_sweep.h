@@ -27,6 +27,9 @@ struct LocalSweepOptions {
   LocalAgents* kept_agents = nullptr;
 };
 
+// The agents `options` asks for, living in its out_dir.
+LocalAgentsOptions AgentsOptionsOf(const LocalSweepOptions& options);
+
 // A run of `matrix` (read from `path`) that `agents` local agents of `gpus_per_agent` GPUs could
 // never hold: refused up front, nothing started (kExitError after saying which); -1 to go on.
 int RefuseUnplaceable(matrix::LoadedMatrix& matrix, const std::string& path, uint32_t agents,

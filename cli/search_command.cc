@@ -293,15 +293,17 @@ class Searcher {
   void SetAgents(uint32_t agents, uint32_t gpus) {
     agents_ = agents;
     gpus_per_agent_ = gpus;
-    LocalAgentsOptions o;
-    o.home = options_.settings.out_dir;
-    o.agents = agents;
-    o.gpus_per_agent = gpus;
-    o.skip_engine_check = options_.check.skip;
-    o.insecure = options_.settings.insecure;
-    o.heartbeat_ms = options_.settings.heartbeat_ms;
-    o.liveness = options_.settings.liveness;
-    local_agents_ = std::make_unique<LocalAgents>(o);
+    local_agents_ = std::make_unique<LocalAgents>(AgentsOptionsOf(LocalOptions(options_.settings)));
+  }
+  // A sweep of this search's agents under `settings` (out_dir: where they and their runs live).
+  LocalSweepOptions LocalOptions(const coordinator::CoordinatorSettings& settings) const {
+    LocalSweepOptions local;
+    local.settings = settings;
+    local.driver = options_.driver;
+    local.agents = agents_;
+    local.gpus_per_agent = gpus_per_agent_;
+    local.skip_engine_check = options_.check.skip;
+    return local;
   }
   void StopAgents() {
     if (local_agents_) local_agents_->Stop(std::chrono::seconds(0));
@@ -369,14 +371,9 @@ class Searcher {
   }
 
   Status Sweep(int round, const std::string& dir, bool resumed, matrix::LoadedMatrix& sweep) {
-    LocalSweepOptions local;
-    local.settings = options_.settings;
+    LocalSweepOptions local = LocalOptions(options_.settings);
     local.settings.out_dir = dir;
     local.settings.resume = resumed;
-    local.driver = options_.driver;
-    local.agents = agents_;
-    local.gpus_per_agent = gpus_per_agent_;
-    local.skip_engine_check = options_.check.skip;
     local.kept_agents = local_agents_.get();
     spdlog::info("search round {}: {} run(s) in {}{}", round, sweep.matrix().getRuns().size(), dir,
                  resumed ? " (resumed)" : "");

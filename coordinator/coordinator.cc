@@ -810,11 +810,15 @@ bool Coordinator::KeepsEngine(const RunSlot& run, schema::RunSpec::Reader spec) 
     return false;
   }
   if (settings_.next_sweep_follows) return true;  // it may run there, and what may not is released
+  return AnyPendingRunOf(run.configuration, &run);
+}
+
+bool Coordinator::AnyPendingRunOf(const std::string& configuration, const RunSlot* besides) const {
   // The runs of its configuration only (a handful: levels x repeats), never the whole sweep.
-  const auto of = runs_of_configuration_.find(run.configuration);
+  const auto of = runs_of_configuration_.find(configuration);
   if (of == runs_of_configuration_.end()) return false;
   return std::any_of(of->second.begin(), of->second.end(), [&](size_t i) {
-    return &runs_[i] != &run && runs_[i].state == results::RunState::kPending;
+    return &runs_[i] != besides && runs_[i].state == results::RunState::kPending;
   });
 }
 
@@ -852,20 +856,14 @@ void Coordinator::ReleaseUnneededEngines(const std::vector<const AgentEntry*>& i
     if (kept.empty()) continue;
     // An engine kept by the sweep before (next_sweep_follows) whose configuration this one has
     // no run of; or, without a sweep to follow, one with no run of it left to wait for.
-    const auto of = runs_of_configuration_.find(kept);
-    const bool needed = of != runs_of_configuration_.end() &&
-                        (settings_.next_sweep_follows ||
-                         std::any_of(of->second.begin(), of->second.end(), [&](size_t i) {
-                           return runs_[i].state == results::RunState::kPending;
-                         }));
-    if (needed) continue;
+    const bool in_sweep = runs_of_configuration_.contains(kept);
+    if (in_sweep && (settings_.next_sweep_follows || AnyPendingRunOf(kept, nullptr))) continue;
     spdlog::info("agent {}: releasing its engine (no run of this sweep needs it)", agent->id);
     capnp::MallocMessageBuilder message;
     auto release = NewEnvelope(message).initRelease();
     release.setConfiguration(kept);
-    release.setReason(of == runs_of_configuration_.end()
-                          ? "no run of this sweep has its configuration"
-                          : "no run of its configuration is left");
+    release.setReason(in_sweep ? "no run of its configuration is left"
+                               : "no run of this sweep has its configuration");
     Send(agent->id, message);
     // As AssignRun does: what the agent will hold, before its heartbeat says so.
     agents_.Find(agent->id)->warm_configuration.clear();

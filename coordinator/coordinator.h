@@ -109,6 +109,8 @@ class Coordinator {
   // Whether the run's engine stays up after it: per_configuration, on one agent, and another
   // run of its configuration is pending.
   bool KeepsEngine(const RunSlot& run, schema::RunSpec::Reader spec) const;
+  // Whether a run of `configuration` other than `besides` (may be null) waits to be placed.
+  bool AnyPendingRunOf(const std::string& configuration, const RunSlot* besides) const;
   void OnHello(const std::string& identity, schema::Hello::Reader hello,
                const std::string& peer_key, int64_t now_ns);
   // False (and the message is to be dropped) when `identity` is bound to another key.
