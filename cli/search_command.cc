@@ -1,8 +1,9 @@
 // `servesweep search MATRIX --out DIR`: the best configuration of the matrix under the SLO of its
 // `search:` section (docs/search.md). Every configuration (a load ladder of the matrix) is first
 // predicted by the performance model; search/search_loop.h decides what is worth running and
-// which load level next; each round's runs are a sweep of local agents in DIR/rounds/NNN, read
-// back from its results.db (certified runs only). The answer: DIR/search.md and search.json.
+// which load level next; each round's runs are a sweep in DIR/rounds/NNN, on local agents or on
+// agents started elsewhere (--bind: Slurm, Kubernetes), read back from its results.db (certified
+// runs only). The answer: DIR/search.md and search.json.
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -25,7 +26,10 @@
 #include "cli/local_agents.h"
 #include "cli/local_sweep.h"
 #include "cli/model_flags.h"
+#include "cli/remote_agents.h"
+#include "cli/sweep_driver.h"
 #include "common/ids.h"
+#include "coordinator/coordinator.h"
 #include "matrix/feasibility.h"
 #include "matrix/load_ladder.h"
 #include "perfmodel/calibration.h"
@@ -49,7 +53,11 @@ struct SearchOptions {
   DriverOptions driver;
   std::string matrix_path;
   uint32_t agents = 0, gpus_per_agent = 0;  // 0: the matrix's `local:`
-  size_t width = 0;                         // configurations per round (0: one per agent)
+  // Agents started elsewhere connect to settings.bind (as `coordinator`'s), `agents` of them,
+  // instead of local ones.
+  bool remote_agents = false;
+  RemoteAgentKeys keys;
+  size_t width = 0;  // configurations per round (0: one per agent)
   EngineCheckFlags check;
   ModelFlags model;
   bool predict_only = false;
@@ -260,17 +268,8 @@ class Searcher {
                       std::vector<search::LevelOutcome>* out) {
     const std::string dir = fmt::format("{}/rounds/{:03}", options_.settings.out_dir, round);
     matrix::LoadedMatrix sweep;
-    sweep.local = matrix_.local;
-    sweep.cluster = matrix_.cluster;
-    sweep.text = matrix_.text;
-    auto m = sweep.message.initRoot<schema::Matrix>();
     const auto source = matrix_.matrix();
-    m.setName(source.getName());
-    m.setSourcePath(source.getSourcePath());
-    m.setSourceHash(
-        StableHashHex(fmt::format("{} round {}", source.getSourceHash().cStr(), round)));
-    m.setProbes(source.getProbes());
-    auto runs = m.initRuns(static_cast<unsigned>(requests.size()));
+    auto runs = InitRoundMatrix(fmt::format("round {}", round), requests.size(), &sweep);
     std::vector<std::string> ids;
     for (size_t i = 0; i < requests.size(); ++i) {
       const Configuration& c = configurations_[requests[i].configuration];
@@ -288,12 +287,15 @@ class Searcher {
     return ReadRound(dir, ids, out);
   }
 
-  // The local agents every round runs on, started by the first round and kept, with their
-  // engines, until StopAgents().
+  // The agents every round runs on, kept with their engines until StopAgents(): local ones,
+  // started by the first round, or `agents` started elsewhere (remote_agents).
   void SetAgents(uint32_t agents, uint32_t gpus) {
     agents_ = agents;
     gpus_per_agent_ = gpus;
-    local_agents_ = std::make_unique<LocalAgents>(AgentsOptionsOf(LocalOptions(options_.settings)));
+    if (!options_.remote_agents) {
+      local_agents_ =
+          std::make_unique<LocalAgents>(AgentsOptionsOf(LocalOptions(options_.settings)));
+    }
   }
   // A sweep of this search's agents under `settings` (out_dir: where they and their runs live).
   LocalSweepOptions LocalOptions(const coordinator::CoordinatorSettings& settings) const {
@@ -307,6 +309,7 @@ class Searcher {
   }
   void StopAgents() {
     if (local_agents_) local_agents_->Stop(std::chrono::seconds(0));
+    if (options_.remote_agents) SayFarewell();
   }
   // GPU-seconds the agents' GPUs were held between rounds by the engines they kept, while the
   // search chose the next round (at most: every agent's GPUs, whether it kept one or not).
@@ -370,6 +373,46 @@ class Searcher {
     });
   }
 
+  // The round's matrix in *sweep: the search's matrix without its runs, its hash made the
+  // round's (`name`), and room for `runs` runs.
+  capnp::List<schema::RunSpec>::Builder InitRoundMatrix(const std::string& name, size_t runs,
+                                                        matrix::LoadedMatrix* sweep) const {
+    sweep->local = matrix_.local;
+    sweep->cluster = matrix_.cluster;
+    sweep->text = matrix_.text;
+    auto m = sweep->message.initRoot<schema::Matrix>();
+    const auto source = matrix_.matrix();
+    m.setName(source.getName());
+    m.setSourcePath(source.getSourcePath());
+    m.setSourceHash(StableHashHex(fmt::format("{} {}", source.getSourceHash().cStr(), name)));
+    m.setProbes(source.getProbes());
+    return m.initRuns(static_cast<unsigned>(runs));
+  }
+
+  // Agents started elsewhere wait for a next coordinator after each round's bye (it said
+  // stay): an empty sweep on the same endpoint, DIR/rounds/end, tells each that says hello
+  // within the wait that none follows, so it stops its engine and leaves.
+  void SayFarewell() {
+    coordinator::CoordinatorSettings settings = options_.settings;
+    settings.out_dir = options_.settings.out_dir + "/rounds/end";
+    fs::remove_all(settings.out_dir);
+    settings.wait_for_agents = agents_;
+    settings.wait_for_agents_ms = std::max(10'000, 2 * settings.heartbeat_ms * settings.liveness);
+    matrix::LoadedMatrix empty;
+    InitRoundMatrix("end", 0, &empty);
+    zmq::context_t context;
+    coordinator::Coordinator coordinator(settings, context);
+    Status s = coordinator.Prepare(empty);
+    if (s.ok()) s = coordinator.Bind();
+    if (s.ok()) s = coordinator.Run();
+    if (!s.ok()) {
+      spdlog::warn(
+          "could not tell the agents the search is over ({}): each stops its engine "
+          "when its job ends",
+          s.message());
+    }
+  }
+
   Status Sweep(int round, const std::string& dir, bool resumed, matrix::LoadedMatrix& sweep) {
     LocalSweepOptions local = LocalOptions(options_.settings);
     local.settings.out_dir = dir;
@@ -381,7 +424,10 @@ class Searcher {
     if (last_sweep_end_) {
       idle_between_rounds_s_ += std::chrono::duration<double>(begun - *last_sweep_end_).count();
     }
-    const int code = RunLocalSweep(local, sweep);
+    coordinator::CoordinatorSettings remote = local.settings;
+    remote.next_sweep_follows = true;
+    const int code = options_.remote_agents ? DriveSweep(remote, options_.driver, sweep, {})
+                                            : RunLocalSweep(local, sweep);
     last_sweep_end_ = std::chrono::steady_clock::now();
     if (code == kExitInterrupted) return Status::Cancelled("interrupted");
     if (code != kExitOk && code != kExitRunsFailed) {
@@ -722,8 +768,16 @@ int Search(const SearchOptions& options) {
   const uint32_t agents = options.agents > 0 ? options.agents : matrix.local.agents;
   const uint32_t gpus =
       options.gpus_per_agent > 0 ? options.gpus_per_agent : matrix.local.gpus_per_agent;
+  if (options.remote_agents && options.predict_only) {
+    spdlog::error("--bind with --predict-only: expected one or the other (nothing runs)");
+    return kExitError;
+  }
   if (!options.predict_only) {
-    if (const int code = RefuseUnplaceable(matrix, options.matrix_path, agents, gpus); code >= 0) {
+    // Agents started elsewhere say what they hold when they connect (submit checked it).
+    if (const int code = options.remote_agents
+                             ? -1
+                             : RefuseUnplaceable(matrix, options.matrix_path, agents, gpus);
+        code >= 0) {
       return code;
     }
     if (const int code = RefuseRejectedSweep(matrix, options.check); code >= 0) return code;
@@ -823,13 +877,18 @@ void AddSearchCommand(CLI::App& app, int* exit_code) {
   AddModelFlags(*cmd, o->model);
   AddEngineCheckFlags(*cmd, o->check, true);
   cmd->add_option("--agents", o->agents,
-                  "Local agents to start (default: the matrix's local.agents)");
+                  "Local agents to start, or with --bind the agents that connect (default: the "
+                  "matrix's local.agents)");
   cmd->add_option("--gpus-per-agent", o->gpus_per_agent,
                   "Emulated GPUs per local agent (default: the matrix's local.gpus_per_agent)");
   cmd->add_option("--width", o->width,
                   "Configurations measured side by side per round (default: one per agent)");
   cmd->add_flag("--insecure", o->settings.insecure,
-                "Plain TCP between the coordinator and its local agents");
+                "Plain TCP between the coordinator and its agents");
+  cmd->add_option("--bind", o->settings.bind,
+                  "Serve the rounds to agents started elsewhere (by hand, Slurm, Kubernetes) on "
+                  "this ZeroMQ endpoint instead of starting local ones; every round binds it");
+  AddRemoteAgentKeyOptions(*cmd, o->keys);
   cmd->add_flag("--predict-only", o->predict_only,
                 "Search the performance model's figures only: the ranking and path it predicts, "
                 "nothing run");
@@ -840,7 +899,22 @@ void AddSearchCommand(CLI::App& app, int* exit_code) {
                 "Fit the model's engine profiles again on the counted runs after every round, "
                 "predict and rank again what has not started, and bound it by the fitted "
                 "models' errors on runs they had not seen (docs/search.md)");
-  cmd->callback([o, exit_code] { *exit_code = Search(*o); });
+  cmd->callback([o, cmd, exit_code] {
+    o->remote_agents = cmd->count("--bind") > 0;
+    if (!o->remote_agents && (!o->keys.secret_key.empty() || !o->keys.allowed_keys.empty())) {
+      spdlog::error(
+          "--secret-key/--allowed-keys without --bind: expected --bind for agents started "
+          "elsewhere (local agents get keys made for them)");
+      *exit_code = kExitError;
+      return;
+    }
+    if (Status s = ApplyRemoteAgentKeys(o->keys, &o->settings); !s.ok()) {
+      spdlog::error("{}", s.message());
+      *exit_code = kExitError;
+      return;
+    }
+    *exit_code = Search(*o);
+  });
 }
 
 }  // namespace servesweep::cli

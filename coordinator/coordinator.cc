@@ -227,6 +227,8 @@ Status Coordinator::Run() {
   int64_t next_heartbeat_ns = 0;
   const auto poll_timeout =
       std::chrono::milliseconds(std::clamp(settings_.heartbeat_ms / 4, 1, 50));
+  const int64_t stop_waiting_for_agents_ns =
+      SteadyNowNs() + int64_t{settings_.wait_for_agents_ms} * 1'000'000;
   while (!stop_.load()) {
     bool readable = false;
     if (Status s = PollReadable(socket_, poll_timeout, &readable); !s.ok()) return s;
@@ -282,7 +284,9 @@ Status Coordinator::Run() {
     // The turn's writes (results, attempts, placements) become durable together; only then are
     // the results acknowledged.
     if (Status s = FlushBatch(); !s.ok()) return s;
-    if (AllFinished()) {
+    const bool agents_heard =
+        agents_.size() >= settings_.wait_for_agents || now_ns >= stop_waiting_for_agents_ns;
+    if (AllFinished() && agents_heard) {
       SayBye();
       return Status::Ok();
     }

@@ -52,6 +52,12 @@ struct CoordinatorSettings {
   // Another sweep follows on this endpoint with the same agents (a search's next round): each
   // agent keeps the engine of its last run for it (per_configuration), and the bye says stay.
   bool next_sweep_follows = false;
+  // The sweep does not end before this many agents have said hello, or wait_for_agents_ms has
+  // passed since Run() began: the empty sweep after a search's last round tells the agents its
+  // rounds kept, started elsewhere (Slurm, Kubernetes), that nothing follows (a bye without
+  // stay), so they stop their engines and leave instead of waiting for a next coordinator.
+  size_t wait_for_agents = 0;
+  int wait_for_agents_ms = 0;
   // Where runs' progress is shown (not owned; may be null): assignments, the agents' progress
   // reports and the ends of attempts.
   ProgressDisplay* progress = nullptr;

@@ -18,6 +18,7 @@
 #include <string_view>
 #include <utility>
 
+#include "common/net.h"
 #include "tests/support/harness.h"
 
 namespace servesweep::testing {
@@ -170,6 +171,69 @@ TEST(SearchEndToEnd, FindsTheTrueWinnerWhenTheModelIsWrong) {
       Search(fmt::format("{} --error-bands {} --out {} --resume", matrix, bands, h.Path("real")));
   EXPECT_EQ(resumed["winner"], found["winner"]);
   EXPECT_EQ(resumed["steps"].size(), found["steps"].size());
+}
+
+// Agents started elsewhere (as Slurm or Kubernetes start them): every round's coordinator binds
+// the endpoint the search was given, the agents keep their engines from round to round, and when
+// the search is over they are told so and leave by themselves, their engines stopped.
+TEST(SearchEndToEnd, AgentsStartedElsewhereServeEveryRoundAndLeaveWhenItEnds) {
+  Harness h("search-remote");
+  const std::string truth = h.WriteFile("truth.yaml", TrueProfile());
+  const std::string matrix = h.WriteFile("m.yaml", Matrix(truth));
+  const std::string bands = h.WriteFile("bands.yaml", kBands);
+  const std::string out = h.Path("real");
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
+  std::vector<size_t> agents;
+  for (const std::string id : {"node-a", "node-b"}) {
+    std::vector<std::string> args = {"agent",
+                                     "--connect",
+                                     endpoint,
+                                     "--id",
+                                     id,
+                                     "--emulate-gpus",
+                                     "1",
+                                     "--spool",
+                                     out + "/agents/" + id,
+                                     "--work-dir",
+                                     h.Path(id + "/work"),
+                                     "--heartbeat-ms",
+                                     "200",
+                                     "--reconnect-max-ms",
+                                     "500"};
+    for (const auto& a : h.AgentKeyArgs()) args.push_back(a);
+    agents.push_back(h.Start(id, args));
+  }
+  std::string keys;
+  for (const auto& a : h.CoordinatorKeyArgs()) keys += " " + a;
+  const auto found =
+      Search(fmt::format("{} --error-bands {} --bind {}{} --agents 2 --heartbeat-ms "
+                         "200 --out {}",
+                         matrix, bands, endpoint, keys, out));
+  const auto known = Search(fmt::format("{} --predict-only --engine-profile {} --out {}", matrix,
+                                        truth, h.Path("truth")));
+  ASSERT_FALSE(found["winner"].is_null()) << found.dump(1);
+  const size_t winner = found["winner"].get<size_t>();
+  EXPECT_EQ(found["configurations"][winner]["limit"], known["configurations"][winner]["limit"]);
+  EXPECT_NEAR(known["configurations"][winner]["objective"].get<double>(),
+              known["configurations"][known["winner"].get<size_t>()]["objective"].get<double>(),
+              0.02 * known["configurations"][winner]["objective"].get<double>());
+  // Told that nothing follows, each agent leaves with exit code 0, well before a grace period.
+  for (const size_t a : agents) {
+    const auto code = h.process(a).Wait(std::chrono::seconds(15));
+    ASSERT_TRUE(code.has_value()) << "an agent is still waiting for a next coordinator";
+    EXPECT_EQ(*code, 0);
+  }
+  ExpectEnginesKeptAcrossRounds(h, out, found);
+  // Both agents ran the search's runs (their ids in the rounds' attempts).
+  for (const std::string id : {"node-a", "node-b"}) {
+    int64_t attempts = 0;
+    for (int round = 1; std::filesystem::exists(fmt::format("{}/rounds/{:03}", out, round));
+         ++round) {
+      attempts += h.QueryInt(fmt::format("{}/rounds/{:03}", out, round),
+                             "SELECT COUNT(*) FROM attempts WHERE agents LIKE '%" + id + "%'");
+    }
+    EXPECT_GT(attempts, 0) << id;
+  }
 }
 
 // The median |predicted / measured - 1| of the objective over counted runs of `generation`'s
