@@ -7,6 +7,7 @@
 #include "cli/commands.h"
 #include "cli/engine_checks.h"
 #include "common/subprocess.h"
+#include "search/search_spec.h"
 #include "submit/k8s_submit.h"
 #include "submit/slurm_submit.h"
 
@@ -15,13 +16,28 @@ namespace {
 
 // The engine check where `submit` runs (engines installed here, or --engine-env); nodes whose
 // engines are not here are checked by their agents before each run.
-int CheckBeforeSubmit(const std::string& matrix_path, const EngineCheckFlags& check) {
+// A search's matrix must say what to search for (its search: section, read as `search` reads
+// it), before anything is queued.
+int CheckBeforeSubmit(const std::string& matrix_path, const EngineCheckFlags& check, bool search) {
   matrix::LoadedMatrix matrix;
-  if (Status s = matrix::LoadMatrixFile(matrix_path, &matrix); !s.ok()) {
+  Status s = matrix::LoadMatrixFile(matrix_path, &matrix);
+  search::SearchSpec spec;
+  if (s.ok() && search) s = search::ParseSearchSpec(matrix_path, matrix.text, &spec);
+  if (!s.ok()) {
     spdlog::error("{}", s.message());
     return kExitError;
   }
   return RefuseRejectedSweep(matrix, check);
+}
+
+// --search and --search-arg, the same for both schedulers.
+void AddSearchOptions(CLI::App& cmd, bool& search, std::vector<std::string>& args) {
+  cmd.add_flag("--search", search,
+               "Run `servesweep search` on the matrix's search: section instead of its sweep "
+               "(every round on the job's agents; the answer in OUT/search.md)");
+  cmd.add_option("--search-arg", args,
+                 "An argument for the search, as given (repeat it: --search-arg=--learn)")
+      ->allow_extra_args(false);
 }
 
 }  // namespace
@@ -57,12 +73,13 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   slurm->add_flag("--resume", o->resume, "Finish the sweep already in --out");
   slurm->add_flag("--dry-run", o->dry_run, "Print the script; submit nothing");
+  AddSearchOptions(*slurm, o->search, o->search_args);
   auto slurm_check = std::make_shared<EngineCheckFlags>();
   AddEngineCheckFlags(*slurm, *slurm_check, true);
   slurm->callback([o, slurm_check, exit_code] {
     if (o->servesweep_binary.empty()) o->servesweep_binary = SelfExecutable();
     o->skip_engine_check = slurm_check->skip;
-    if (const int code = CheckBeforeSubmit(o->matrix_path, *slurm_check); code >= 0) {
+    if (const int code = CheckBeforeSubmit(o->matrix_path, *slurm_check, o->search); code >= 0) {
       *exit_code = code;
       return;
     }
@@ -76,9 +93,9 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
       fmt::print("{}", script);
     } else {
       fmt::print(
-          "submitted batch job {}\n  script:  {}/sweep.sbatch\n  results: {}/results.db "
+          "submitted batch job {}\n  script:  {}/sweep.sbatch\n  results: {}/{} "
           "(follow with: squeue -j {})\n",
-          job_id, o->out_dir, o->out_dir, job_id);
+          job_id, o->out_dir, o->out_dir, o->search ? "search.md" : "results.db", job_id);
     }
     *exit_code = kExitOk;
   });
@@ -104,11 +121,12 @@ void AddSubmitCommand(CLI::App& app, int* exit_code) {
   k8s->add_option("--dir", k->dir,
                   "Where to write the kustomization (default: ./servesweep-k8s-NAME)");
   k8s->add_flag("--dry-run", k->dry_run, "Print the rendered manifests; apply nothing");
+  AddSearchOptions(*k8s, k->search, k->search_args);
   auto k8s_check = std::make_shared<EngineCheckFlags>();
   AddEngineCheckFlags(*k8s, *k8s_check, true);
   k8s->callback([k, k8s_check, exit_code] {
     k->skip_engine_check = k8s_check->skip;
-    if (const int code = CheckBeforeSubmit(k->matrix_path, *k8s_check); code >= 0) {
+    if (const int code = CheckBeforeSubmit(k->matrix_path, *k8s_check, k->search); code >= 0) {
       *exit_code = code;
       return;
     }

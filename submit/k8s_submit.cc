@@ -62,10 +62,18 @@ Status EnsureSweepKeys(const std::string& dir) {
   return Status::Ok();
 }
 
+// A YAML single-quoted scalar: whatever `text` holds stays one string.
+std::string YamlQuote(const std::string& text) {
+  std::string quoted = "'";
+  for (const char c : text) quoted += c == '\'' ? std::string("''") : std::string(1, c);
+  return quoted + "'";
+}
+
 }  // namespace
 
 Status RenderK8sKustomization(matrix::LoadedMatrix& matrix, const K8sOptions& options,
-                              std::string* kustomization, std::string* agents_patch) {
+                              std::string* kustomization, std::string* agents_patch,
+                              std::string* coordinator_patch) {
   const bool emulated = options.overlay == "emulator";
   const uint32_t gpus = emulated ? options.emulate_gpus : options.gpus_per_node;
   if (options.overlay != "gpu" && options.overlay != "gpu-hostnetwork" && !emulated) {
@@ -107,6 +115,22 @@ Status RenderK8sKustomization(matrix::LoadedMatrix& matrix, const K8sOptions& op
                      ? "\n- op: add\n  path: /spec/template/spec/containers/0/args/-\n"
                        "  value: \"--skip-engine-check\""
                      : "");
+  // A search: `search` for `coordinator` (the base's args/0), one configuration per agent.
+  coordinator_patch->clear();
+  if (options.search) {
+    *coordinator_patch = fmt::format(
+        "# servesweep search \"{}\": its rounds served to the {} agent(s).\n"
+        "- op: replace\n  path: /spec/template/spec/containers/0/args/0\n  value: search\n",
+        matrix.matrix().getName().cStr(), options.nodes);
+    std::vector<std::string> args = {"--agents", std::to_string(options.nodes), "--gpus-per-agent",
+                                     std::to_string(gpus)};
+    args.insert(args.end(), options.search_args.begin(), options.search_args.end());
+    for (const std::string& arg : args) {
+      *coordinator_patch +=
+          fmt::format("- op: add\n  path: /spec/template/spec/containers/0/args/-\n  value: {}\n",
+                      YamlQuote(arg));
+    }
+  }
   const std::map<std::string, std::string> values = {
       {"sweep_name", matrix.matrix().getName()},
       {"dir", options.dir},
@@ -117,6 +141,10 @@ Status RenderK8sKustomization(matrix::LoadedMatrix& matrix, const K8sOptions& op
       {"image_tag", image_tag},
       {"nodes", std::to_string(options.nodes)},
       {"gpu_ops", agent_ops},
+      {"coordinator_patch", options.search
+                                ? "\n  - target: {group: batch, version: v1, kind: Job, name: "
+                                  "servesweep-coordinator}\n    path: coordinator-patch.yaml"
+                                : ""},
   };
   constexpr const char* kKustomization = "k8s/sweep-kustomization.yaml.in";
   constexpr const char* kPatch = "k8s/sweep-agents-patch.yaml.in";
@@ -131,8 +159,10 @@ Status RenderK8sKustomization(matrix::LoadedMatrix& matrix, const K8sOptions& op
 Status SubmitK8s(const K8sOptions& options, std::string* manifests) {
   matrix::LoadedMatrix matrix;
   if (Status s = matrix::LoadMatrixFile(options.matrix_path, &matrix); !s.ok()) return s;
-  std::string kustomization, agents_patch;
-  if (Status s = RenderK8sKustomization(matrix, options, &kustomization, &agents_patch); !s.ok()) {
+  std::string kustomization, agents_patch, coordinator_patch;
+  if (Status s = RenderK8sKustomization(matrix, options, &kustomization, &agents_patch,
+                                        &coordinator_patch);
+      !s.ok()) {
     return s;
   }
   // The base and overlays travel with the kustomization: kustomize reads only below its root.
@@ -147,6 +177,10 @@ Status SubmitK8s(const K8sOptions& options, std::string* manifests) {
         {"agents-patch.yaml", agents_patch},
         {"matrix.yaml", matrix.text}}) {
     if (Status s = WriteText(options.dir + "/" + name, text); !s.ok()) return s;
+  }
+  if (options.search) {
+    if (Status s = WriteText(options.dir + "/coordinator-patch.yaml", coordinator_patch); !s.ok())
+      return s;
   }
   if (options.dry_run) return Kubectl({"kustomize", options.dir}, options.dir, manifests);
   return Kubectl({"apply", "-k", options.dir}, options.dir, manifests);

@@ -103,6 +103,16 @@ Status RenderSbatch(matrix::LoadedMatrix& matrix, const SlurmOptions& options,
   if (options.skip_engine_check)
     agent_options += (agent_options.empty() ? "" : " ") + std::string("--skip-engine-check");
 
+  std::string coordinator_options = options.resume ? "--resume" : "";
+  if (options.search) {
+    // The search places its rounds on the job's agents, one configuration per agent.
+    const uint32_t gpus = options.emulate_gpus > 0 ? options.emulate_gpus : options.gpus_per_node;
+    coordinator_options +=
+        fmt::format("{}--agents {} --gpus-per-agent {}", coordinator_options.empty() ? "" : " ",
+                    pools ? options.prefill_nodes + options.decode_nodes : options.nodes, gpus);
+    for (const std::string& arg : options.search_args) coordinator_options += " " + ShellQuote(arg);
+  }
+
   const std::map<std::string, std::string> values = {
       {"sweep_name", matrix.matrix().getName()},
       {"out_dir", options.out_dir},
@@ -115,7 +125,8 @@ Status RenderSbatch(matrix::LoadedMatrix& matrix, const SlurmOptions& options,
       {"servesweep", ShellQuote(servesweep)},
       {"port_base", std::to_string(options.port_base)},
       {"srun_options", srun_options},
-      {"coordinator_options", options.resume ? "--resume" : ""},
+      {"coordinator_command", options.search ? "search" : "coordinator"},
+      {"coordinator_options", coordinator_options},
       {"agent_options", agent_options},
       {"probe_mpi", options.mpi == "none" ? "" : "--mpi=" + options.mpi},
   };

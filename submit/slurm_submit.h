@@ -1,6 +1,7 @@
 // `servesweep submit slurm`: renders the sbatch script of a sweep from slurm/sweep.sbatch.in
 // (coordinator on the allocation's first node, one agent per node via srun, probes first,
-// results in a shared folder) and submits it with sbatch, or prints it.
+// results in a shared folder) and submits it with sbatch, or prints it. With `search`, the head
+// node runs `servesweep search --bind` instead: every round a sweep on the same agents.
 //
 // Thread-safety: functions over the caller's data.
 #pragma once
@@ -31,6 +32,10 @@ struct SlurmOptions {
   bool resume = false;
   bool dry_run = false;
   bool skip_engine_check = false;  // agents start engines without the engines' own check
+  // `servesweep search` on the head node instead of `coordinator` (the matrix's search:
+  // section), its rounds served to the job's agents; `search_args` go to it as they are.
+  bool search = false;
+  std::vector<std::string> search_args;
 };
 
 // Checks that every run of the matrix fits the allocation (before anything is submitted).

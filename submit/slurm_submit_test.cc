@@ -60,6 +60,31 @@ TEST(SlurmSubmit, RendersTheHeterogeneousPrefillDecodeScript) {
       std::string::npos);
 }
 
+// A search: the head node runs `servesweep search` on the job's agents (one configuration per
+// agent), with what it is given, quoted for the shell.
+TEST(SlurmSubmit, ASearchRunsOnTheHeadNodeInsteadOfTheCoordinator) {
+  matrix::LoadedMatrix matrix;
+  ASSERT_TRUE(matrix::ExpandMatrix("golden.yaml", kGoldenMatrix, &matrix).ok());
+  SlurmOptions o = GpuOptions();
+  o.search = true;
+  o.search_args = {"--learn", "--engine-profile", "it's.yaml"};
+  std::string script;
+  ASSERT_TRUE(RenderSbatch(matrix, o, "/shared/sweeps/golden/matrix.yaml", &script).ok());
+  EXPECT_NE(
+      script.find("\"$SERVESWEEP\" search \"$MATRIX\" --bind \"tcp://*:$PORT\" --out \"$OUT\""),
+      std::string::npos)
+      << script;
+  EXPECT_NE(
+      script.find("--agents 2 --gpus-per-agent 8 '--learn' '--engine-profile' 'it'\\''s.yaml'"),
+      std::string::npos)
+      << script;
+  EXPECT_EQ(script.find("\"$SERVESWEEP\" coordinator"), std::string::npos);
+  o.prefill_nodes = 1;
+  o.decode_nodes = 2;
+  ASSERT_TRUE(RenderSbatch(matrix, o, "/shared/sweeps/golden/matrix.yaml", &script).ok());
+  EXPECT_NE(script.find("--agents 3 --gpus-per-agent 8"), std::string::npos) << script;
+}
+
 TEST(SlurmSubmit, RefusesAMatrixLargerThanTheAllocationBeforeSubmitting) {
   matrix::LoadedMatrix matrix;
   ASSERT_TRUE(matrix::ExpandMatrix("golden.yaml", kGoldenMatrix, &matrix).ok());

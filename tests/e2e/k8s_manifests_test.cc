@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "tests/support/harness.h"
@@ -107,6 +108,47 @@ INSTANTIATE_TEST_SUITE_P(K8s, Overlays, ::testing::Values("gpu", "gpu-hostnetwor
                            std::erase(name, '-');
                            return name;
                          });
+
+// `submit k8s --search`: the coordinator's pod runs `servesweep search` over the agents, the
+// manifests still validate strictly, and a matrix without a search: section is refused.
+TEST(K8sValidation, ASearchRunsInTheCoordinatorsPod) {
+  Harness h("k8s-search");
+  const std::string base = R"(name: k8ssearch
+engine: sim
+model: meta-llama/Llama-3.1-8B-Instruct
+workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
+axes:
+  engine_config: [{max_num_seqs: 4}, {max_num_seqs: 64}]
+)";
+  const std::string matrix = h.WriteFile(
+      "m.yaml", base +
+                    "search: {objective: max_output_tok_per_s_per_gpu, constraints: "
+                    "{ttft_p90_ms: {max: 500}}, load: {knob: concurrency, min: 1, max: 64}}\n");
+  const size_t submit = h.Start(
+      "submit", {"submit", "k8s", matrix, "--overlay", "emulator", "--nodes", "2", "--search",
+                 "--search-arg=--learn", "--dir", h.Path("kustomization"), "--dry-run"});
+  const auto status = h.process(submit).Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(status && *status == 0) << h.Log("submit");
+  std::string output;
+  EXPECT_EQ(Validate(h.Path("submit.log"), &output), 0) << output;
+  const std::string manifests = h.Log("submit");
+  EXPECT_NE(manifests.find("- search\n        - /etc/servesweep/matrix.yaml\n        - --bind"),
+            std::string::npos)
+      << manifests;
+  EXPECT_NE(manifests.find("- --agents\n        - \"2\"\n        - --gpus-per-agent\n        - "
+                           "\"1\"\n        - --learn"),
+            std::string::npos)
+      << manifests;
+
+  const std::string plain = h.WriteFile("plain.yaml", base);
+  const size_t refused = h.Start("refused", {"submit", "k8s", plain, "--overlay", "emulator",
+                                             "--search", "--dir", h.Path("k2"), "--dry-run"});
+  const auto refused_status = h.process(refused).Wait(std::chrono::seconds(60));
+  ASSERT_TRUE(refused_status);
+  EXPECT_NE(*refused_status, 0);
+  EXPECT_NE(h.Log("refused").find("search"), std::string::npos) << h.Log("refused");
+  EXPECT_FALSE(std::filesystem::exists(h.Path("k2")));
+}
 
 TEST(K8sValidation, StrictValidatorRejectsAnUnknownField) {
   Harness h("k8s-bad");

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "tests/support/harness.h"
@@ -128,6 +129,57 @@ axes:
     EXPECT_EQ(std::count(row[0].begin(), row[0].end(), ' '), 2) << row[0];
     EXPECT_EQ(row[1], "1P2D");
   }
+}
+
+// `submit slurm --search`: the head node runs the search, every round on the job's two agents
+// (engines kept between rounds), and at its end the agents are told so and leave by themselves.
+TEST(SlurmEndToEnd, SubmittedSearchRunsEveryRoundOnTheJobsAgents) {
+  if (::geteuid() != 0) GTEST_SKIP() << "starting munge, slurmctld and slurmd needs root";
+  Harness h("slurm-search");
+  SlurmCluster cluster(h.Path("slurm"));
+  ASSERT_TRUE(cluster.started()) << cluster.output();
+  const std::string out = h.Path("out");
+  const std::string matrix = h.WriteFile("m.yaml", R"(name: slurmsearch
+engine: sim
+model: meta-llama/Llama-3.1-8B-Instruct
+sim: {hardware: h200, startup_ms: 100}
+workload: {api: completions, input_len: 1024, output_len: 16, num_requests: 8, warmup_requests: 0, concurrency: 1}
+axes:
+  engine_config: [{max_num_seqs: 4}, {max_num_seqs: 64}]
+search:
+  objective: max_output_tok_per_s_per_gpu
+  constraints:
+    ttft_p90_ms: {max: 200}
+  load: {knob: concurrency, min: 1, max: 64}
+  precision: 0.25
+  requests_per_level: 2
+)");
+  const std::string job_id =
+      SubmitAndWait(h, {matrix, "--out", out, "--nodes", "2", "--emulate-gpus", "1", "--search"});
+  ASSERT_FALSE(job_id.empty());
+  const std::string job_log = ReadTextFile(fmt::format("{}/slurm-{}.out", out, job_id));
+  ASSERT_TRUE(std::filesystem::exists(out + "/search.json")) << job_log;
+  const std::string answer = ReadTextFile(out + "/search.json");
+  EXPECT_EQ(answer.find("\"winner\": null"), std::string::npos) << answer;
+  std::set<std::string> agents;
+  int rounds = 0;
+  for (; std::filesystem::exists(fmt::format("{}/rounds/{:03}", out, rounds + 1)); ++rounds) {
+    for (const auto& row :
+         h.Query(fmt::format("{}/rounds/{:03}", out, rounds + 1), "SELECT agent_id FROM results")
+             .rows) {
+      agents.insert(row[0]);
+    }
+  }
+  EXPECT_GT(rounds, 1);
+  EXPECT_EQ(agents, (std::set<std::string>{"n1", "n2"}));
+  // Each agent heard the last bye (none follows) and left: no grace period was needed.
+  size_t byes = 0;
+  for (size_t at = 0;
+       (at = job_log.find("coordinator said bye: sweep finished\n", at)) != std::string::npos;
+       ++at) {
+    ++byes;
+  }
+  EXPECT_EQ(byes, 2u) << job_log;
 }
 
 TEST(SlurmEndToEnd, OversizedMatrixIsRefusedBeforeSubmitting) {
