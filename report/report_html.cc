@@ -213,9 +213,8 @@ std::vector<PlotSpec> ReportPlots(const ReportData& data) {
   return plots;
 }
 
-std::string ReportHtml(const ReportData& data, const std::string& title,
-                       const std::string& markdown_body) {
-  std::string html = fmt::format(
+std::string HtmlPageHead(const std::string& title) {
+  return fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
       "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src "
       "'unsafe-inline'\">\n<title>{}</title>\n<style>\n"
@@ -229,6 +228,11 @@ std::string ReportHtml(const ReportData& data, const std::string& title,
       "code {{ background: #f4f4f4; padding: 0 2px; }}\n"
       "</style>\n</head>\n<body>\n<h1>{}</h1>\n",
       EscapeXml(title), EscapeXml(title));
+}
+
+std::string ReportHtml(const ReportData& data, const std::string& title,
+                       const std::string& markdown_body) {
+  std::string html = HtmlPageHead(title);
   if (!data.simulation.empty()) {
     html += fmt::format(
         "<div class=\"banner\" id=\"simulated\">SIMULATED: these figures come from the "

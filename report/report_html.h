@@ -23,6 +23,10 @@ std::string MarkdownToHtml(std::string_view markdown);
 // signals-<n>-kv, signals-<n>-requests).
 std::vector<PlotSpec> ReportPlots(const ReportData& data);
 
+// A page's start up to its <h1>`title`</h1>: the style every servesweep page shares and a
+// policy that loads nothing (no script, no external resource). The page ends "</body></html>".
+std::string HtmlPageHead(const std::string& title);
+
 // The page: `title`, a SIMULATED banner when the data is simulated, the plots, then
 // `markdown_body` (report.md without its title) as HTML.
 std::string ReportHtml(const ReportData& data, const std::string& title,

@@ -152,4 +152,9 @@ Status ParseSearchSpec(const std::string& path, const std::string& text, SearchS
   return reader.status();
 }
 
+std::string DescribeLevel(const SearchSpec& spec, double level) {
+  return spec.knob == LoadKnob::kConcurrency ? fmt::format("concurrency={}", level)
+                                             : fmt::format("request_rate={:.4g}", level);
+}
+
 }  // namespace servesweep::search

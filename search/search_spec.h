@@ -78,6 +78,9 @@ struct SearchSpec {
 // one is an error that says what `servesweep search` expects.
 Status ParseSearchSpec(const std::string& path, const std::string& text, SearchSpec* out);
 
+// A level as a run's label says it: "concurrency=8", "request_rate=2.5".
+std::string DescribeLevel(const SearchSpec& spec, double level);
+
 // The columns a constraint may name: the latencies at p50 (median) / p90 / p95 / p99 and the
 // per-request decode speed (max or min), the success rate (min).
 const std::vector<std::string>& ConstrainableColumns();

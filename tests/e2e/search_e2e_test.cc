@@ -164,6 +164,11 @@ TEST(SearchEndToEnd, FindsTheTrueWinnerWhenTheModelIsWrong) {
   const std::string svg = ReadTextFile(h.Path("real/search.svg"));
   EXPECT_NE(svg.find("<svg"), std::string::npos);
   EXPECT_NE(svg.find("fails: ttft_p90_ms"), std::string::npos) << svg;
+  // One page of the whole search: both plots, then search.md's sections.
+  const std::string html = ReadTextFile(h.Path("real/report.html"));
+  EXPECT_NE(html.find("id=\"plot-search-path\""), std::string::npos);
+  EXPECT_NE(html.find("id=\"plot-search-frontier\""), std::string::npos);
+  EXPECT_NE(html.find("<h2>Winner: "), std::string::npos) << html.substr(0, 2000);
 
   // --resume reads the rounds back and gives the same answer without running anything again.
   std::filesystem::remove(h.Path("real/search.json"));
