@@ -10,9 +10,11 @@
 #               meeting the SLO)
 #   fine truth  the true limit of every configuration: the model given the true profile,
 #               searched to 1% (--predict-only; the emulator follows its model within 2%)
-#   search A    the model starts from the default profile, with a band wide enough for its error
+#   search A    the model starts from the default profile, with a band wide enough for its error;
+#               as searches run by default, the profile fitted again on the counted runs after
+#               every round
 #   search B    the model's profile is the truth's, with a narrow band
-#   search C    as A, with --learn: the profile fitted again on the counted runs after every round
+#   search C    as A with --no-learn: the first model and its band alone
 # Prints per search: its winner (against the exhaustive and the fine one), the limit against the
 # fine truth's, GPU-seconds and their share of the exhaustive sweep's, real runs and rounds; then
 # the search's own CPU time per round (its bookkeeping and the model's predictions), from a
@@ -85,14 +87,14 @@ start=$(date +%s.%N)
 exhaustive_wall=$(echo "$(date +%s.%N) - $start" | bc)
 "$SERVESWEEP" search "$tmp/m.yaml" --error-bands "$tmp/wide.yaml" --out "$tmp/a" \
   --progress off >/dev/null
-"$SERVESWEEP" search "$tmp/m.yaml" --error-bands "$tmp/wide.yaml" --learn --out "$tmp/c" \
+"$SERVESWEEP" search "$tmp/m.yaml" --error-bands "$tmp/wide.yaml" --no-learn --out "$tmp/c" \
   --progress off >/dev/null
 "$SERVESWEEP" search "$tmp/m.yaml" --engine-profile "$tmp/truth.yaml" \
   --error-bands "$tmp/narrow.yaml" --out "$tmp/b" --progress off >/dev/null
 /usr/bin/time -f "%U %S" -o "$tmp/cpu" "$SERVESWEEP" search "$tmp/m.yaml" --predict-only \
-  --error-bands "$tmp/wide.yaml" --out "$tmp/p" --progress off >/dev/null
+  --error-bands "$tmp/wide.yaml" --no-learn --out "$tmp/p" --progress off >/dev/null
 /usr/bin/time -f "%U %S" -o "$tmp/cpu-learn" "$SERVESWEEP" search "$tmp/m.yaml" --predict-only \
-  --error-bands "$tmp/wide.yaml" --learn --out "$tmp/pl" --progress off >/dev/null
+  --error-bands "$tmp/wide.yaml" --out "$tmp/pl" --progress off >/dev/null
 
 python3 - "$tmp" "$exhaustive_wall" <<'PY'
 import json, sqlite3, sys
@@ -132,19 +134,19 @@ for name in ("a", "b", "c"):
           f"{s['real_runs']} runs in {s['rounds']} rounds, {pruned} pruned; {s['gpu_s']:.1f} GPU-s = "
           f"{100 * s['gpu_s'] / gpu_s:.1f}% of the exhaustive sweep's")
 mean_attempt = sum(r[2] for r in rows) / len(rows)
-for cpu, out, what in (("cpu", "p", ""), ("cpu-learn", "pl", " with --learn's fits")):
+for cpu, out, what in (("cpu", "p", " with --no-learn"), ("cpu-learn", "pl", " with learning's fits")):
     user, system = map(float, open(f"{tmp}/{cpu}").read().split())
     p = json.load(open(f"{tmp}/{out}/search.json"))
     print(f"bookkeeping{what}: {1000 * (user + system) / max(p['rounds'], 1):.1f} ms CPU per "
           f"round (--predict-only, {p['rounds']} rounds, predictions included) vs a real run's "
           f"mean attempt of {mean_attempt:.2f} s")
-c = json.load(open(f"{tmp}/c/search.json"))
+a = json.load(open(f"{tmp}/a/search.json"))
 by_round = {}
-for s in c["steps"]:
+for s in a["steps"]:
     if s["counted"] and s["objective"] and s["predicted_objective"] is not None:
         by_round.setdefault(s["model_generation"], []).append(
             abs(s["predicted_objective"] / s["objective"] - 1))
 med = lambda v: sorted(v)[len(v) // 2]
-print("search c's model error by model: " + ", ".join(
+print("search a's model error by model: " + ", ".join(
     f"model {g}: {100 * med(v):.1f}% over {len(v)} runs" for g, v in sorted(by_round.items())))
 PY

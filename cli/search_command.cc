@@ -35,6 +35,7 @@
 #include "report/comparison.h"
 #include "results/record_columns.h"
 #include "results/results_store.h"
+#include "search/prediction_bounds.h"
 #include "search/search_answer.h"
 #include "search/search_loop.h"
 
@@ -58,7 +59,7 @@ struct SearchOptions {
   ModelFlags model;
   bool predict_only = false;
   bool learn_band = false;
-  bool learn = false;
+  bool learn = true;  // the "learn while searching"; --no-learn keeps the model
 };
 
 // --learn: a profile is fitted once this many counted runs cost it (fewer cannot move six
@@ -275,7 +276,7 @@ class Searcher {
     if (!resumed || !Finished(dir, ids)) {
       if (Status s = Sweep(round, dir, resumed, sweep); !s.ok()) return s;
     }
-    return ReadRound(dir, ids, out);
+    return ReadRound(dir, ids, search::UsesEnergy(spec_), out);
   }
 
   // The agents every round runs on, kept with their engines until StopAgents(): local ones,
@@ -324,7 +325,9 @@ class Searcher {
   }
 
   // A counted run as a calibration point: its spec at its level, the objective's column and the
-  // constrained ones (the success rate aside: nothing in the model moves it) as measured.
+  // constrained ones (the success rate aside: nothing in the model moves it) as measured. The
+  // model's energy is an upper bound, never fitted to: under an energy objective the fit reads
+  // the output tok/s per GPU it is the inverse of.
   calibration::CalibrationPoint PointOf(const search::SearchStep& step) const {
     calibration::CalibrationPoint p;
     p.id = step.run_id;
@@ -333,10 +336,14 @@ class Searcher {
     const Configuration& c = configurations_[step.configuration];
     p.spec->setRoot(c.spec);
     BuildLevelSpec(c, spec_, step.level, step.run_id, 0, p.spec->getRoot<schema::RunSpec>());
-    const char* objective = search::InfoOf(spec_.objective).column;
-    std::vector<std::string> columns = {*objective ? objective : "goodput"};
+    std::string objective = search::InfoOf(spec_.objective).column;
+    if (objective.empty()) objective = "goodput";
+    if (search::IsUpperBoundOnly(objective)) objective = "output_throughput_per_gpu";
+    std::vector<std::string> columns = {objective};
     for (const auto& k : spec_.constraints) {
-      if (k.column != "success_rate") columns.push_back(k.column);
+      if (k.column != "success_rate" && !search::IsUpperBoundOnly(k.column)) {
+        columns.push_back(k.column);
+      }
     }
     for (const std::string& column : columns) {
       const auto at = step.figures.find(column);
@@ -428,7 +435,9 @@ class Searcher {
   }
 
   // Each run of the round as the search counts it: certified figures, or why not.
-  static Status ReadRound(const std::string& dir, const std::vector<std::string>& ids,
+  // Under an energy objective or constraint (`energy`), a run whose energy is not valid is not
+  // counted either.
+  static Status ReadRound(const std::string& dir, const std::vector<std::string>& ids, bool energy,
                           std::vector<search::LevelOutcome>* out) {
     std::vector<report::ComparedRun> measured;
     if (Status s = report::LoadComparedRuns(dir, &measured); !s.ok()) return s;
@@ -445,6 +454,11 @@ class Searcher {
         o.not_counted = "invalid: " + at->validity_reasons;
       } else if (at->client_bound) {
         o.not_counted = "client-bound: " + at->client_bound_reasons;
+      } else if (energy && !results::EnergyValid(at->figures)) {
+        // Where the GPUs' energy cannot be read (no counter, GPUs shared): at the next level
+        // neither.
+        o.not_counted = "energy not valid: " + at->energy_invalid_reason;
+        o.permanent = true;
       }
       if (at != measured.end()) {
         o.figures = at->figures;
@@ -615,14 +629,17 @@ void AddSearchCommand(CLI::App& app, int* exit_code) {
                 "Search the performance model's figures only: the ranking and path it predicts, "
                 "nothing run");
   cmd->add_flag("--learn-band", o->learn_band,
-                "Once 3 configurations have run, bound the rest by the model's error on this "
-                "search's own runs instead of the shipped band (docs/search.md)");
-  cmd->add_flag("--learn", o->learn,
+                "Keep the model as it is (no --learn) and, once 3 configurations have run, bound "
+                "the rest by its error on this search's own runs instead of the shipped band "
+                "(docs/search.md)");
+  cmd->add_flag("--learn,!--no-learn", o->learn,
                 "Fit the model's engine profiles again on the counted runs after every round, "
                 "predict and rank again what has not started, and bound it by the fitted "
-                "models' errors on runs they had not seen (docs/search.md)");
+                "models' errors on runs they had not seen (the default; --no-learn keeps the "
+                "model and its shipped band, docs/search.md)");
   cmd->callback([o, cmd, exit_code] {
     o->remote_agents = cmd->count("--bind") > 0;
+    if (o->learn_band) o->learn = false;  // the two bound what is left by different errors
     if (!o->remote_agents && (!o->keys.secret_key.empty() || !o->keys.allowed_keys.empty())) {
       spdlog::error(
           "--secret-key/--allowed-keys without --bind: expected --bind for agents started "

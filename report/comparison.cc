@@ -90,12 +90,8 @@ std::string LeftOutReason(const Configuration& c, const char* side) {
                      c.left_out.front()->UncertifiedReason());
 }
 
-// An energy figure counts only where the run's energy is valid (docs/results.md#energy): one
-// with a GPU missing or a window too short is recorded, never compared.
 bool Usable(const ComparedRun& run, const std::string& column) {
-  if (!column.starts_with("energy_")) return true;
-  auto valid = run.figures.find("energy_valid");
-  return valid != run.figures.end() && valid->second == 1;
+  return !results::IsEnergyColumn(column) || results::EnergyValid(run.figures);
 }
 
 Spread SpreadOf(const std::vector<const ComparedRun*>& runs, const std::string& column) {
@@ -508,6 +504,7 @@ void DescribeRun(schema::RunSpec::Reader spec, const std::map<std::string, std::
   out->validity_reasons = Get(record, "validity_reasons");
   out->client_bound = Get(record, "client_bound") == "1";
   out->client_bound_reasons = Get(record, "client_bound_reasons");
+  out->energy_invalid_reason = Get(record, "energy_invalid_reason");
   out->managed_endpoint = spec.getEngine() == "external";
   out->load_point =
       w.getRequestRatePerS() > 0

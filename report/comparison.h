@@ -60,7 +60,8 @@ struct ComparedRun {
   std::string validity_reasons;
   bool client_bound = false;
   std::string client_bound_reasons;
-  bool managed_endpoint = false;  // engine: external (its hardware is not known)
+  std::string energy_invalid_reason;  // "" where energy_valid = 1 (docs/results.md#energy)
+  bool managed_endpoint = false;      // engine: external (its hardware is not known)
   // An ok result the gate did not reject and whose client was not the bottleneck: its figures
   // enter knees, frontiers and comparisons.
   bool certified() const { return ok && validity != schema::Validity::INVALID && !client_bound; }

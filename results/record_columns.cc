@@ -367,4 +367,13 @@ Status ParseValidity(std::string_view name, schema::Validity* out) {
       "validity: expected \"\", \"valid\", \"invalid\" or \"not reconciled\", found \"{}\"", name));
 }
 
+bool IsEnergyColumn(std::string_view column) {
+  return column.starts_with("energy_") && column != "energy_valid";
+}
+
+bool EnergyValid(const std::map<std::string, double>& figures) {
+  const auto valid = figures.find("energy_valid");
+  return valid != figures.end() && valid->second == 1;
+}
+
 }  // namespace servesweep::results

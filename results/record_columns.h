@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -42,5 +43,11 @@ Status ParseValidity(std::string_view name, schema::Validity* out);
 // An early stop as results.db and summary.csv store it: "" (ran its full length), "stable",
 // "oversaturated", "max_duration".
 std::string_view StopReasonName(schema::StopReason reason);
+
+// An energy figure (energy_*) counts only where the run's energy is valid, energy_valid = 1
+// (docs/results.md#energy): one with a GPU missing or a window too short is recorded, never
+// compared, plotted or searched on. `figures` are record columns by name.
+bool IsEnergyColumn(std::string_view column);
+bool EnergyValid(const std::map<std::string, double>& figures);
 
 }  // namespace servesweep::results

@@ -20,12 +20,19 @@ Sense SenseOf(const std::string& column) {
 
 }  // namespace
 
+bool IsUpperBoundOnly(std::string_view column) { return column.starts_with("energy_per_"); }
+
 Figures WithinBand(const Figures& predicted, const perfmodel::KindBand& band, Side side) {
   Figures out = predicted;
   if (!band.known() || std::isnan(band.low_pct) || std::isnan(band.high_pct)) return out;
   // measured = predicted / (1 + e), e in [low, high]: the smallest measured figure at e = high.
   const double smallest = 1 / (1 + band.high_pct / 100), largest = 1 / (1 + band.low_pct / 100);
   for (auto& [column, value] : out) {
+    // An upper bound: the pessimistic end is a throughput's error above it, nothing below.
+    if (IsUpperBoundOnly(column)) {
+      value = side == Side::kOptimistic ? 0 : value / smallest;
+      continue;
+    }
     const Sense sense = SenseOf(column);
     if (sense == Sense::kUnbounded) continue;
     // A cost is a price over a throughput: its error runs the other way round.

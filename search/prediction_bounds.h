@@ -7,6 +7,7 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <string_view>
 #include <vector>
 
 #include "perfmodel/error_bands.h"
@@ -16,10 +17,18 @@ namespace servesweep::search {
 
 enum class Side { kOptimistic, kPessimistic };
 
+// A figure the model gives only an upper bound of: energy per token or request (energy_per_*),
+// its GPUs at maximum power, as it has no power model. Never a prediction to measure the
+// model's error by or to fit it to.
+bool IsUpperBoundOnly(std::string_view column);
+
 // Every figure of `predicted` moved to the end of the band that is best (optimistic) or worst
 // (pessimistic) for the search: latencies (*_ms) down or up, throughputs and speeds
 // (*throughput*, goodput, *_tok_per_s) up or down, costs (cost_*) down or up; the rest (success
-// rate, GPU count) as predicted. An unknown band leaves nothing to bound: see CanPrune.
+// rate, GPU count) as predicted. Energy per token (energy_per_*), which the model prices at
+// maximum power (an upper bound), goes to 0 (optimistic: no configuration is pruned on energy
+// alone) or up as a cost does (pessimistic). An unknown band leaves nothing to bound: see
+// CanPrune.
 Figures WithinBand(const Figures& predicted, const perfmodel::KindBand& band, Side side);
 
 // The model's error band as this search's own runs measured it: the interval that held 80% of

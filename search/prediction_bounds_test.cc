@@ -38,6 +38,21 @@ TEST(PredictionBounds, EachFigureGoesToTheEndOfTheBandThatHelpsOrHurts) {
   EXPECT_DOUBLE_EQ(worst.at("cost_per_mtok_output"), 2.5);
 }
 
+// The model prices energy at maximum power: an upper bound. Optimistically a configuration
+// might spend nothing more, so energy never prunes; pessimistically it is a cost.
+TEST(PredictionBounds, EnergyIsBoundedAboveOnlyAndNeverPrunes) {
+  const Figures predicted = {{"energy_per_output_tok_j", 0.4}, {"energy_per_request_j", 80}};
+  const auto band = Band(-20, 25);
+  const Figures best = WithinBand(predicted, band, Side::kOptimistic);
+  EXPECT_DOUBLE_EQ(best.at("energy_per_output_tok_j"), 0);
+  EXPECT_DOUBLE_EQ(best.at("energy_per_request_j"), 0);
+  const Figures worst = WithinBand(predicted, band, Side::kPessimistic);
+  EXPECT_DOUBLE_EQ(worst.at("energy_per_output_tok_j"), 0.5);
+  EXPECT_DOUBLE_EQ(worst.at("energy_per_request_j"), 100);
+  EXPECT_FALSE(
+      CanPrune(Objective::kMinEnergyPerOutputTokJ, true, best.at("energy_per_output_tok_j"), 0.01));
+}
+
 TEST(PredictionBounds, AnUnknownBandBoundsNothingAndNeverPrunes) {
   const Figures same = WithinBand(kPredicted, Band(-20, 25, 2), Side::kOptimistic);
   EXPECT_EQ(same, kPredicted);

@@ -226,10 +226,15 @@ SearchResult RunSearch(const SearchSpec& spec, const std::vector<Prediction>& pr
       step.objective = ObjectiveValue(spec.objective, o.figures);
       step.figures = o.figures;
       result.steps.push_back(step);
-      // What the model missed by on this run: the objective and every constrained figure.
+      // What the model missed by on this run: the objective and every constrained figure, but
+      // energy, which it prices at maximum power (a bound, not a prediction to learn a band from).
       if (!predicted.empty()) {
-        std::vector<std::pair<double, double>> pairs = {{step.predicted_objective, step.objective}};
+        std::vector<std::pair<double, double>> pairs;
+        if (!IsUpperBoundOnly(InfoOf(spec.objective).column)) {
+          pairs.push_back({step.predicted_objective, step.objective});
+        }
         for (const Constraint& k : spec.constraints) {
+          if (IsUpperBoundOnly(k.column)) continue;
           const auto p = predicted.find(k.column);
           const auto m = o.figures.find(k.column);
           if (p != predicted.end() && m != o.figures.end()) pairs.push_back({p->second, m->second});

@@ -10,11 +10,12 @@
 namespace servesweep::search {
 namespace {
 
-constexpr std::array<ObjectiveInfo, 4> kObjectives = {{
+constexpr std::array<ObjectiveInfo, 5> kObjectives = {{
     {"max_output_tok_per_s_per_gpu", "output_throughput_per_gpu", true, "output tok/s per GPU"},
     {"max_goodput_per_gpu", "", true, "good requests/s per GPU"},
     {"min_cost_per_m_output_tok", "cost_per_mtok_output", false, "per million output tokens"},
     {"max_tok_per_s_per_user", "decode_median_tok_per_s", true, "tok/s per user"},
+    {"min_energy_per_output_tok_j", "energy_per_output_tok_j", false, "J per output token"},
 }};
 
 bool IsRateColumn(const std::string& column) {
@@ -38,9 +39,19 @@ const std::vector<std::string>& ConstrainableColumns() {
     for (const char* stat : {"median", "min"})
       out.push_back(fmt::format("decode_{}_tok_per_s", stat));
     out.push_back("success_rate");
+    // Energy (max): counted only where the run's energy is valid (docs/search.md#energy).
+    for (const char* per : {"output_tok", "total_tok", "request"})
+      out.push_back(fmt::format("energy_per_{}_j", per));
     return out;
   }();
   return columns;
+}
+
+bool UsesEnergy(const SearchSpec& spec) {
+  auto energy = [](std::string_view column) { return column.starts_with("energy_"); };
+  return energy(InfoOf(spec.objective).column) ||
+         std::any_of(spec.constraints.begin(), spec.constraints.end(),
+                     [&](const Constraint& c) { return energy(c.column); });
 }
 
 Status ParseSearchSpec(const std::string& path, const std::string& text, SearchSpec* out) {
@@ -84,7 +95,8 @@ Status ParseSearchSpec(const std::string& path, const std::string& text, SearchS
       if (rate && max) {
         reader.Fail(max, fmt::format("expected 'min' for {} (a floor), found 'max'", column));
       } else if (!rate && min) {
-        reader.Fail(min, fmt::format("expected 'max' for {} (a latency), found 'min'", column));
+        reader.Fail(min, fmt::format("expected 'max' for {} ({}), found 'min'", column,
+                                     column.ends_with("_ms") ? "a latency" : "a ceiling"));
       } else if (!max && !min) {
         reader.Fail(value, fmt::format("expected {{{}: LIMIT}} for {}, found {}",
                                        rate ? "min" : "max", column, DescribeYamlNode(value)));

@@ -5,7 +5,8 @@
 //   search:
 //     objective: max_output_tok_per_s_per_gpu   # or max_goodput_per_gpu,
 //                                               #    min_cost_per_m_output_tok,
-//                                               #    max_tok_per_s_per_user
+//                                               #    max_tok_per_s_per_user,
+//                                               #    min_energy_per_output_tok_j
 //     constraints:                              # record columns (docs/results.md)
 //       ttft_p90_ms: {max: 2000}
 //       decode_median_tok_per_s: {min: 150}     # every user gets 150 tok/s (at the median)
@@ -37,6 +38,7 @@ enum class Objective {
   kMaxGoodputPerGpu,        // goodput / gpu_count (requests/s meeting the SLO, per GPU)
   kMinCostPerMOutputTok,    // cost_per_mtok_output (engine_config.price)
   kMaxTokPerSPerUser,       // decode_median_tok_per_s
+  kMinEnergyPerOutputTokJ,  // energy_per_output_tok_j (valid energy only)
 };
 
 struct ObjectiveInfo {
@@ -78,11 +80,16 @@ struct SearchSpec {
 // one is an error that says what `servesweep search` expects.
 Status ParseSearchSpec(const std::string& path, const std::string& text, SearchSpec* out);
 
+// Whether the objective or a constraint reads the run's energy: then a run whose energy is not
+// valid is not counted (docs/search.md#energy).
+bool UsesEnergy(const SearchSpec& spec);
+
 // A level as a run's label says it: "concurrency=8", "request_rate=2.5".
 std::string DescribeLevel(const SearchSpec& spec, double level);
 
 // The columns a constraint may name: the latencies at p50 (median) / p90 / p95 / p99 and the
-// per-request decode speed (max or min), the success rate (min).
+// per-request decode speed (max or min), the success rate (min), and the joules per output
+// token, per total token and per request (max).
 const std::vector<std::string>& ConstrainableColumns();
 
 }  // namespace servesweep::search

@@ -113,6 +113,29 @@ TEST(SearchSpec, ObjectivesNameTheirColumns) {
   EXPECT_STREQ(InfoOf(Objective::kMinCostPerMOutputTok).column, "cost_per_mtok_output");
   EXPECT_FALSE(InfoOf(Objective::kMinCostPerMOutputTok).higher_is_better);
   EXPECT_STREQ(InfoOf(Objective::kMaxTokPerSPerUser).column, "decode_median_tok_per_s");
+  EXPECT_STREQ(InfoOf(Objective::kMinEnergyPerOutputTokJ).column, "energy_per_output_tok_j");
+  EXPECT_FALSE(InfoOf(Objective::kMinEnergyPerOutputTokJ).higher_is_better);
+}
+
+// Energy as the objective or a constraint (a ceiling): either makes the search count only runs
+// whose energy is valid.
+TEST(SearchSpec, EnergyIsAnObjectiveAndACeiling) {
+  SearchSpec spec;
+  ASSERT_TRUE(Parse("search:\n  objective: min_energy_per_output_tok_j\n"
+                    "  constraints: {ttft_p90_ms: {max: 500}}\n",
+                    &spec)
+                  .ok());
+  EXPECT_EQ(spec.objective, Objective::kMinEnergyPerOutputTokJ);
+  EXPECT_TRUE(UsesEnergy(spec));
+  ASSERT_TRUE(Parse("search:\n  constraints:\n    energy_per_request_j: {max: 90}\n", &spec).ok());
+  ASSERT_EQ(spec.constraints.size(), 1u);
+  EXPECT_TRUE(spec.constraints[0].is_max);
+  EXPECT_TRUE(UsesEnergy(spec));
+  ASSERT_TRUE(Parse("search:\n  constraints: {ttft_p90_ms: {max: 5}}\n", &spec).ok());
+  EXPECT_FALSE(UsesEnergy(spec));
+  EXPECT_NE(ErrorOf("search:\n  constraints:\n    energy_per_output_tok_j: {min: 1}\n")
+                .find("expected 'max' for energy_per_output_tok_j (a ceiling), found 'min'"),
+            std::string::npos);
 }
 
 }  // namespace

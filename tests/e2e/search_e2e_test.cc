@@ -19,6 +19,7 @@
 #include <utility>
 
 #include "common/net.h"
+#include "tests/support/fake_nvidia_smi.h"
 #include "tests/support/harness.h"
 
 namespace servesweep::testing {
@@ -136,9 +137,11 @@ TEST(SearchEndToEnd, FindsTheTrueWinnerWhenTheModelIsWrong) {
   const auto& believed_in_truth = known["configurations"][believed["winner"].get<size_t>()];
   EXPECT_LT(believed_in_truth["objective"].get<double>(), 0.95 * true_best) << believed.dump(1);
 
+  // --no-learn: the first model and its shipped band alone decide (learning has its own test).
   const auto found =
-      Search(fmt::format("{} --error-bands {} --out {}", matrix, bands, h.Path("real")));
+      Search(fmt::format("{} --error-bands {} --no-learn --out {}", matrix, bands, h.Path("real")));
   ASSERT_FALSE(found["winner"].is_null()) << found.dump(1);
+  EXPECT_TRUE(found["model_updates"].empty()) << found.dump(1);
   // The true winner, or one that ties with it in truth (batch limits that do not bind).
   const size_t winner = found["winner"].get<size_t>();
   EXPECT_NEAR(known["configurations"][winner]["objective"].get<double>(), true_best,
@@ -172,8 +175,8 @@ TEST(SearchEndToEnd, FindsTheTrueWinnerWhenTheModelIsWrong) {
 
   // --resume reads the rounds back and gives the same answer without running anything again.
   std::filesystem::remove(h.Path("real/search.json"));
-  const auto resumed =
-      Search(fmt::format("{} --error-bands {} --out {} --resume", matrix, bands, h.Path("real")));
+  const auto resumed = Search(fmt::format("{} --error-bands {} --no-learn --out {} --resume",
+                                          matrix, bands, h.Path("real")));
   EXPECT_EQ(resumed["winner"], found["winner"]);
   EXPECT_EQ(resumed["steps"].size(), found["steps"].size());
 }
@@ -256,9 +259,9 @@ double MedianError(const nlohmann::json& answer, int generation) {
   return errors[errors.size() / 2];
 }
 
-// --learn: the default profile fitted on the counted runs after each round predicts the runs it
-// had not seen better than the first model did, the answer is the truth's, and a resumed search
-// fits the same way.
+// Learning (the default, --learn): the default profile fitted on the counted runs after each
+// round predicts the runs it had not seen better than the first model did, the answer is the
+// truth's, and a resumed search fits the same way.
 TEST(SearchEndToEnd, LearningFitsTheModelAndItsErrorOnUnseenRunsFalls) {
   Harness h("search-learn");
   const std::string truth = h.WriteFile("truth.yaml", TrueProfile());
@@ -269,8 +272,9 @@ TEST(SearchEndToEnd, LearningFitsTheModelAndItsErrorOnUnseenRunsFalls) {
   ASSERT_FALSE(known["winner"].is_null());
   const double true_best =
       known["configurations"][known["winner"].get<size_t>()]["objective"].get<double>();
+  // Learning is the default: no flag asks for it.
   const auto learned =
-      Search(fmt::format("{} --error-bands {} --learn --out {}", matrix, bands, h.Path("real")));
+      Search(fmt::format("{} --error-bands {} --out {}", matrix, bands, h.Path("real")));
   ASSERT_FALSE(learned["winner"].is_null()) << learned.dump(1);
   EXPECT_NEAR(known["configurations"][learned["winner"].get<size_t>()]["objective"].get<double>(),
               true_best, 0.02 * true_best)
@@ -282,10 +286,65 @@ TEST(SearchEndToEnd, LearningFitsTheModelAndItsErrorOnUnseenRunsFalls) {
   const std::string md = ReadTextFile(h.Path("real/search.md"));
   EXPECT_NE(md.find("| fitted after round | model |"), std::string::npos) << md;
   std::filesystem::remove(h.Path("real/search.json"));
-  const auto resumed = Search(
-      fmt::format("{} --error-bands {} --learn --out {} --resume", matrix, bands, h.Path("real")));
+  const auto resumed =
+      Search(fmt::format("{} --error-bands {} --out {} --resume", matrix, bands, h.Path("real")));
   EXPECT_EQ(resumed["steps"], learned["steps"]);
   EXPECT_EQ(resumed["model_updates"].size(), learned["model_updates"].size());
+}
+
+// An energy objective counts measured energy only: with the fake nvidia-smi (GPU 0 gains 250 J
+// per run) every counted run's objective is 250 J over its output tokens, and a winner is
+// found; with no nvidia-smi no run is counted, each configuration is refused once (a permanent
+// reason, not measured again at another level) and there is no winner.
+TEST(SearchEndToEnd, AnEnergyObjectiveCountsOnlyMeasuredEnergy) {
+  Harness h("search-energy");
+  const std::string matrix = h.WriteFile("m.yaml", R"(name: searchenergy
+engine: sim
+model: meta-llama/Llama-3.1-8B-Instruct
+sim: {hardware: h200, startup_ms: 100}
+workload: {api: completions, input_len: 512, output_len: 160, num_requests: 8, warmup_requests: 0, seed: 3}
+local: {agents: 1, gpus_per_agent: 1}
+axes:
+  engine_config: [{max_num_seqs: 4}, {max_num_seqs: 64}]
+  concurrency: [1, 8]
+search:
+  objective: min_energy_per_output_tok_j
+  constraints:
+    ttft_p90_ms: {max: 150}
+  load: {knob: concurrency, min: 2, max: 64}
+  precision: 0.25
+  requests_per_level: 2
+)");
+  {
+    PathWithFakeNvidiaSmi path(h, /*install=*/true);
+    const auto found = Search(fmt::format("{} --out {}", matrix, h.Path("with")));
+    ASSERT_FALSE(found["winner"].is_null()) << found.dump(1);
+    EXPECT_EQ(found["objective_unit"], "J per output token");
+    int counted = 0;
+    for (const auto& step : found["steps"]) {
+      ASSERT_TRUE(step["counted"].get<bool>()) << step.dump();
+      const auto rows = h.Query(
+          h.Path(fmt::format("with/rounds/{:03}", step["round"].get<int>())),
+          fmt::format("SELECT energy_j, total_output_tokens FROM results WHERE run_id = '{}'",
+                      step["run_id"].get<std::string>()));
+      ASSERT_EQ(rows.rows.size(), 1u);
+      EXPECT_DOUBLE_EQ(std::stod(rows.rows[0][0]), 250.0);
+      EXPECT_NEAR(step["objective"].get<double>(), 250.0 / std::stod(rows.rows[0][1]), 1e-9)
+          << step.dump();
+      ++counted;
+    }
+    EXPECT_GT(counted, 2);
+  }
+  PathWithFakeNvidiaSmi path(h, /*install=*/false);
+  // Exit 2: the search finished and found nothing (kExitRunsFailed).
+  const auto refused = Search(fmt::format("{} --out {}", matrix, h.Path("without")), 2);
+  EXPECT_TRUE(refused["winner"].is_null()) << refused.dump(1);
+  EXPECT_EQ(refused["steps"].size(), 2u) << refused.dump(1);
+  for (const auto& c : refused["configurations"]) {
+    EXPECT_EQ(c["status"], "failed") << c.dump();
+    EXPECT_NE(c["why"].get<std::string>().find("energy not valid: "), std::string::npos)
+        << c.dump();
+  }
 }
 
 TEST(SearchEndToEnd, TheShippedExampleSearchesOnTheModel) {

@@ -8,41 +8,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <tuple>
 
 #include "common/ids.h"
 #include "common/net.h"
+#include "tests/support/fake_nvidia_smi.h"
 #include "tests/support/harness.h"
 
 namespace servesweep::testing {
 namespace {
-
-// Puts a folder first on PATH (with the fake nvidia-smi, or none) for the agents this test
-// starts; without the fake, folders that hold a real nvidia-smi are left out.
-class PathWithFakeNvidiaSmi {
- public:
-  PathWithFakeNvidiaSmi(const Harness& h, bool install) {
-    const std::string bin = h.Path("bin");
-    std::filesystem::create_directories(bin);
-    if (install) {
-      std::filesystem::copy_file(std::string(SERVESWEEP_SOURCE_DIR) + "/tests/data/fake-nvidia-smi",
-                                 bin + "/nvidia-smi",
-                                 std::filesystem::copy_options::overwrite_existing);
-    }
-    old_ = std::getenv("PATH") ? std::getenv("PATH") : "";
-    std::string path = bin;
-    std::stringstream dirs(old_);
-    for (std::string d; std::getline(dirs, d, ':');) {
-      if (install || !std::filesystem::exists(d + "/nvidia-smi")) path += ":" + d;
-    }
-    ::setenv("PATH", path.c_str(), 1);
-  }
-  ~PathWithFakeNvidiaSmi() { ::setenv("PATH", old_.c_str(), 1); }
-
- private:
-  std::string old_;
-};
 
 // Files under `dir` whose name ends with `suffix`.
 int FilesEndingWith(const std::string& dir, const std::string& suffix) {
@@ -117,6 +91,8 @@ TEST(Telemetry, GpuSeriesSummaryAndProvenanceAreKeptWithTheRun) {
   EXPECT_NE(report.find("## Energy"), std::string::npos) << report;
   EXPECT_NE(report.find(fmt::format(" | {:.4g} | ", 250 / std::stod(e[4]))), std::string::npos)
       << report;
+  // report.html plots it against the per-user speed (the energy frontier).
+  EXPECT_NE(ReadTextFile(out + "/report.html").find("id=\"plot-energy\""), std::string::npos);
 }
 
 // The energy figure is refused, with why, when a GPU of the run has no counter and no power
@@ -137,6 +113,8 @@ TEST(Telemetry, EnergyIsInvalidWhenAGpuIsMissingOrTheWindowIsTooShort) {
             std::string::npos)
       << row.rows[0][1];
   EXPECT_EQ(row.rows[0][2], "");  // unknown: NULL
+  // Invalid energy is tabled with why, never plotted.
+  EXPECT_EQ(ReadTextFile(two_gpus + "/report.html").find("id=\"plot-energy\""), std::string::npos);
   ::setenv("FAKE_NVIDIA_SMI_NO_ENERGY", "1", 1);
   const std::string no_counter = h.Path("no-counter");
   RunSweep(h, SimMatrix("no-counter", 1, 8, 2, 16, 5, 50), no_counter);
