@@ -198,6 +198,32 @@ std::string EnergyMarkdown(const results::Table& summary) {
          rows;
 }
 
+// A multi-LoRA run's figures per adapter (docs/metrics.md#per-adapter). "" without such runs.
+std::string AdaptersMarkdown(results::ResultsStore& store) {
+  std::vector<results::AdapterFigures> adapters;
+  if (Status s = results::LoadAdapterFigures(store, &adapters); !s.ok()) {
+    return fmt::format("\n## Per adapter\n\nNot read: {}\n", s.message());
+  }
+  if (adapters.empty()) return "";
+  auto figure = [](double v, int decimals) {
+    return std::isfinite(v) ? fmt::format("{:.{}f}", v, decimals) : std::string("n/a");
+  };
+  std::string md =
+      "\n## Per adapter\n\nMulti-LoRA runs over the measured requests that named each adapter "
+      "(the base model as `(base)`); an adapter's out tok/s is its tokens over the run's "
+      "duration, so a run's adapters add up to the run (docs/metrics.md#per-adapter).\n\n"
+      "| run | adapter | requests | completed | out tok/s | TTFT mean | TTFT p90 | TPOT mean | "
+      "TPOT p90 |\n|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& a : adapters) {
+    md +=
+        fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", a.label,
+                    a.adapter.empty() ? "(base)" : a.adapter, a.requests, a.completed,
+                    figure(a.output_tok_per_s, 1), figure(a.ttft_mean_ms, 1),
+                    figure(a.ttft_p90_ms, 1), figure(a.tpot_mean_ms, 2), figure(a.tpot_p90_ms, 2));
+  }
+  return md;
+}
+
 // Why each run is not plainly valid, and why its requests failed (docs/metrics.md).
 std::string CertificatesMarkdown(const results::Table& summary) {
   std::string lines, reasons;
@@ -421,6 +447,7 @@ std::string ReportMarkdown(results::ResultsStore& store, const results::Table& s
   md += CertificatesMarkdown(summary);
   md += EarlyStopsMarkdown(summary);
   md += EnergyMarkdown(summary);
+  md += AdaptersMarkdown(store);
   results::SweepGpuSpan span;
   if (Status s = results::LoadSweepGpuSpan(store, &span); !s.ok()) span = {};
   md += GpuTimeMarkdown(summary, span);

@@ -14,6 +14,7 @@
 
 #include "perfmodel/profiles.h"
 #include "perfmodel/step_cost.h"
+#include "results/record_columns.h"
 #include "results/result_reads.h"
 
 namespace servesweep::report {
@@ -170,20 +171,28 @@ Status ReadRuns(results::ResultsStore& store, ReportData* out, ReportInputs* in)
 void BuildConfigCurves(ReportData* out) {
   std::vector<CurveRun> curve_runs;
   for (const auto& r : out->runs) {
-    if (r.used) curve_runs.push_back({r.config, r.level, r.run.figures, r.slo_attainment});
+    if (!r.used) continue;
+    CurveRun run{r.config, r.level, r.run.figures, r.slo_attainment};
+    if (!results::EnergyValid(run.figures)) {
+      std::erase_if(run.figures, [](const auto& f) { return results::IsEnergyColumn(f.first); });
+    }
+    curve_runs.push_back(std::move(run));
   }
   for (Curve& curve : BuildCurves(curve_runs)) {
     ConfigCurve c;
     std::vector<double> levels, throughput;
-    std::vector<XY> pareto;
+    std::vector<XY> pareto, energy;
     for (const auto& p : curve.points) {
       levels.push_back(p.level);
       throughput.push_back(p.Median("output_throughput"));
       pareto.push_back({p.Median("per_user_tok_per_s"), p.Median("output_throughput_per_gpu")});
+      // Less energy is better: the frontier of its negative.
+      energy.push_back({p.Median("per_user_tok_per_s"), -p.Median("energy_per_output_tok_j")});
     }
     c.knee = FindKnee(levels, throughput);
     c.slo = FindBestSloPoint(curve, "output_throughput");
     c.frontier = ParetoFrontier(pareto);
+    c.energy_frontier = ParetoFrontier(energy);
     c.curve = std::move(curve);
     out->curves.push_back(std::move(c));
   }

@@ -34,6 +34,9 @@ struct ConfigCurve {
   Knee knee;    // on output_throughput
   SloPoint slo;
   std::vector<size_t> frontier;  // points on the (per-user, output/GPU) Pareto frontier
+  // Points on the frontier of the least energy per output token at each per-user speed (valid
+  // energy only: a curve's energy figures are those of runs with energy_valid = 1).
+  std::vector<size_t> energy_frontier;
 };
 
 // One run's engine signals over the measured phase (seconds from its start).

@@ -51,6 +51,29 @@ std::string XLabel(bool open_loop) {
   return open_loop ? "load (concurrency or req/s)" : "concurrency";
 }
 
+// One configuration's frontier on `plot`: the levels on it as a line (labelled), the levels it
+// dominates as hollow points; y is the figure `y_figure` against the per-user speed.
+void AddFrontier(const ConfigCurve& cc, size_t colour, const std::vector<size_t>& frontier,
+                 const std::string& y_figure, PlotSpec* plot) {
+  const auto& points = cc.curve.points;
+  const std::string& name = cc.curve.config;
+  PlotSeries line{name, {}, {}, {}, {}, colour, false, true, {}};
+  std::vector<bool> on_frontier(points.size(), false);
+  for (size_t i : frontier) {
+    on_frontier[i] = true;
+    line.x.push_back(points[i].Median("per_user_tok_per_s"));
+    line.y.push_back(points[i].Median(y_figure));
+    line.point_labels.push_back(fmt::format("{:g}", points[i].level));
+  }
+  plot->series.push_back(std::move(line));
+  for (size_t i = 0; i < points.size(); ++i) {
+    const double y = points[i].Median(y_figure);
+    if (on_frontier[i] || !std::isfinite(y)) continue;
+    plot->marks.push_back({points[i].Median("per_user_tok_per_s"), y, "point",
+                           fmt::format("{} at {:g} (dominated)", name, points[i].level), colour});
+  }
+}
+
 }  // namespace
 
 std::string MarkdownToHtml(std::string_view markdown) {
@@ -129,25 +152,19 @@ std::vector<PlotSpec> ReportPlots(const ReportData& data) {
     p->x_label = x_label;
     p->log_x = true;
   }
+  PlotSpec energy;
+  energy.id = "energy";
+  energy.title = "Energy per output token vs speed per user (frontier: the least energy)";
+  energy.zero_x = true;
+  energy.x_label = pareto.x_label;
+  energy.y_label = "joules per output token (valid energy only)";
   for (size_t c = 0; c < data.curves.size(); ++c) {
     const ConfigCurve& cc = data.curves[c];
     const auto& points = cc.curve.points;
     const std::string& name = cc.curve.config;
-    // Pareto: the frontier as a line, dominated levels as hollow points.
-    PlotSeries frontier{name, {}, {}, {}, {}, c, false, true, {}};
-    std::vector<bool> on_frontier(points.size(), false);
-    for (size_t i : cc.frontier) {
-      on_frontier[i] = true;
-      frontier.x.push_back(points[i].Median("per_user_tok_per_s"));
-      frontier.y.push_back(points[i].Median("output_throughput_per_gpu"));
-      frontier.point_labels.push_back(fmt::format("{:g}", points[i].level));
-    }
-    pareto.series.push_back(std::move(frontier));
-    for (size_t i = 0; i < points.size(); ++i) {
-      if (on_frontier[i]) continue;
-      pareto.marks.push_back({points[i].Median("per_user_tok_per_s"),
-                              points[i].Median("output_throughput_per_gpu"), "point",
-                              fmt::format("{} at {:g} (dominated)", name, points[i].level), c});
+    AddFrontier(cc, c, cc.frontier, "output_throughput_per_gpu", &pareto);
+    if (!cc.energy_frontier.empty()) {
+      AddFrontier(cc, c, cc.energy_frontier, "energy_per_output_tok_j", &energy);
     }
     auto line = [&](const std::string& figure, const std::string& series_name, bool dashed,
                     bool bars) {
@@ -176,6 +193,7 @@ std::vector<PlotSpec> ReportPlots(const ReportData& data) {
     }
   }
   plots.push_back(std::move(pareto));
+  if (!energy.series.empty()) plots.push_back(std::move(energy));
   plots.push_back(std::move(ttft));
   plots.push_back(std::move(e2el));
   plots.push_back(std::move(throughput));

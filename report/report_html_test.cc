@@ -5,6 +5,8 @@
 #include <capnp/message.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "report/report_data.h"
 
 namespace servesweep::report {
@@ -28,6 +30,44 @@ TEST(ReportHtml, MarkdownBecomesEscapedHtml) {
       << html;
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("|---|"), std::string::npos);
+}
+
+// The energy plot: per configuration, the levels that spend the least energy per output token
+// at their per-user speed as a line, the rest as dominated points; none without energy figures.
+TEST(ReportHtml, EnergyFrontierIsTheLeastEnergyAtEachSpeed) {
+  ReportData data;
+  ConfigCurve cc;
+  cc.curve.config = "tp=1";
+  // Levels 1, 4, 16: the slowest (16) spends more per token than level 4, so it is dominated.
+  const double per_user[] = {100, 50, 25}, joules[] = {0.2, 0.1, 0.15}, levels[] = {1, 4, 16};
+  for (int i = 0; i < 3; ++i) {
+    CurvePoint p;
+    p.level = levels[i];
+    p.figures["per_user_tok_per_s"] = {1, per_user[i], per_user[i], per_user[i]};
+    p.figures["energy_per_output_tok_j"] = {1, joules[i], joules[i], joules[i]};
+    p.figures["output_throughput_per_gpu"] = {1, 10.0 * levels[i], 10.0 * levels[i],
+                                              10.0 * levels[i]};
+    cc.curve.points.push_back(p);
+  }
+  cc.frontier = {0, 1, 2};
+  cc.energy_frontier = {1, 0};  // as ParetoFrontier orders them: ascending x
+  data.curves.push_back(cc);
+  const auto plots = ReportPlots(data);
+  const auto energy =
+      std::find_if(plots.begin(), plots.end(), [](const PlotSpec& p) { return p.id == "energy"; });
+  ASSERT_NE(energy, plots.end());
+  ASSERT_EQ(energy->series.size(), 1u);
+  EXPECT_EQ(energy->series[0].x, (std::vector<double>{50, 100}));
+  EXPECT_EQ(energy->series[0].y, (std::vector<double>{0.1, 0.2}));
+  EXPECT_EQ(energy->series[0].point_labels, (std::vector<std::string>{"4", "1"}));
+  ASSERT_EQ(energy->marks.size(), 1u);
+  EXPECT_DOUBLE_EQ(energy->marks[0].y, 0.15);
+  EXPECT_EQ(energy->marks[0].label, "tp=1 at 16 (dominated)");
+
+  data.curves[0].energy_frontier.clear();  // no valid energy: no plot
+  const auto without = ReportPlots(data);
+  EXPECT_TRUE(std::none_of(without.begin(), without.end(),
+                           [](const PlotSpec& p) { return p.id == "energy"; }));
 }
 
 TEST(ReportHtml, ConfigNameDropsLoadLevelAndRepeat) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
 
 #include "common/unknown_key.h"
 #include "results/record_columns.h"
@@ -133,6 +134,27 @@ Status LoadPlottedSignals(ResultsStore& store, std::vector<EngineSample>* out) {
   out->clear();
   for (const auto& row : t.rows) {
     out->push_back({row[0], static_cast<int64_t>(ToDouble(row[1])), row[2], ToDouble(row[3])});
+  }
+  return Status::Ok();
+}
+
+Status LoadAdapterFigures(ResultsStore& store, std::vector<AdapterFigures>* out) {
+  Table t;
+  if (Status s = store.Query(
+          "SELECT r.label, a.adapter, a.requests, a.completed, a.output_throughput, "
+          "a.ttft_mean_ms, a.ttft_p90_ms, a.tpot_mean_ms, a.tpot_p90_ms FROM adapter_figures a "
+          "JOIN runs r USING(run_id) ORDER BY r.idx, a.adapter",
+          &t);
+      !s.ok()) {
+    return s;
+  }
+  out->clear();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (size_t i = 0; i < t.rows.size(); ++i) {
+    const auto& row = t.rows[i];
+    auto real = [&](size_t c) { return t.is_null[i][c] ? nan : ToDouble(row[c]); };
+    out->push_back({row[0], row[1], ToInt(row[2]), ToInt(row[3]), real(4), real(5), real(6),
+                    real(7), real(8)});
   }
   return Status::Ok();
 }

@@ -86,6 +86,19 @@ struct RequestTtft {
 };
 Status LoadRequestTtfts(ResultsStore& store, std::vector<RequestTtft>* out);
 
+// A multi-LoRA run's figures per adapter (docs/metrics.md#per-adapter), by run in the matrix's
+// order, then by adapter; the base model's row has adapter "". NaN where the record has none.
+struct AdapterFigures {
+  std::string label;  // the run's
+  std::string adapter;
+  int64_t requests = 0;
+  int64_t completed = 0;
+  double output_tok_per_s = 0;
+  double ttft_mean_ms = 0, ttft_p90_ms = 0;
+  double tpot_mean_ms = 0, tpot_p90_ms = 0;
+};
+Status LoadAdapterFigures(ResultsStore& store, std::vector<AdapterFigures>* out);
+
 // Chosen record columns of every ok result (calibration's measured figures): one value per
 // column asked, nullopt where the record stores NULL. InvalidArgument for a name that is no
 // record column (results/record_columns.h).

@@ -62,6 +62,16 @@ workload: {input_len: 16, output_len: 4, num_requests: 2000, concurrency: 16,
   EXPECT_EQ(total, 2000);
   EXPECT_GT(std::stod(figures.rows[7][3]), std::stod(figures.rows[0][3]) + 5)
       << "lora-8 " << figures.rows[7][3] << " ms, lora-1 " << figures.rows[0][3] << " ms";
+  // The same rows in report.md (and so report.html): one per adapter, with its request count.
+  const std::string md = ReadTextFile(h.Path("out/report.md"));
+  const size_t table = md.find("\n## Per adapter\n");
+  ASSERT_NE(table, std::string::npos) << md;
+  for (size_t k = 0; k < 8; ++k) {
+    EXPECT_NE(md.find(fmt::format(" | lora-{} | {} | ", k + 1, figures.rows[k][1]), table),
+              std::string::npos)
+        << md.substr(table);
+  }
+  EXPECT_NE(ReadTextFile(h.Path("out/report.html")).find("Per adapter"), std::string::npos);
 }
 
 // A GGUF LoRA adapter of `rank` for SmolLM2-135M's first attention query (576 x 576), the way
