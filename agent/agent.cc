@@ -156,6 +156,26 @@ void Agent::SendProgress() {
   Send(message);
 }
 
+void Agent::SendEnergyMessages() {
+  if (!executor_) return;
+  for (const uint8_t edge : executor_->peer_energy().TakeAsks()) {
+    capnp::MallocMessageBuilder message;
+    auto mark = NewEnvelope(message).initEnergyMark();
+    mark.setRunId(executor_->run_id());
+    mark.setAttempt(executor_->attempt());
+    mark.setEdge(edge);
+    Send(message);
+  }
+  for (const auto& answer : executor_->peer_energy().TakeAnswers()) {
+    capnp::MallocMessageBuilder message;
+    auto read = NewEnvelope(message).initEnergyRead();
+    read.setRunId(executor_->run_id());
+    read.setAttempt(executor_->attempt());
+    ToWire(answer, read);
+    Send(message);
+  }
+}
+
 void Agent::SendResult(Outgoing& outgoing, int64_t now_ns) {
   capnp::MallocMessageBuilder message;
   NewEnvelope(message).setResult(outgoing.result->getRoot<schema::RunResult>().asReader());
@@ -325,6 +345,24 @@ void Agent::Handle(const zmq::message_t& frame, Asked* asked) {
         asked->bye = true;
         asked->stay = envelope.getBye().getStay();
         break;
+      case schema::Envelope::ENERGY_MARK: {
+        const auto mark = envelope.getEnergyMark();
+        if (executor_ && executor_->role() == schema::Role::WORKER &&
+            executor_->run_id() == mark.getRunId().cStr() &&
+            executor_->attempt() == mark.getAttempt()) {
+          executor_->peer_energy().DeliverAsk(mark.getEdge());
+        }
+        break;
+      }
+      case schema::Envelope::ENERGY_READ: {
+        const auto read = envelope.getEnergyRead();
+        if (executor_ && executor_->role() == schema::Role::HEAD &&
+            executor_->run_id() == read.getRunId().cStr() &&
+            executor_->attempt() == read.getAttempt()) {
+          executor_->peer_energy().DeliverAnswer(FromWire(read));
+        }
+        break;
+      }
       case schema::Envelope::RELEASE: {
         const auto release = envelope.getRelease();
         if (kept_engine_ && kept_engine_->configuration == release.getConfiguration().cStr()) {
@@ -411,6 +449,7 @@ Status Agent::Run() {
       return Status::Ok();
     }
     now_ns = SteadyNowNs();
+    SendEnergyMessages();
     CollectProbeReport();
     CollectFinishedRun(now_ns);
     if (queued_assign_ && !executor_ && !Retiring()) {

@@ -74,6 +74,8 @@ class Agent {
   // The configuration of the engine kept for the next run, "" for none (hello, heartbeats).
   std::string WarmConfiguration() const;
   void SendProgress();
+  // A multi-node run's energy reads: the head's asks, a worker's answers (agent/peer_energy.h).
+  void SendEnergyMessages();
   bool Send(capnp::MallocMessageBuilder& message);
   // What a coordinator's message asked of the loop.
   struct Asked {

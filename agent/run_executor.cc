@@ -237,6 +237,9 @@ class HeadRun {
   Status ResetCache();
   // Warm-up as its own phase, so neither the figures nor the engine signals include it.
   Status WarmUp();
+  // This node's energy counters at an edge of the measured phase (0 = before, 1 = after), and
+  // in a multi-node run the other nodes' (agent/peer_energy.h), which it waits for.
+  void ReadEnergyEdge(uint8_t edge);
   // The measured phase, with /metrics scraped and GPU telemetry sampled alongside.
   Status Measure();
   // Every quality task at temperature 0, after the measured phase (not timed, not in the
@@ -296,6 +299,7 @@ class HeadRun {
   bool gpu_sampled_ = false;
   std::vector<scraper::ScrapedSample> gpu_samples_;
   record::EnergyInputs energy_;  // the counters around the measured phase, its GPUs and window
+  std::vector<PeerEnergyRead> peer_reads_;  // the other nodes' answers, both edges
   std::optional<record::QualityScore> quality_;
   bool engine_died_ = false;
 };
@@ -644,6 +648,38 @@ Status HeadRun::WarmUp() {
   return Status::Ok();
 }
 
+void HeadRun::ReadEnergyEdge(uint8_t edge) {
+  // Long enough for a worker's nvidia-smi to time out (10 s) and the answer to come back.
+  constexpr auto kPeerAnswerTimeout = std::chrono::seconds(12);
+  const size_t peers = assign_.getAgentIds().size() > 1 ? assign_.getAgentIds().size() - 1 : 0;
+  if (peers > 0) x_.peer_energy_.Ask(edge);
+  (edge == 0 ? energy_.before : energy_.after) =
+      ReadEnergyCounters(log_prefix_ + (edge == 0 ? ".energy-before.csv" : ".energy-after.csv"));
+  if (peers == 0) return;
+  for (auto& answer : x_.peer_energy_.AwaitAnswers(edge, peers, kPeerAnswerTimeout)) {
+    peer_reads_.push_back(std::move(answer));
+  }
+  if (edge == 0) return;
+  // Every other node of the placement: both its reads, or why it stands for no GPU.
+  energy_.other_nodes.clear();
+  energy_.other_nodes_unread.clear();
+  for (size_t k = 1; k < assign_.getAgentIds().size(); ++k) {
+    const std::string node = assign_.getAgentIds()[k];
+    const PeerEnergyRead* reads[2] = {nullptr, nullptr};
+    for (const auto& r : peer_reads_) {
+      if (r.node == node) reads[r.edge & 1] = &r;
+    }
+    if (reads[0] == nullptr || reads[1] == nullptr) {
+      energy_.other_nodes_unread.push_back(
+          fmt::format("node {} did not answer the energy read {} the measured phase within {} s",
+                      node, reads[0] == nullptr ? "before" : "after", kPeerAnswerTimeout.count()));
+      continue;
+    }
+    energy_.other_nodes.push_back(
+        {node, reads[0]->gpus, reads[0]->prefill, reads[0]->read, reads[1]->read});
+  }
+}
+
 Status HeadRun::Measure() {
   // Counts before the phase: a report between the two reads the old phase, never warm-up
   // counts under "measuring".
@@ -654,7 +690,7 @@ Status HeadRun::Measure() {
   if (local_engine_) {
     const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
     RunGpusOnNode(LaunchContextFor(assign_), visible != nullptr ? visible : "", &energy_);
-    energy_.before = ReadEnergyCounters(log_prefix_ + ".energy-before.csv");
+    ReadEnergyEdge(0);
     energy_.power_interval_ms = kGpuTelemetryIntervalMs;
   }
   const int64_t measured_origin_ns = SteadyNowNs();
@@ -669,7 +705,7 @@ Status HeadRun::Measure() {
       loadgen::RunLoad(run_settings_.load, &load_,
                        [this](const loadgen::Progress& p) { x_.completed_.store(p.completed); });
   energy_.phase_end_ns = SteadyNowNs();
-  if (local_engine_) energy_.after = ReadEnergyCounters(log_prefix_ + ".energy-after.csv");
+  if (local_engine_) ReadEnergyEdge(1);
   scraper_.Stop();
   if (!metrics_url_.empty() &&
       !scraper::ScrapeSignals(metrics_url_, launch_.metrics_persona, &counters_after_).ok()) {
@@ -842,7 +878,25 @@ void RunExecutor::ExecuteWorker() {
     }
   }
   SetPhase("holding");
-  while (!cancelled()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Until released: this node's GPUs' energy counters whenever the head asks.
+  record::EnergyInputs gpus;
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  RunGpusOnNode(LaunchContextFor(assign), visible != nullptr ? visible : "", &gpus);
+  std::error_code ec;
+  std::filesystem::create_directories(context_.work_dir, ec);
+  while (!cancelled()) {
+    const auto edge = peer_energy_.WaitAsk(std::chrono::milliseconds(20));
+    if (!edge) continue;
+    PeerEnergyRead answer;
+    answer.edge = *edge;
+    answer.node = context_.agent_id;
+    answer.gpus = gpus.gpus;
+    answer.prefill = gpus.prefill;
+    answer.read = ReadEnergyCounters(
+        fmt::format("{}/{}.{}.worker{}.energy-{}.csv", context_.work_dir, run_id_, attempt_,
+                    assign.getRank(), *edge == 0 ? "before" : "after"));
+    peer_energy_.Answer(std::move(answer));
+  }
   SetEnginePgids({});
   engines.Stop(std::chrono::seconds(10));
 }

@@ -4,7 +4,8 @@
 // Under engine_lifecycle per_configuration (one agent) the head reuses the engine the agent
 // kept from the previous run of its configuration (its prefix cache reset, the engine idle),
 // and keeps its engine for the next one when the assignment says so (ServingEngine).
-// Worker: start the engine's worker part (if any) and hold until released.
+// Worker: start the engine's worker part (if any) and hold until released, reading its GPUs'
+// energy counters when the head asks (agent/peer_energy.h).
 // The agent's loop keeps heartbeating meanwhile and polls Finished().
 //
 // Thread-safety: Cancel(), Finished(), progress accessors may be called from the owning thread
@@ -20,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/peer_energy.h"
 #include "agent/serving_engine.h"
 #include "common/status.h"
 #include "engines/engine_adapter.h"
@@ -81,6 +83,8 @@ class RunExecutor {
   uint32_t completed_requests() const { return completed_.load(); }
   uint32_t total_requests() const { return total_.load(); }
   std::string phase() const;
+  // The other nodes' energy reads of a multi-node run, carried by the agent's loop.
+  PeerEnergyMailbox& peer_energy() { return peer_energy_; }
 
  private:
   friend class HeadRun;  // the head's phases (run_executor.cc)
@@ -115,6 +119,7 @@ class RunExecutor {
   std::string kept_configuration_;
   std::unique_ptr<ServingEngine> kept_in_;   // the run thread's until it decides
   std::unique_ptr<ServingEngine> kept_out_;  // guarded by mutex_
+  PeerEnergyMailbox peer_energy_;
   std::thread thread_;
 };
 

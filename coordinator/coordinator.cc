@@ -365,6 +365,10 @@ void Coordinator::HandleFrame(const std::string& identity, const zmq::message_t&
       case schema::Envelope::PROBE_REPORT:
         OnProbeReport(identity, envelope.getProbeReport());
         break;
+      case schema::Envelope::ENERGY_MARK:
+      case schema::Envelope::ENERGY_READ:
+        ForwardEnergy(identity, envelope);
+        break;
       case schema::Envelope::BYE:
         LoseAgent(identity, fmt::format("said bye: {}", envelope.getBye().getReason().cStr()));
         break;
@@ -461,6 +465,34 @@ void Coordinator::OnHello(const std::string& identity, schema::Hello::Reader hel
   cancel.setReason("the coordinator restarted and re-queued this run");
   Send(identity, message);
   agent.draining_run_id = busy;
+}
+
+void Coordinator::ForwardEnergy(const std::string& identity, schema::Envelope::Reader envelope) {
+  // The head's ask goes to the run's other agents, a worker's answer to the head; only within
+  // the current attempt's placement, so a stale attempt's messages reach nobody.
+  const bool mark = envelope.isEnergyMark();
+  const std::string run_id =
+      mark ? envelope.getEnergyMark().getRunId() : envelope.getEnergyRead().getRunId();
+  const uint32_t attempt =
+      mark ? envelope.getEnergyMark().getAttempt() : envelope.getEnergyRead().getAttempt();
+  const RunSlot* run = FindRun(run_id);
+  if (run == nullptr || run->state != results::RunState::kRunning || run->attempts != attempt ||
+      run->placement.size() < 2) {
+    return;
+  }
+  const auto& placement = run->placement;
+  const bool from_head = placement.front() == identity;
+  const bool from_worker =
+      std::find(placement.begin() + 1, placement.end(), identity) != placement.end();
+  capnp::MallocMessageBuilder message;
+  auto forward = NewEnvelope(message);
+  if (mark && from_head) {
+    forward.setEnergyMark(envelope.getEnergyMark());
+    for (size_t k = 1; k < placement.size(); ++k) Send(placement[k], message);
+  } else if (!mark && from_worker) {
+    forward.setEnergyRead(envelope.getEnergyRead());
+    Send(placement.front(), message);
+  }
 }
 
 void Coordinator::RequestProbes() {

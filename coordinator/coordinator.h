@@ -126,6 +126,9 @@ class Coordinator {
   // skipped (RunStatus::SKIPPED, the reason in their error), never dispatched.
   void SkipLevelsAbove(const RunSlot& saturated, const std::string& evidence);
   void OnProbeReport(const std::string& identity, schema::ProbeReport::Reader report);
+  // A multi-node run's energy reads (agent/peer_energy.h): the head's ask to its other agents,
+  // their answers to the head.
+  void ForwardEnergy(const std::string& identity, schema::Envelope::Reader envelope);
   void RequestProbes();
   void LoseAgent(const std::string& id, const std::string& why);
   // Ends the current attempt of a run without a committed result; retries or fails it.

@@ -7,6 +7,8 @@
 // The figure is valid only when every GPU of the run is known, the energy covers the same window
 // as the tokens it is divided by (MLCommons' endpoints rule: within kEnergyWindowTolerance), and
 // samples are dense enough for the window. An invalid figure is still recorded, with why.
+// A run on several nodes counts every node's GPUs: the other nodes read their counters when the
+// head asks them to (agent/peer_energy.h), and stand for no GPU when they did not answer.
 //
 // Thread-safety: pure functions.
 #pragma once
@@ -40,13 +42,25 @@ inline constexpr double kEnergyWindowTolerance = 0.05;
 // of the samples the interval promises.
 inline constexpr uint32_t kMinPowerIntervals = 5;
 
+// Another node's GPUs of a multi-node run and their counters. `before` and `after` were read on
+// that node at the head's asking; their started_ns/finished_ns are the head's asking and the
+// answer's arrival on the head's steady clock (no clock across nodes is trusted).
+struct NodeEnergy {
+  std::string node;  // its agent id
+  std::vector<std::string> gpus;
+  std::vector<bool> prefill;  // as EnergyInputs::prefill
+  EnergyCounterRead before, after;
+};
+
 struct EnergyInputs {
   // The run's GPUs on this node, as nvidia-smi names them: an index ("3") or a UUID
   // ("GPU-..."), the engine's first GPU first. `prefill`: per GPU, in a disaggregated run, whether
   // a prefill instance holds it (else decode); empty when the run is not disaggregated.
   std::vector<std::string> gpus;
   std::vector<bool> prefill;
-  uint32_t gpus_on_other_nodes = 0;  // the run's GPUs this node cannot read
+  uint32_t gpus_on_other_nodes = 0;             // the run's GPUs on other nodes, read or not
+  std::vector<NodeEnergy> other_nodes;          // those that answered
+  std::vector<std::string> other_nodes_unread;  // why each node that did not answer is missing
   EnergyCounterRead before, after;
   // The measured phase on the steady clock: its tokens lie in [phase_start_ns, phase_end_ns].
   int64_t phase_start_ns = 0, phase_end_ns = 0;
@@ -60,7 +74,7 @@ struct RunEnergy {
   bool valid = false;
   std::string source;          // "counter", "power samples every 1000 ms", or both, or "n/a: why"
   std::string invalid_reason;  // empty when valid
-  double energy_j;             // the run's GPUs on this node, NaN when none is known
+  double energy_j;             // the run's GPUs on every node read, NaN when one is not known
   double window_s = 0;         // what energy_j covers
   double prefill_j, decode_j;  // disaggregated runs' GPUs apart, NaN otherwise
 };

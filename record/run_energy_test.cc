@@ -1,7 +1,8 @@
 // A run's energy (record/run_energy.h) at its edges: counters give exact joules, power samples
 // stand in with their interval, and the figure is invalid (with why) when a GPU of the run is
 // missing, a counter went back, the samples are too sparse or too few for the window, the counter
-// reads are too slow for the phase, or GPUs on other nodes were not read.
+// reads are too slow for the phase, or GPUs on other nodes were not read; other nodes' reads count
+// with their own window.
 #include "record/run_energy.h"
 
 #include <gtest/gtest.h>
@@ -137,6 +138,58 @@ TEST(RunEnergy, GpusOnOtherNodesAreNamedAndTheFigureIsInvalid) {
   EXPECT_FALSE(e.valid);
   EXPECT_DOUBLE_EQ(e.energy_j, 1000);
   EXPECT_EQ(e.invalid_reason, "8 GPU(s) of the run on other nodes are not read");
+}
+
+// A multi-node run: the other nodes' GPUs count when their reads came back (timed from the head's
+// asking to the answer's arrival), prefill and decode apart across nodes.
+TEST(RunEnergy, OtherNodesThatAnsweredCountWithTheirOwnWindow) {
+  EnergyInputs in = TenSeconds({"0"}, {0}, {1e6});
+  in.prefill = {true};
+  in.gpus_on_other_nodes = 2;
+  NodeEnergy b{"b",
+               {"0", "1"},
+               {false, false},
+               Read(in.phase_start_ns, {5e6, 0}, 200'000'000),
+               Read(in.phase_end_ns + 200'000'000, {5.5e6, 0.25e6}, 200'000'000)};
+  in.other_nodes.push_back(b);
+  const RunEnergy e = MeasureRunEnergy(in);
+  EXPECT_TRUE(e.valid) << e.invalid_reason;
+  EXPECT_DOUBLE_EQ(e.energy_j, 1000 + 500 + 250);
+  EXPECT_DOUBLE_EQ(e.prefill_j, 1000);
+  EXPECT_DOUBLE_EQ(e.decode_j, 750);
+  EXPECT_EQ(e.source,
+            "counter (GPU 0: 1000.0 J, GPU 0 on node b: 500.0 J, GPU 1 on node b: 250.0 J)");
+  EXPECT_NEAR(e.window_s, 10.2, 1e-9);  // node b's, the widest
+  // A round trip of 0.3 s at each edge is too uncertain for 10 s (0.6 s > 5%): that node says so.
+  in.other_nodes[0].before = Read(in.phase_start_ns, {5e6, 0}, 300'000'000);
+  in.other_nodes[0].after = Read(in.phase_end_ns + 300'000'000, {5.5e6, 0.25e6}, 300'000'000);
+  const RunEnergy slow = MeasureRunEnergy(in);
+  EXPECT_FALSE(slow.valid);
+  EXPECT_NE(slow.invalid_reason.find("too short for the energy counters on node b"),
+            std::string::npos)
+      << slow.invalid_reason;
+}
+
+TEST(RunEnergy, ANodeThatDidNotAnswerMakesItInvalidAndSaysWhich) {
+  EnergyInputs in = TenSeconds({"0"}, {0}, {1e6});
+  in.gpus_on_other_nodes = 3;
+  in.other_nodes.push_back(
+      {"b", {"0"}, {}, Read(in.phase_start_ns, {0}), Read(in.phase_end_ns, {1e6})});
+  in.other_nodes_unread = {
+      "node c did not answer the energy read after the measured phase within "
+      "12 s"};
+  const RunEnergy e = MeasureRunEnergy(in);
+  EXPECT_FALSE(e.valid);
+  EXPECT_DOUBLE_EQ(e.energy_j, 2000);  // what was read, for the record
+  EXPECT_EQ(e.invalid_reason,
+            "2 GPU(s) of the run on other nodes are not read: node c did not answer the energy "
+            "read after the measured phase within 12 s");
+  // A node whose GPU has no counter: that GPU, on that node, is named.
+  in.other_nodes[0].after.gpus[0].energy_mj = NAN;
+  EXPECT_NE(
+      MeasureRunEnergy(in).invalid_reason.find(
+          "GPU 0 on node b of the run: no energy counter (not reported) and no power samples"),
+      std::string::npos);
 }
 
 TEST(RunEnergy, ASimulatedRunIsPricedAtMaxPowerAndNeverValid) {

@@ -100,6 +100,32 @@ struct Release {
   reason @1 :Text;
 }
 
+# A multi-node run's energy (record/run_energy.h): at each edge of the measured phase the head
+# asks (energyMark, through the coordinator) every other agent of the run to read its GPUs'
+# energy counters, and each answers (energyRead, through the coordinator, to the head).
+struct EnergyMark {
+  runId @0 :Text;
+  attempt @1 :UInt32;
+  edge @2 :UInt8;           # 0 = before the measured phase, 1 = after it
+}
+
+struct EnergyCounter {
+  index @0 :UInt32;
+  uuid @1 :Text;
+  energyMj @2 :Float64;     # NaN when the GPU does not report it
+}
+
+struct EnergyRead {
+  runId @0 :Text;
+  attempt @1 :UInt32;
+  edge @2 :UInt8;
+  agentId @3 :Text;         # the node that read
+  gpus @4 :List(Text);      # the run's GPUs on that node, as nvidia-smi names them
+  prefill @5 :List(Bool);   # per GPU in a disaggregated run: a prefill instance holds it
+  counters @6 :List(EnergyCounter);
+  whyNone @7 :Text;         # not empty: the read failed, and why
+}
+
 struct ProbeRequest {
   repeats @0 :UInt32;
 }
@@ -126,5 +152,7 @@ struct Envelope {
     probe @10 :ProbeRequest;
     probeReport @11 :ProbeReport;
     release @12 :Release;
+    energyMark @13 :EnergyMark;
+    energyRead @14 :EnergyRead;
   }
 }

@@ -48,9 +48,10 @@ Status DecodeFrame(const zmq::message_t& frame, std::unique_ptr<DecodedEnvelope>
       KJ_FAIL_REQUIRE("protocol version mismatch", envelope.getProtocolVersion(),
                       schema::PROTOCOL_VERSION);
     }
-    // Unknown union members (a newer peer) read as an out-of-range discriminant.
+    // Unknown union members (a newer peer) read as an out-of-range discriminant: ENERGY_READ is
+    // the last member (wire.capnp).
     auto which = static_cast<unsigned>(envelope.which());
-    KJ_REQUIRE(which <= static_cast<unsigned>(schema::Envelope::RELEASE),
+    KJ_REQUIRE(which <= static_cast<unsigned>(schema::Envelope::ENERGY_READ),
                "unknown message kind", which);
   });
   KJ_IF_MAYBE (exception, failure) {

@@ -194,6 +194,65 @@ axes:
 namespace servesweep::testing {
 namespace {
 
+// A run on two nodes (tp 2, one GPU per agent) counts both nodes' GPUs: the head asks the other
+// agent, through the coordinator, to read its counters at each edge of the measured phase. The
+// fake's GPU 0 gains 250 J per read on node a and 100 J on node b: 350 J in all, valid.
+TEST(Telemetry, EnergyOfATwoNodeRunCountsEveryNodesGpus) {
+  Harness h("energy-two-nodes");
+  PathWithFakeNvidiaSmi fake(h, true);
+  // About 7.5 s of measured load (3 waves of 2.5 s requests): long enough for the reads' round
+  // trips through the coordinator (tens of ms) to stay within 5% of the phase.
+  std::string text = SimMatrix("two-nodes", 1, 12, 4, 50, 5, 50, 2);
+  text.replace(text.find("layout: {tp: 2}"), 15, "layout: {tp: 2, gpus_per_node: 1}");
+  const std::string matrix = h.WriteFile("m.yaml", text);
+  const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
+  const std::string out = h.Path("out");
+  std::vector<std::string> coordinator_args = {"coordinator", matrix, "--bind",         endpoint,
+                                               "--out",       out,    "--heartbeat-ms", "100"};
+  for (const auto& arg : h.CoordinatorKeyArgs()) coordinator_args.push_back(arg);
+  const size_t coordinator = h.Start("coordinator", coordinator_args);
+  for (const auto& [id, step_mj] :
+       std::vector<std::pair<std::string, std::string>>{{"a", "250000"}, {"b", "100000"}}) {
+    ::setenv("FAKE_NVIDIA_SMI_NODE", id.c_str(), 1);
+    ::setenv("FAKE_NVIDIA_SMI_STEP_MJ", step_mj.c_str(), 1);
+    std::vector<std::string> agent_args = {"agent",
+                                           "--connect",
+                                           endpoint,
+                                           "--id",
+                                           id,
+                                           "--emulate-gpus",
+                                           "1",
+                                           "--heartbeat-ms",
+                                           "100",
+                                           "--spool",
+                                           h.Path(id + "/spool"),
+                                           "--work-dir",
+                                           h.Path(id + "/work")};
+    for (const auto& arg : h.AgentKeyArgs()) agent_args.push_back(arg);
+    h.Start(id, agent_args);
+  }
+  ::unsetenv("FAKE_NVIDIA_SMI_NODE");
+  ::unsetenv("FAKE_NVIDIA_SMI_STEP_MJ");
+  ASSERT_TRUE(Harness::WaitFor([&] { return h.process(coordinator).Poll().has_value(); },
+                               std::chrono::seconds(90)))
+      << h.Log("coordinator");
+  const auto row = h.Query(out,
+                           "SELECT r.status, e.energy_valid, e.energy_invalid_reason, e.energy_j, "
+                           "e.energy_source FROM runs r JOIN results e USING (run_id)");
+  ASSERT_EQ(row.rows.size(), 1u) << h.Log("coordinator");
+  EXPECT_EQ(row.rows[0][0], "done");
+  EXPECT_EQ(row.rows[0][1], "1") << row.rows[0][2] << "\n" << h.Log("a") << h.Log("b");
+  EXPECT_DOUBLE_EQ(std::stod(row.rows[0][3]), 350);
+  // Whichever agent was the head, the other's GPU is named with its node.
+  EXPECT_TRUE(row.rows[0][4] == "counter (GPU 0: 250.0 J, GPU 0 on node b: 100.0 J)" ||
+              row.rows[0][4] == "counter (GPU 0: 100.0 J, GPU 0 on node a: 250.0 J)")
+      << row.rows[0][4];
+  // The worker's reads lie beside its work, as the head's do.
+  EXPECT_EQ(FilesEndingWith(h.Path("a/work"), ".energy-before.csv") +
+                FilesEndingWith(h.Path("b/work"), ".energy-before.csv"),
+            2);
+}
+
 // A disaggregated vLLM layout over two agents (prefill pool and decode pool) with their own
 // addresses: the coordinator's assignment carries both, so the router on the head is given the
 // decode instance at the second agent's address and reaches it there. `vllm` and `vllm-router`
