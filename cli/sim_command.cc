@@ -60,7 +60,7 @@ void AddServingFlags(CLI::App& cmd, sim::EmulatorSettings* settings) {
                  "LoRA adapter names served beside --model (comma-separated)")
       ->delimiter(',');
   cmd.add_option("--max-loras", settings->max_loras,
-                 "Adapters kept loaded (fixed schedule; 0 = all, never a load)")
+                 "Adapters kept loaded, and in one step with --hardware (0 = all, never a load)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd.add_option("--lora-load-ms", settings->lora_load_ms,
@@ -148,6 +148,10 @@ void AddModelFlags(CLI::App& cmd, sim::ModelBackedOptions* model) {
       ->needs(hardware)
       ->group(model_group);
   cmd.add_option("--kv-cache-dtype", d.kv_dtype, "KV-cache dtype (auto, bf16, fp8, fp4)")
+      ->needs(hardware)
+      ->group(model_group);
+  cmd.add_option("--max-lora-rank", d.lora_rank,
+                 "LoRA rank the model's adapter buffers hold (with --lora-modules; 0 = 16)")
       ->needs(hardware)
       ->group(model_group);
   cmd.add_option("--max-num-seqs", d.max_num_seqs, "Running requests per step at most")

@@ -55,6 +55,8 @@ Status SimAdapter::Plan(const LaunchContext& context, EngineLaunch* out) const {
     }
     flag("--lora-modules", names);
     if (config.getMaxLoras() > 0) flag("--max-loras", std::to_string(config.getMaxLoras()));
+    if (model)
+      flag("--max-lora-rank", std::to_string(perfmodel::DeploymentFor(context.spec).lora_rank));
     flag("--lora-load-ms", fmt::format("{}", sim.getLoraLoadMs()));
   }
   // engine_flags go to the emulator as they are (its own flags: faults, say).

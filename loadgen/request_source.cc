@@ -21,12 +21,6 @@ uint32_t CountWords(const std::string& text) {
   return words;
 }
 
-// Request i's adapter (a session's: its id): the plan's, else drawn by the weights.
-int32_t ChooseAdapter(const LoadSettings& s, uint32_t i) {
-  if (s.adapters_from_plan) return i < s.plan.size() ? s.plan[i].adapter : -1;
-  return workload::PickAdapter(s.seed, i, s.adapter_cumulative);
-}
-
 class CountSource : public RequestSource {
  public:
   CountSource(const LoadSettings& s, uint32_t count, uint64_t prompt_index_base, bool warmup,
@@ -51,7 +45,7 @@ class CountSource : public RequestSource {
     c->prompt_index = base_ + i;
     c->input_len_tok = s_.input_len_tok;
     c->output_len_tok = s_.output_len_tok;
-    c->adapter = r.adapter = ChooseAdapter(s_, i);
+    c->adapter = r.adapter = workload::AdapterOf(s_, i);
     if (warmup_) return;
     if (i < s_.plan.size()) {
       const PlannedRequest& planned = s_.plan[i];
@@ -108,7 +102,7 @@ class DurationSource : public RequestSource {
     c->prompt_index = i;
     c->input_len_tok = s_.input_len_tok;
     c->output_len_tok = s_.output_len_tok;
-    c->adapter = r.adapter = ChooseAdapter(s_, i);
+    c->adapter = r.adapter = workload::AdapterOf(s_, i);
     if (!s_.custom_prompts.empty()) {
       FillCustomContent(s_.custom_prompts[i % s_.custom_prompts.size()], c->output_len_tok, c);
     }
@@ -157,7 +151,7 @@ class SessionSource : public RequestSource {
     c->prompt_index = uint64_t{id} * s_.turns + session.turn;
     c->input_len_tok = s_.input_len_tok;
     c->output_len_tok = s_.output_len_tok;
-    c->adapter = r.adapter = ChooseAdapter(s_, id);  // a conversation keeps its adapter
+    c->adapter = r.adapter = workload::AdapterOf(s_, id);  // a conversation keeps its adapter
     session.pending_user = BuildPrompt(s_.seed, c->prompt_index, s_.input_len_tok);
     if (s_.api == Api::kChatCompletions) {
       c->has_messages = true;

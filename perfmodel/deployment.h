@@ -65,6 +65,14 @@ struct DeploymentConfig {
   int spec_num_tok = 0;
   double spec_mean_accepted_tok = 0;
 
+  // Multi-LoRA (vLLM --enable-lora, docs/perfmodel.md#multi-lora): adapters of lora_rank on the
+  // attention projections and dense MLPs (GPU buffers at the engine's max rank), at most
+  // max_loras of them in one step (the GPU slots, least recently used evicted); a request whose
+  // adapter is not in a slot waits while the slots hold adapters of running requests, and
+  // loading one copies it from host memory over the host link. lora_rank 0 = no LoRA.
+  int lora_rank = 0;
+  int max_loras = 1;
+
   int pp_microbatches = 0;      // micro-batches per step with pp > 1 (0 = pp)
   double activation_bytes = 2;  // bytes per element in collectives (bf16)
 

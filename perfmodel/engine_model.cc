@@ -69,7 +69,7 @@ enum class Role { kBoth, kPrefill, kDecode };
 struct Counters {
   int64_t preemptions = 0, prefix_queries_tok = 0, prefix_hits_tok = 0, prompt_tok = 0,
           generation_tok = 0, spec_draft_tok = 0, spec_accepted_tok = 0, steps = 0, finished = 0,
-          rejected = 0, cancelled = 0;
+          rejected = 0, cancelled = 0, lora_loads = 0;
 };
 
 struct Scheduled {
@@ -257,12 +257,21 @@ class Replica {
       if (!decode) prefill_budget -= n;
       ++i;
     }
+    // The LoRA adapters the step's running requests use: a waiting request of another adapter is
+    // skipped (not blocking the queue) once they fill the slots (vLLM's scheduled_loras).
+    std::vector<int32_t> adapters;
+    for (const Scheduled& s : batch_) AddAdapter(s.seq->spec.adapter, &adapters);
     // Then waiting requests, in order, while there is room; the head blocks the rest. After a
     // preemption there is none this step (as vLLM: the victim would be readmitted at once).
-    while (!preempted && !waiting_.empty() && budget > 0 && prefill_budget > 0 &&
+    size_t next = 0;
+    while (!preempted && next < waiting_.size() && budget > 0 && prefill_budget > 0 &&
            (d_->mixed_batches || prefill_only) &&
            static_cast<int>(running_.size()) < d_->max_num_seqs) {
-      Seq* seq = waiting_.front();
+      Seq* seq = waiting_[next];
+      if (!AdapterFits(seq->spec.adapter, adapters)) {
+        ++next;
+        continue;
+      }
       const bool lookup = seq->computed == 0 && d_->prefix_caching;
       if (lookup) LookupPrefix(seq);
       const int64_t n = PrefillTokens(seq->known() - seq->computed, budget, prefill_budget);
@@ -275,23 +284,26 @@ class Replica {
         counters_->prefix_queries_tok += seq->known();
         counters_->prefix_hits_tok += seq->computed;
       }
-      waiting_.pop_front();
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(next));
       running_.push_back(seq);
       batch_.push_back({seq, static_cast<int32_t>(n), false});
+      AddAdapter(seq->spec.adapter, &adapters);
       budget -= n;
       prefill_budget -= n;
     }
     if (batch_.empty()) return;
+    const int64_t loads = LoadAdapters(adapters);
     entries_.clear();
     bool decode_only = d_->decode_steps > 1 && d_->spec_num_tok == 0;
     for (const Scheduled& s : batch_) {
       const bool completes = s.seq->computed + s.new_tok >= s.seq->known();
       const int32_t sampled = s.spec_decode ? s.new_tok : (completes ? 1 : 0);
-      entries_.push_back({s.seq->computed, s.new_tok, sampled});
+      entries_.push_back({s.seq->computed, s.new_tok, sampled, s.seq->spec.adapter});
       decode_only = decode_only && s.new_tok == 1 && s.seq->generated > 0;
     }
     int64_t step_ns = cost_->Step(entries_).total_ns;
     if (decode_only) step_ns = MultiStep(step_ns);
+    step_ns += loads * cost_->LoraLoadNs();  // copied in before the step's kernels run
     busy_ = true;
     step_end_ns_ = now + step_ns;
     counters_->steps += multi_steps_;
@@ -320,6 +332,37 @@ class Replica {
     multi_steps_ = k;
     const StepCost c = cost_->Step(entries_);
     return cost_->TotalNs(c.gpu_ns * k, c.cpu_ns);
+  }
+
+  static void AddAdapter(int32_t adapter, std::vector<int32_t>* adapters) {
+    if (adapter >= 0 && std::find(adapters->begin(), adapters->end(), adapter) == adapters->end()) {
+      adapters->push_back(adapter);
+    }
+  }
+  // Whether a request of `adapter` may join a step whose requests use `adapters`.
+  bool AdapterFits(int32_t adapter, const std::vector<int32_t>& adapters) const {
+    if (adapter < 0 || d_->lora_rank == 0) return true;
+    return static_cast<int>(adapters.size()) < d_->max_loras ||
+           std::find(adapters.begin(), adapters.end(), adapter) != adapters.end();
+  }
+  // The step's adapters into the GPU slots, least recently used out; how many were copied in.
+  int64_t LoadAdapters(const std::vector<int32_t>& adapters) {
+    if (d_->lora_rank == 0) return 0;
+    int64_t loads = 0;
+    for (int32_t adapter : adapters) {
+      auto it = std::find(loaded_adapters_.begin(), loaded_adapters_.end(), adapter);
+      if (it != loaded_adapters_.end()) {
+        loaded_adapters_.erase(it);
+      } else {
+        ++loads;
+        if (static_cast<int>(loaded_adapters_.size()) >= d_->max_loras) {
+          loaded_adapters_.erase(loaded_adapters_.begin());
+        }
+      }
+      loaded_adapters_.push_back(adapter);  // most recently used last
+    }
+    counters_->lora_loads += loads;
+    return loads;
   }
 
   // Whether the head of the queue's first chunk fits the KV cache now (for a prefill-only step).
@@ -403,7 +446,8 @@ class Replica {
   int64_t wake_ns_ = EngineModel::kNever;
   std::vector<Scheduled> batch_;
   std::vector<BatchEntry> entries_;
-  int64_t multi_steps_ = 1;  // engine steps the batch in flight stands for
+  int64_t multi_steps_ = 1;               // engine steps the batch in flight stands for
+  std::vector<int32_t> loaded_adapters_;  // the GPU slots' LoRA adapters, least recently used first
 };
 
 }  // namespace
@@ -527,6 +571,7 @@ class EngineModel::Impl {
     s.kv_usage = static_cast<double>(used) /
                  (static_cast<double>(cost_.kv_capacity_tok()) * replicas_.size());
     s.preemptions = counters_.preemptions;
+    s.lora_loads = counters_.lora_loads;
     s.prefix_queries_tok = counters_.prefix_queries_tok;
     s.prefix_hits_tok = counters_.prefix_hits_tok;
     s.prompt_tok = counters_.prompt_tok;

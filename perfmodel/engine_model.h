@@ -1,7 +1,8 @@
 // EngineModel: an LLM serving engine (or a fleet of replicas, or prefill and decode pools)
 // modelled step by step, the way vLLM's V1 scheduler runs: continuous batching, chunked prefill
 // under a token budget, recompute preemption when the KV cache is full, an LRU prefix cache over
-// caller-provided block hashes, speculative decoding with a mean acceptance length. Each step's
+// caller-provided block hashes, speculative decoding with a mean acceptance length, LoRA
+// adapters in max_loras GPU slots. Each step's
 // duration comes from CostModel (perfmodel/step_cost.h); docs/perfmodel.md has the equations.
 //
 // Time is a number the caller supplies (ns on any clock), so one model serves both
@@ -47,6 +48,8 @@ struct RequestSpec {
   // Hashes of the prompt's leading blocks of block_size_tok tokens, in order (Mooncake's
   // hash_ids): equal hashes mean equal prefixes. Empty = nothing to share.
   std::vector<uint64_t> block_hashes;
+  // Its LoRA adapter (0-based; DeploymentConfig::lora_rank > 0), -1 = the base model.
+  int32_t adapter = -1;
 };
 
 enum class EventKind { kFirstToken, kTokens, kFinished, kPreempted, kRejected };
@@ -78,7 +81,8 @@ struct EngineSnapshot {
   int64_t steps = 0;               // engine steps, all instances
   int64_t finished = 0;
   int64_t rejected = 0;
-  int64_t cancelled = 0;  // Cancel()ed before they finished
+  int64_t cancelled = 0;   // Cancel()ed before they finished
+  int64_t lora_loads = 0;  // LoRA adapters copied into a GPU slot
 };
 
 class EngineModel {

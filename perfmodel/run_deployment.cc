@@ -120,6 +120,16 @@ DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec, const EngineProfile
   if (const int steps = FlagValue(spec, "--num-scheduler-steps"); steps > 0) {
     d.decode_steps = steps;
   }
+  if (config.getLoraAdapters().size() > 0) {
+    // The engines' defaults where the matrix leaves them: vLLM --max-lora-rank 16 and
+    // --max-loras 1; SGLang --max-loras-per-batch 8; the emulator keeps every adapter loaded.
+    const std::string_view engine_name = spec.getEngine().cStr();
+    d.lora_rank = config.getMaxLoraRank() > 0 ? static_cast<int>(config.getMaxLoraRank()) : 16;
+    d.max_loras = config.getMaxLoras() > 0  ? static_cast<int>(config.getMaxLoras())
+                  : engine_name == "sglang" ? 8
+                  : engine_name == "sim"    ? static_cast<int>(config.getLoraAdapters().size())
+                                            : 1;
+  }
   return d;
 }
 

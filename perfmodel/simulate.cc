@@ -32,6 +32,7 @@ Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
     rec.id = r.id;
     rec.input_tok = r.input_tok;
     rec.output_tok = r.output_tok;
+    rec.adapter = r.adapter;
   }
 
   const bool closed = workload.concurrency > 0;
@@ -61,11 +62,13 @@ Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
     if (!repeat || at_ns >= workload.repeat_until_ns || next < specs.size()) return;
     RequestSpec copy = specs.back();
     copy.id = ++max_id;
+    if (workload.adapter_of) copy.adapter = workload.adapter_of(specs.size());
     index.emplace(copy.id, specs.size());
     RequestRecord rec;
     rec.id = copy.id;
     rec.input_tok = copy.input_tok;
     rec.output_tok = copy.output_tok;
+    rec.adapter = copy.adapter;
     result.requests.push_back(std::move(rec));
     order.push_back(specs.size());
     specs.push_back(std::move(copy));

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "common/status.h"
@@ -35,6 +36,9 @@ struct Workload {
   // Closed loop only: after the list, an end before this time sends another copy of the last
   // request (a timed window, the load generator's duration mode); 0 = stop at the list's end.
   int64_t repeat_until_ns = 0;
+  // The LoRA adapter of the n-th request sent (its index in send order, copies included), as
+  // the load generator draws it; empty = each request's own RequestSpec::adapter.
+  std::function<int32_t(uint64_t)> adapter_of;
   // Every this many ns of virtual time, a snapshot of the engine's gauges and counters goes to
   // SimulationResult::samples (0 = none), as a /metrics scraper would see them.
   int64_t sample_interval_ns = 0;
@@ -54,6 +58,7 @@ struct RequestRecord {
   int32_t input_tok = 0;
   int32_t output_tok = 0;
   int32_t preemptions = 0;
+  int32_t adapter = -1;  // its LoRA adapter (RequestSpec::adapter)
   bool rejected = false;
   std::vector<TokenChunk> chunks;  // the first token's chunk included
 };

@@ -28,6 +28,26 @@ const LinkProfile& LinkFor(const HardwareProfile& hw, int gpus, double* efficien
   return intra ? hw.intra_node : hw.inter_node;
 }
 
+// One adapter's weights: each adapted linear layer W (d_in x d_out) gains A (d_in x r) and B
+// (r x d_out), r (d_in + d_out) weights; a merged projection (qkv, gate_up) has one A and B per
+// slice, as vLLM's punica layers. Adapted: the attention projections of every layer (GQA: q, k, v,
+// o; MLA approximated as four h x heads*v_head_dim projections) and the dense MLPs (gate, up,
+// down; routed experts are not adapted).
+double LoraParams(const ModelProfile& m, int moe_layers, int rank) {
+  if (rank == 0) return 0;
+  const double h = m.hidden_size;
+  double attention = 0;
+  if (m.attention == AttentionKind::kGqa) {
+    const double q = static_cast<double>(m.heads) * m.head_dim;
+    const double kv = static_cast<double>(m.kv_heads) * m.head_dim;
+    attention = (3 * h + q + 2 * kv) + (q + h);
+  } else {
+    attention = 4 * (h + static_cast<double>(m.heads) * m.v_head_dim);
+  }
+  const double mlp = 3 * h + 3.0 * m.intermediate_size;
+  return rank * (m.layers * attention + (m.layers - moe_layers) * mlp);
+}
+
 }  // namespace
 
 Status CostModel::Create(const HardwareProfile& hw, const ModelProfile& model,
@@ -147,6 +167,12 @@ Status CostModel::Create(const HardwareProfile& hw, const ModelProfile& model,
   c.attention_flops_ = PeakFlops(hw, kv_dtype) * hw.flops_efficiency;
   c.dense_params_ =
       std::max(0.0, non_routed - c.attention_params_ - c.params_.embedding - c.params_.lm_head);
+  if (d.lora_rank < 0 || (d.lora_rank > 0 && d.max_loras < 1)) {
+    return Status::InvalidArgument(fmt::format(
+        "deployment: expected lora_rank >= 0 and max_loras >= 1 with LoRA, found {} and {}",
+        d.lora_rank, d.max_loras));
+  }
+  c.lora_params_ = LoraParams(model, c.params_.moe_layers, d.lora_rank);
   *out = std::move(c);
   return Status::Ok();
 }
@@ -195,7 +221,8 @@ StepCost CostModel::Step(const std::vector<BatchEntry>& batch) const {
   const double h = model_.hidden_size;
   const int L = model_.layers;
   const int full_layers = L - model_.sliding_layers - model_.sparse_layers;
-  double tokens = 0, sampled = 0, kv_read_tok = 0, indexer_read_tok = 0;
+  double tokens = 0, sampled = 0, kv_read_tok = 0, indexer_read_tok = 0, lora_tok = 0;
+  std::vector<int32_t> adapters;  // the step's distinct LoRA adapters
   double attention_flops = 0, sparse_flops = 0, sparse_read_tok = 0;
   bool prefill = false;
   for (const BatchEntry& b : batch) {
@@ -220,6 +247,12 @@ StepCost CostModel::Step(const std::vector<BatchEntry>& batch) const {
     }
     tokens += n;
     sampled += b.sampled_tok;
+    if (b.adapter >= 0 && lora_params_ > 0) {
+      lora_tok += n;
+      if (std::find(adapters.begin(), adapters.end(), b.adapter) == adapters.end()) {
+        adapters.push_back(b.adapter);
+      }
+    }
   }
 
   StepCost cost;
@@ -277,17 +310,28 @@ StepCost CostModel::Step(const std::vector<BatchEntry>& batch) const {
       sparse_flops / gpus / m / (attention_flops_ * sparse_efficiency_) * 1e9;
   const double sparse_memory = sparse_bytes / m / (achievable_hbm_ * sparse_efficiency_) * 1e9;
 
-  const double work =
-      std::max(dense_compute, dense_memory) + std::max(expert_compute, expert_memory) +
-      std::max(attention_compute, attention_memory) + std::max(sparse_compute, sparse_memory);
-  cost.flops = dense_flops + attention_flops + sparse_flops +
+  // LoRA (punica's shrink and expand): every adapted token through its adapter's A and B, and
+  // each distinct adapter's weights (bf16, TP-sharded) read once per micro-batch.
+  const double lora_flops = 2 * lora_params_ * lora_tok;
+  const double lora_bytes = static_cast<double>(adapters.size()) * lora_params_ * 2 / gpus;
+  const double lora_compute = lora_flops / gpus / m / (achievable_flops_ * gemm_eff) * 1e9;
+  const double lora_memory = lora_bytes / (achievable_hbm_ * e.weight_read_efficiency) * 1e9;
+
+  const double work = std::max(dense_compute, dense_memory) +
+                      std::max(expert_compute, expert_memory) +
+                      std::max(attention_compute, attention_memory) +
+                      std::max(sparse_compute, sparse_memory) + std::max(lora_compute, lora_memory);
+  cost.flops = dense_flops + attention_flops + sparse_flops + lora_flops +
                (model_.experts > 0 ? 2.0 * params_.moe_layers * model_.active_experts *
                                          params_.expert_each * tokens
                                    : 0.0);
   cost.weight_bytes = (dense_bytes + expert_bytes) * m;
   cost.kv_bytes = kv_bytes + sparse_bytes;
-  cost.compute_ns = (dense_compute + expert_compute + attention_compute + sparse_compute) * m;
-  cost.memory_ns = (dense_memory + expert_memory + attention_memory + sparse_memory) * m;
+  cost.lora_bytes = lora_bytes * m;
+  cost.compute_ns =
+      (dense_compute + expert_compute + attention_compute + sparse_compute + lora_compute) * m;
+  cost.memory_ns =
+      (dense_memory + expert_memory + attention_memory + sparse_memory + lora_memory) * m;
 
   // Per-layer floor: small kernels and gaps on the GPU; without CUDA graphs the GPU also waits
   // for the CPU to launch each layer's kernels.
@@ -345,6 +389,13 @@ int64_t CostModel::KvTransferNs(int64_t tokens) const {
   const double bytes = static_cast<double>(tokens) * kv_bytes_per_token_;
   return static_cast<int64_t>(std::llround(bytes / (lanes * link.busbw_bytes_per_s * eff) * 1e9)) +
          link.latency_ns;
+}
+
+int64_t CostModel::LoraLoadNs() const {
+  if (lora_params_ == 0) return 0;
+  const double bw = hw_.host_link_bytes_per_s > 0 ? hw_.host_link_bytes_per_s
+                                                  : deployment_.weight_load_bytes_per_s;
+  return static_cast<int64_t>(std::llround(lora_params_ * 2 / gpus_per_replica() / bw * 1e9));
 }
 
 int64_t CostModel::ColdStartNs() const {

@@ -28,6 +28,7 @@ struct BatchEntry {
   int64_t context_tok = 0;  // tokens already in its KV cache before this step
   int32_t new_tok = 0;      // tokens computed this step (prefill chunk, 1 decode, 1 + drafts)
   int32_t sampled_tok = 0;  // positions whose logits are computed (0 for a mid-prompt chunk)
+  int32_t adapter = -1;     // its LoRA adapter (DeploymentConfig::lora_rank > 0); -1 = the base
 };
 
 struct StepCost {
@@ -41,6 +42,7 @@ struct StepCost {
   double flops = 0;         // whole replica
   double weight_bytes = 0;  // read per GPU
   double kv_bytes = 0;      // read per GPU
+  double lora_bytes = 0;    // LoRA weights read per GPU (every distinct adapter of the step)
   int microbatches = 1;
   bool cuda_graphs = false;  // the step replays a CUDA graph
 };
@@ -53,6 +55,11 @@ class CostModel {
   StepCost Step(const std::vector<BatchEntry>& batch) const;
   // A step's duration from its GPU and CPU parts: their sum, less the overlapped CPU time.
   int64_t TotalNs(double gpu_ns, double cpu_ns) const;
+
+  // One LoRA adapter's weights (every layer's A and B at lora_rank) and the time to copy them
+  // into a GPU slot from host memory (per GPU: each holds its TP shard, over its own link).
+  double lora_params_per_adapter() const { return lora_params_; }
+  int64_t LoraLoadNs() const;
 
   // Time to move `tokens` tokens of KV cache from a prefill to a decode instance.
   int64_t KvTransferNs(int64_t tokens) const;
@@ -94,6 +101,7 @@ class CostModel {
   double attention_flops_ = 0;     // achieved attention FLOP/s (KV dtype's rate)
   double attention_efficiency_ = 1;
   double sparse_efficiency_ = 1;
+  double lora_params_ = 0;  // one adapter, whole model
 };
 
 }  // namespace servesweep::perfmodel

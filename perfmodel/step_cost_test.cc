@@ -427,5 +427,43 @@ TEST(StepCostTest, KvCapacityFollowsTheMemoryFraction) {
   EXPECT_NE(s.message().find("gpu_memory_utilization 0.45"), std::string::npos) << s.message();
 }
 
+// LoRA: an adapter of rank 16 on Llama 3.1 8B's q, k, v, o, gate, up and down projections has
+// 41,943,040 weights (what PEFT prints as the trainable parameters of that configuration: 32
+// layers x 16 x (3 x 4096 + 4096 + 2 x 1024 + 4096 + 4096 + 3 x 4096 + 3 x 14336)). A step reads
+// each distinct adapter once, and every adapted token runs through its A and B.
+TEST(StepCostTest, LoraAdaptersCostTheirWeightsPerDistinctAdapterAndTheirMatmulsPerToken) {
+  constexpr double kLoraParams = 41'943'040.0;
+  DeploymentConfig d;
+  d.lora_rank = 16;
+  d.max_loras = 4;
+  const CostModel cost = Make("h100", "llama-3.1-8b", d);
+  EXPECT_DOUBLE_EQ(cost.lora_params_per_adapter(), kLoraParams);
+  const CostModel base = Make("h100", "llama-3.1-8b");
+  EXPECT_DOUBLE_EQ(base.lora_params_per_adapter(), 0);
+  // Base requests cost what they cost without LoRA.
+  const std::vector<BatchEntry> plain = {{999, 1, 1}, {499, 1, 1}};
+  EXPECT_EQ(cost.Step(plain).total_ns, base.Step(plain).total_ns);
+  EXPECT_EQ(cost.Step(plain).lora_bytes, 0);
+  // Two decodes of one adapter read it once; of two adapters, twice.
+  const StepCost one = cost.Step({{999, 1, 1, 0}, {499, 1, 1, 0}});
+  const StepCost two = cost.Step({{999, 1, 1, 0}, {499, 1, 1, 1}});
+  EXPECT_DOUBLE_EQ(one.lora_bytes, kLoraParams * 2);
+  EXPECT_DOUBLE_EQ(two.lora_bytes, 2 * kLoraParams * 2);
+  EXPECT_DOUBLE_EQ(one.flops - base.Step(plain).flops, 2 * kLoraParams * 2);
+  // Memory-bound decodes: each adapter read adds its bytes over the weight-read bandwidth.
+  EXPECT_NEAR(static_cast<double>(two.total_ns - one.total_ns), kLoraParams * 2 / kH100Hbm * 1e9,
+              2);
+  EXPECT_GT(one.total_ns, base.Step(plain).total_ns);
+  // At tp 2 each GPU holds half of every adapter, and loads its half over its own host link.
+  d.tp = 2;
+  const CostModel tp2 = Make("h100", "llama-3.1-8b", d);
+  EXPECT_DOUBLE_EQ(tp2.Step({{999, 1, 1, 0}}).lora_bytes, kLoraParams);
+  HardwareProfile h100;
+  ASSERT_TRUE(LoadHardwareProfile("h100", &h100).ok());
+  EXPECT_EQ(tp2.LoraLoadNs(), std::llround(kLoraParams / h100.host_link_bytes_per_s * 1e9));
+  EXPECT_EQ(cost.LoraLoadNs(), std::llround(kLoraParams * 2 / h100.host_link_bytes_per_s * 1e9));
+  EXPECT_EQ(base.LoraLoadNs(), 0);
+}
+
 }  // namespace
 }  // namespace servesweep::perfmodel

@@ -45,13 +45,19 @@ perfmodel::Workload WorkloadFor(schema::RunSpec::Reader spec, const loadgen::Loa
       arrivals.assign(std::max<uint32_t>(1, w.getConcurrency()), 0);
       out.concurrency = static_cast<int>(std::max<uint32_t>(1, w.getConcurrency()));
       out.repeat_until_ns = end_ns;
+      if (!load.adapters.empty()) {
+        out.adapter_of = [load](uint64_t i) {
+          return workload::AdapterOf(load, static_cast<uint32_t>(i));
+        };
+      }
     }
     for (size_t i = 0; i < arrivals.size(); ++i) {
       out.requests.push_back({i,
                               arrivals[i],
                               static_cast<int32_t>(w.getInputLenTok()),
                               static_cast<int32_t>(w.getOutputLenTok()),
-                              {}});
+                              {},
+                              workload::AdapterOf(load, static_cast<uint32_t>(i))});
     }
     return out;
   }
@@ -76,6 +82,7 @@ perfmodel::Workload WorkloadFor(schema::RunSpec::Reader spec, const loadgen::Loa
     r.arrival_ns = arrivals[i];
     r.input_tok = static_cast<int32_t>(has_plan ? plan[i].getInputLenTok() : w.getInputLenTok());
     r.output_tok = static_cast<int32_t>(has_plan ? plan[i].getOutputLenTok() : w.getOutputLenTok());
+    r.adapter = workload::AdapterOf(load, i);  // the adapter the load generator would send
     if (has_plan) {
       // The full blocks of a shared prefix, as an engine's prefix cache keys them: the ids are
       // already prefix ids (equal leading ids = equal leading tokens), in 512-token blocks, the
@@ -95,13 +102,16 @@ perfmodel::Workload WorkloadFor(schema::RunSpec::Reader spec, const loadgen::Loa
 // warm-up, as the load generator flags them.
 loadgen::LoadResult LoadResultOf(const perfmodel::SimulationResult& sim,
                                  capnp::List<schema::PlannedRequest>::Reader plan,
-                                 int64_t warmup_ns, int64_t window_ns) {
+                                 int64_t warmup_ns, int64_t window_ns,
+                                 const std::vector<workload::AdapterRequest>& adapters) {
   loadgen::LoadResult load;
+  for (const auto& a : adapters) load.adapter_names.push_back(a.name);
   int64_t last_done_ns = -1, last_send_ns = 0;
   for (const auto& r : sim.requests) {
     loadgen::RequestRecord out;
     out.index = static_cast<uint32_t>(r.id);
     out.prompt_tokens = static_cast<uint32_t>(r.input_tok);
+    out.adapter = r.adapter;
     out.scheduled_ns = r.scheduled_ns;
     out.start_ns = r.arrival_ns;
     out.sent_ns = r.arrival_ns;  // the model has no client: sent when started
@@ -234,7 +244,8 @@ Status Simulate(schema::RunSpec::Reader spec, const VirtualRunOptions& options, 
   }
   const auto warmup_ns = static_cast<int64_t>(std::llround(w.getWarmupS() * 1e9));
   const auto window_ns = static_cast<int64_t>(std::llround(w.getDurationS() * 1e9));
-  out->load = LoadResultOf(out->result, w.getPlan(), warmup_ns, window_ns);
+  out->load =
+      LoadResultOf(out->result, w.getPlan(), warmup_ns, window_ns, out->settings.load.adapters);
   const workload::EarlyStopSettings& early_stop = out->settings.load.early_stop;
   if (!early_stop.enabled()) return Status::Ok();
   // The phase as the load generator's EarlyStopSource would have cut it: judged on the whole
@@ -260,7 +271,8 @@ Status Simulate(schema::RunSpec::Reader spec, const VirtualRunOptions& options, 
       !s.ok()) {
     return s;
   }
-  out->load = LoadResultOf(out->result, w.getPlan(), warmup_ns, window_ns);
+  out->load =
+      LoadResultOf(out->result, w.getPlan(), warmup_ns, window_ns, out->settings.load.adapters);
   if (window_ns > 0) out->load.window_end_ns = std::min(out->load.window_end_ns, stopped_at_ns);
   out->load.stopped = verdict.reason;
   out->load.stop_evidence = verdict.evidence;
@@ -419,7 +431,7 @@ void ExecuteVirtualRun(schema::RunSpec::Reader spec, const VirtualRunOptions& op
   FillValidity(JudgeValidity(gate), record);
   auto requests = result.initRequests(static_cast<unsigned>(sim.load.requests.size()));
   for (size_t i = 0; i < sim.load.requests.size(); ++i) {
-    CopyRequestRecord(sim.load.requests[i], requests[i]);
+    CopyRequestRecord(sim.load.requests[i], requests[i], sim.load.adapter_names);
   }
   // The model's signal series, as a measured run ships its scrapes (report.html plots them).
   auto engine_samples = result.initEngineSamples(static_cast<unsigned>(samples.size()));

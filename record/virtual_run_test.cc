@@ -4,9 +4,11 @@
 #include "record/virtual_run.h"
 
 #include <capnp/message.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "matrix/matrix_loader.h"
+#include "workload/load_settings.h"
 
 namespace servesweep::record {
 namespace {
@@ -213,6 +215,63 @@ sim: {hardware: h100}
   const auto full_record = full.getRoot<schema::RunResult>().getRecord().asReader();
   EXPECT_EQ(full_record.getStopped(), schema::StopReason::NONE);
   EXPECT_EQ(full_record.getCompleted(), 300u);
+}
+
+// Multi-LoRA in the model: each simulated request names the adapter the load generator would
+// send (the same seeded draw), the record has figures per adapter, and the slots cost what
+// vLLM's scheduler makes them cost: one slot for 8 Zipf adapters serialises them (slower than 8
+// slots), and 8 slots still pay the adapters' reads and matmuls (slower than the base model).
+TEST(VirtualRun, LoraAdaptersAreDrawnAsTheLoadGeneratorDrawsThemAndCostTheirSlots) {
+  auto run = [](const std::string& lora, capnp::MallocMessageBuilder* message) {
+    RunFirst(fmt::format(R"(name: l
+engine: vllm
+engine_version: 0.21.0
+model: meta-llama/Llama-3.1-8B-Instruct
+sim: {{hardware: h100}}
+{}
+workload: {{input_len: 200, output_len: 100, num_requests: 256, concurrency: 32{}}}
+)",
+                         lora.empty() ? ""
+                                      : "engine_config: {lora: {adapters: {count: 8, "
+                                        "name: \"a{i}\", path: \"/w/a{i}\"}, max_loras: " +
+                                            lora + "}}",
+                         lora.empty() ? "" : ", lora: {choice: zipf, skew: 1.1}"),
+             message);
+    return message->getRoot<schema::RunResult>().asReader();
+  };
+  capnp::MallocMessageBuilder one_m, eight_m, base_m;
+  const auto one = run("1", &one_m), eight = run("8", &eight_m), base = run("", &base_m);
+  // The adapters named: as workload::AdapterOf draws them for the load generator.
+  matrix::LoadedMatrix m;
+  ASSERT_TRUE(Expand(R"(name: l
+engine: vllm
+engine_version: 0.21.0
+model: meta-llama/Llama-3.1-8B-Instruct
+sim: {hardware: h100}
+engine_config: {lora: {adapters: {count: 8, name: "a{i}", path: "/w/a{i}"}, max_loras: 1}}
+workload: {input_len: 200, output_len: 100, num_requests: 256, concurrency: 32,
+           lora: {choice: zipf, skew: 1.1}}
+)",
+                     &m)
+                  .ok());
+  const workload::LoadSettings load = workload::LoadSettingsFor(m.matrix().getRuns()[0], "");
+  size_t named = 0;
+  for (const auto r : one.getRequests()) {
+    if (r.getWarmup()) continue;
+    const int32_t k = workload::AdapterOf(load, r.getIndex());
+    ASSERT_GE(k, 0);
+    EXPECT_EQ(std::string(r.getAdapter().cStr()), load.adapters[static_cast<size_t>(k)].name)
+        << r.getIndex();
+    ++named;
+  }
+  EXPECT_EQ(named, 256u);
+  EXPECT_EQ(one.getRecord().getAdapterFigures().size(), 8u);
+  const double one_tps = one.getRecord().getOutputThroughput();
+  const double eight_tps = eight.getRecord().getOutputThroughput();
+  const double base_tps = base.getRecord().getOutputThroughput();
+  EXPECT_LT(one_tps, 0.8 * eight_tps) << one_tps << " vs " << eight_tps;
+  EXPECT_LT(eight_tps, base_tps);
+  EXPECT_GT(eight_tps, 0.5 * base_tps);  // rank 16 on an 8B model: a share, not a multiple
 }
 
 }  // namespace

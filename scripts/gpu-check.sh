@@ -2,8 +2,9 @@
 # Builds the hardware probes on this machine (probes-only build: the CUDA toolkit and CMake,
 # nothing else of servesweep's dependencies) and runs them on its GPU(s), then prints a short
 # table: HBM GB/s, bf16 and fp8 GEMM TFLOP/s, host<->device GB/s and a one-node NCCL sanity
-# check, beside the published H200 figures. For the GPU machine; about 2-3 minutes. It reads
-# clocks with nvidia-smi but never changes a clock or setting.
+# check, beside the published H200 figures, and the probes' energy from the GPUs' energy counters
+# against their power samples. For the GPU machine; about 2-3 minutes. It reads clocks and
+# power with nvidia-smi but never changes a clock or setting.
 #
 #   scripts/gpu-check.sh            # build into build-gpu/ and run
 #   SERVESWEEP_GPU_BUILD=dir scripts/gpu-check.sh
@@ -40,6 +41,13 @@ nvidia-smi --query-gpu=index,uuid,total_energy_consumption --format=csv,noheader
   2>&1 || echo "(no energy counter through nvidia-smi)"
 
 echo "== probes =="
+# The probes' energy, two ways: the energy counters read just before and after them (as a run's
+# measured phase is read), and power.draw sampled every 200 ms meanwhile; they should agree.
+energy_query=(--query-gpu=index,uuid,total_energy_consumption --format=csv,noheader,nounits)
+nvidia-smi --query-gpu=index,power.draw --format=csv,noheader,nounits -lms 200 \
+  > "$build/power.csv" 2>/dev/null &
+sampler=$!
+{ date +%s.%N; nvidia-smi "${energy_query[@]}"; } > "$build/energy-before.csv" 2>&1 || true
 probe_status=0
 "$build/servesweep-gpu-probe" --json > "$build/probes.json" || probe_status=$?
 nccl_status=0
@@ -48,6 +56,11 @@ if [ -x "$build/servesweep-nccl-probe-local" ]; then
 else
   echo '{"probe":"nccl","status":"not built"}' > "$build/nccl.jsonl"
 fi
+{ date +%s.%N; nvidia-smi "${energy_query[@]}"; } > "$build/energy-after.csv" 2>&1 || true
+kill "$sampler" 2>/dev/null || true
+wait "$sampler" 2>/dev/null || true
+python3 "$(dirname "$0")/gpu-energy-summary.py" "$build/energy-before.csv" \
+  "$build/energy-after.csv" "$build/power.csv" || true
 
 summary_status=0
 python3 - "$build/probes.json" "$build/nccl.jsonl" <<'PY' || summary_status=$?

@@ -28,6 +28,16 @@ Status MakeModelBackedCore(const ModelBackedOptions& options, bool startup_given
     return s;
   }
   if (options.expert_parallel) deployment.ep = deployment.tp * deployment.dp;
+  // Served adapters cost what the model says (their matmuls, their slots, their loads) instead
+  // of the fixed schedule's lora_load_ms.
+  if (!settings->lora_adapters.empty()) {
+    if (deployment.lora_rank == 0) deployment.lora_rank = 16;
+    deployment.max_loras = settings->max_loras > 0
+                               ? settings->max_loras
+                               : static_cast<int>(settings->lora_adapters.size());
+  } else {
+    deployment.lora_rank = 0;
+  }
   std::unique_ptr<PerfModelCore> core;
   if (Status s = PerfModelCore::Create(hardware, model, deployment, SteadyNowNs(), &core);
       !s.ok()) {

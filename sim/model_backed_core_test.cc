@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
+
 namespace servesweep::sim {
 namespace {
 
@@ -51,6 +54,39 @@ TEST(ModelBackedCore, TheModelProfileIsInferredFromTheServedNameOrRefused) {
   s = MakeModelBackedCore(options, false, &settings, &core);
   EXPECT_FALSE(s.ok());
   EXPECT_NE(s.message().find("no-such-gpu"), std::string::npos) << s.message();
+}
+
+// Served adapters cost what the model says: with one slot (--max-loras 1) two adapters take
+// turns, so four requests over them end later than with a slot each; without adapters served,
+// a request's adapter costs nothing.
+TEST(ModelBackedCore, ServedAdaptersTakeTheModelsSlots) {
+  struct Collect : TokenSink {  // the span from the first token to the last
+    int64_t first_ns = kNever, last_ns = 0;
+    void OnEvent(const TokenEvent& e) override {
+      first_ns = std::min(first_ns, e.time_ns);
+      last_ns = std::max(last_ns, e.time_ns);
+    }
+  };
+  auto last_token_ns = [](std::vector<std::string> adapters, int32_t max_loras) {
+    EmulatorSettings settings;
+    settings.lora_adapters = std::move(adapters);
+    settings.max_loras = max_loras;
+    std::unique_ptr<EngineCore> core;
+    EXPECT_TRUE(MakeModelBackedCore(Llama8bOnH100(), true, &settings, &core).ok());
+    for (uint64_t id = 0; id < 4; ++id) {
+      core->Submit({id, 0, 200, 50, {}, static_cast<int32_t>(id % 2)});
+    }
+    Collect sink;
+    for (int64_t next = core->NextEventNs(); next != kNever; next = core->NextEventNs()) {
+      core->AdvanceTo(next, sink);
+    }
+    return sink.last_ns - sink.first_ns;
+  };
+  const int64_t one_slot = last_token_ns({"a", "b"}, 1);
+  const int64_t two_slots = last_token_ns({"a", "b"}, 2);
+  const int64_t no_lora = last_token_ns({}, 0);
+  EXPECT_GT(one_slot, two_slots * 3 / 2);  // adapter b's requests wait for a's to end
+  EXPECT_GT(two_slots, no_lora);
 }
 
 }  // namespace

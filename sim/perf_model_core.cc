@@ -25,6 +25,7 @@ void PerfModelCore::Submit(const EngineRequest& request) {
   spec.input_tok = static_cast<int32_t>(std::max<int64_t>(1, request.prompt_tok));
   spec.output_tok = static_cast<int32_t>(std::max<int64_t>(1, request.max_tok));
   spec.block_hashes = request.prefix_block_hashes;
+  spec.adapter = request.adapter;
   remaining_tok_[request.id] = spec.output_tok;
   if (Status s = engine_->Submit(std::move(spec)); !s.ok()) {
     // Only a duplicate id fails here, which the front end never sends.

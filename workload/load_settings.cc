@@ -291,6 +291,11 @@ bool IsOpenLoop(const LoadSettings& s) {
   return s.request_rate_per_s > 0 || ramp || (!s.plan.empty() && s.replay_arrivals);
 }
 
+int32_t AdapterOf(const LoadSettings& s, uint32_t i) {
+  if (s.adapters_from_plan) return i < s.plan.size() ? s.plan[i].adapter : -1;
+  return PickAdapter(s.seed, i, s.adapter_cumulative);
+}
+
 uint32_t WarmupConcurrency(const LoadSettings& s) {
   if (s.warmup_concurrency > 0) return s.warmup_concurrency;
   if (s.concurrency > 0) return s.concurrency;

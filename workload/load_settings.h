@@ -210,6 +210,11 @@ RateProfile RateProfileFor(const LoadSettings& settings, uint32_t count);
 // (an open loop's cap), else every warm-up request at once.
 uint32_t WarmupConcurrency(const LoadSettings& settings);
 
+// The adapter (index into settings.adapters) measured request `index` names, -1 for the base:
+// the plan's when adapters_from_plan, else drawn by the weights (one rule for the load generator
+// and the performance model's virtual runs).
+int32_t AdapterOf(const LoadSettings& settings, uint32_t index);
+
 // The warm-up as a load of its own (an agent runs it apart, so its engine counters and signals
 // are not the measured phase's): a closed loop at WarmupConcurrency of warmup_requests single
 // prompts of the mean lengths, seeded apart so no measured prompt was sent before.
