@@ -316,8 +316,9 @@ void Agent::Handle(const zmq::message_t& frame, Asked* asked) {
         const bool attempt_matches =
             cancel.getAttempt() == 0 || !executor_ || cancel.getAttempt() == executor_->attempt();
         if (executor_ && executor_->run_id() == cancel.getRunId().cStr() && attempt_matches) {
-          spdlog::info("run {} released: {}", executor_->run_id(), cancel.getReason().cStr());
-          executor_->Cancel(cancel.getReason());
+          spdlog::info("run {} released: {}{}", executor_->run_id(), cancel.getReason().cStr(),
+                       cancel.getKeepEngine() ? " (keeping the engine)" : "");
+          executor_->Release(cancel.getReason(), cancel.getKeepEngine());
         }
         break;
       }

@@ -38,6 +38,17 @@ constexpr int kGpuTelemetryIntervalMs = 1000;
 
 }  // namespace
 
+namespace {
+
+// The assignment's placement as a kept engine remembers it: agent ids, head first.
+std::string PlacementOf(schema::Assign::Reader assign) {
+  std::string out;
+  for (auto id : assign.getAgentIds()) out += (out.empty() ? "" : ",") + std::string(id.cStr());
+  return out;
+}
+
+}  // namespace
+
 engines::LaunchContext LaunchContextFor(schema::Assign::Reader assign) {
   engines::LaunchContext context;
   context.spec = assign.getSpec();
@@ -87,7 +98,7 @@ RunExecutor::RunExecutor(schema::Assign::Reader assign, ExecutorContext context,
   role_ = assign.getRole();
   group_size_ = assign.getGroupSize();
   timeout_s_ = assign.getSpec().getTimeoutS();
-  if (assign.getKeepEngine() && role_ == schema::Role::HEAD && group_size_ == 1 &&
+  if (assign.getKeepEngine() &&
       assign.getSpec().getEngineLifecycle() == schema::EngineLifecycle::PER_CONFIGURATION) {
     kept_configuration_ = assign.getSpec().getEngineConfiguration();
   }
@@ -116,6 +127,18 @@ void RunExecutor::Cancel(const std::string& reason) {
   for (int pgid : engine_pgids_) {
     if (pgid > 0) ::kill(-pgid, SIGKILL);
   }
+}
+
+void RunExecutor::Release(const std::string& reason, bool keep_engine) {
+  if (keep_engine && role_ == schema::Role::WORKER && !kept_configuration_.empty()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (cancelled_.load()) return;
+    keep_on_release_.store(true);
+    cancel_reason_ = reason;
+    cancelled_.store(true);  // the holding loop ends; its processes stay up
+    return;
+  }
+  Cancel(reason);
 }
 
 void RunExecutor::SetEnginePgids(std::vector<int> pgids) {
@@ -171,7 +194,6 @@ std::unique_ptr<ServingEngine> RunExecutor::TakeKeptEngine() {
 
 void RunExecutor::Execute() {
   if (role_ == schema::Role::WORKER) {
-    kept_in_.reset();  // a kept engine is a head's: this agent's GPUs are the new run's
     ExecuteWorker();
     finished_.store(true);
     return;
@@ -218,7 +240,7 @@ class HeadRun {
         assign_(executor.assign_message_.getRoot<schema::Assign>().asReader()),
         spec_(assign_.getSpec()),
         result_(result),
-        engine_(ReuseOrStop(executor, spec_, assign_.getGroupSize(), &reused_, &restart_why_)),
+        engine_(ReuseOrStop(executor, assign_, &reused_, &restart_why_)),
         engines_(engine_->group) {}
 
   // The engine's launch, the node's facts and the run's conditions (recorded whatever follows);
@@ -257,10 +279,10 @@ class HeadRun {
 
  private:
   // The agent's kept engine when it serves this run (same configuration, per_configuration,
-  // one agent, still alive), else a fresh one; a kept engine that does not fit is stopped here.
-  static std::unique_ptr<ServingEngine> ReuseOrStop(RunExecutor& x, schema::RunSpec::Reader spec,
-                                                    uint32_t group_size, bool* reused,
-                                                    std::string* restart_why);
+  // still alive; on several agents only where the whole group reuses its engine, in the same
+  // placement), else a fresh one; a kept engine that does not fit is stopped here.
+  static std::unique_ptr<ServingEngine> ReuseOrStop(RunExecutor& x, schema::Assign::Reader assign,
+                                                    bool* reused, std::string* restart_why);
   // The engine's part of the record: its id, this run's position on it, its age, the lifecycle.
   void RecordEngine();
   // The cache-reset request and its answer: whether the engine says it reset.
@@ -304,18 +326,21 @@ class HeadRun {
   bool engine_died_ = false;
 };
 
-std::unique_ptr<ServingEngine> HeadRun::ReuseOrStop(RunExecutor& x, schema::RunSpec::Reader spec,
-                                                    uint32_t group_size, bool* reused,
-                                                    std::string* restart_why) {
+std::unique_ptr<ServingEngine> HeadRun::ReuseOrStop(RunExecutor& x, schema::Assign::Reader assign,
+                                                    bool* reused, std::string* restart_why) {
+  const auto spec = assign.getSpec();
+  const bool group = assign.getGroupSize() > 1;
   std::unique_ptr<ServingEngine> kept = std::move(x.kept_in_);
   if (kept && kept->configuration == spec.getEngineConfiguration().cStr()) {
-    if (kept->group.AnyExited()) {
+    if (group && (!assign.getReuseEngine() || kept->placement != PlacementOf(assign))) {
+      spdlog::info("run {}: stopping engine {}: its group starts afresh", x.run_id_,
+                   kept->engine_id);
+    } else if (kept->group.AnyExited()) {
       *restart_why = fmt::format("restarted: engine {} had exited after {} run(s)", kept->engine_id,
                                  kept->runs_served);
       spdlog::warn("run {}: the kept engine {} had exited; starting a fresh one", x.run_id_,
                    kept->engine_id);
-    } else if (spec.getEngineLifecycle() == schema::EngineLifecycle::PER_CONFIGURATION &&
-               group_size == 1) {
+    } else if (spec.getEngineLifecycle() == schema::EngineLifecycle::PER_CONFIGURATION) {
       *reused = true;
       return kept;
     }
@@ -328,6 +353,14 @@ std::unique_ptr<ServingEngine> HeadRun::ReuseOrStop(RunExecutor& x, schema::RunS
 
 Status HeadRun::Plan() {
   std::filesystem::create_directories(x_.context_.work_dir);
+  if (assign_.getGroupSize() > 1 && assign_.getReuseEngine() && !reused_) {
+    // The other agents reuse their parts of an engine this head no longer has: the attempt
+    // fails, its parts are stopped, and the retry starts the whole group afresh.
+    return Status::Unavailable(fmt::format(
+        "the group's kept engine is gone on its head agent {} ({}); the next attempt starts it "
+        "afresh on every agent",
+        x_.context_.agent_id, restart_why_.empty() ? "not kept" : restart_why_));
+  }
   Status planned;
   if (reused_) {
     // The engine and what was read about it when it started.
@@ -432,6 +465,7 @@ Status HeadRun::StartEngines() {
   if (!reused_) {
     if (Status s = engines_.Start(launch_, log_prefix_); !s.ok()) return s;
     engine_->configuration = spec_.getEngineConfiguration();
+    engine_->placement = PlacementOf(assign_);
     engine_->engine_id = fmt::format("{}.{}@{}", x_.run_id_, x_.attempt_, x_.context_.agent_id);
     engine_->launch = launch_;
     engine_->log_prefix = log_prefix_;
@@ -756,7 +790,7 @@ void HeadRun::Drain() {
   // died or the run was cancelled.
   keep_ = assign_.getKeepEngine() &&
           spec_.getEngineLifecycle() == schema::EngineLifecycle::PER_CONFIGURATION &&
-          assign_.getGroupSize() == 1 && local_engine_ && !engine_died_ && !x_.cancelled();
+          local_engine_ && !engine_died_ && !x_.cancelled();
   if (!keep_) engines_.Stop(std::chrono::seconds(10));
 }
 
@@ -844,38 +878,24 @@ void RunExecutor::ExecuteHead(schema::RunResult::Builder result) {
 
 void RunExecutor::ExecuteWorker() {
   auto assign = assign_message_.getRoot<schema::Assign>().asReader();
-  auto adapter = engines::MakeEngineAdapter(assign.getSpec().getEngine());
-  EngineGroup engines;
-  if (adapter) {
-    engines::LaunchContext launch_context = LaunchContextFor(assign);
-    launch_context.self_executable = SelfExecutable();
-    engines::EngineLaunch launch;
-    const Status planned = adapter->Plan(launch_context, &launch);
-    std::vector<engines::CheckVerdict> verdicts;
-    engines::EngineCheckOptions check;
-    check.work_dir = context_.work_dir;
-    if (!planned.ok()) {
-      spdlog::error("run {}: worker engine not started: {}", run_id_, planned.message());
-    } else if (context_.engine_check &&
-               engines::CheckProcesses(engines::ProcessesOf(launch, assign.getSpec()), check,
-                                       &verdicts)
-                   .ok() &&
-               std::any_of(verdicts.begin(), verdicts.end(),
-                           [](const engines::CheckVerdict& v) { return v.refused(); })) {
-      // The head's check refuses the run the same way; its result carries the reason.
-      for (const auto& v : verdicts) {
-        if (v.refused())
-          spdlog::error("run {}: worker engine not started: {}", run_id_, v.Describe());
-      }
-    } else if (!launch.processes.empty()) {
-      std::filesystem::create_directories(context_.work_dir);
-      const std::string log_prefix =
-          fmt::format("{}/{}.{}.worker{}", context_.work_dir, run_id_, attempt_, assign.getRank());
-      if (Status s = engines.Start(launch, log_prefix); !s.ok()) {
-        spdlog::error("run {}: worker engine did not start: {}", run_id_, s.message());
-      }
-      SetEnginePgids(engines.Pgids());
-    }
+  // This agent's part of the engine: the one kept from the previous run when the whole group
+  // reuses its engine, else a fresh one (what was kept is stopped: the GPUs are the new run's).
+  std::unique_ptr<ServingEngine> part = std::move(kept_in_);
+  const bool reuse = part && assign.getReuseEngine() &&
+                     part->configuration == assign.getSpec().getEngineConfiguration().cStr() &&
+                     part->placement == PlacementOf(assign) && part->rank == assign.getRank() &&
+                     !part->group.AnyExited();
+  if (reuse) {
+    spdlog::info("run {}: worker reuses engine part {} ({} run(s) served)", run_id_,
+                 part->engine_id, part->runs_served);
+    SetEnginePgids(part->group.Pgids());
+  } else {
+    part = std::make_unique<ServingEngine>();
+    part->configuration = assign.getSpec().getEngineConfiguration();
+    part->placement = PlacementOf(assign);
+    part->rank = assign.getRank();
+    part->engine_id = fmt::format("{}.{}@{}", run_id_, attempt_, context_.agent_id);
+    StartWorkerPart(assign, part->group);
   }
   SetPhase("holding");
   // Until released: this node's GPUs' energy counters whenever the head asks.
@@ -898,7 +918,47 @@ void RunExecutor::ExecuteWorker() {
     peer_energy_.Answer(std::move(answer));
   }
   SetEnginePgids({});
-  engines.Stop(std::chrono::seconds(10));
+  if (keep_on_release_.load() && !part->group.AnyExited()) {
+    ++part->runs_served;
+    std::lock_guard<std::mutex> lock(mutex_);
+    kept_out_ = std::move(part);  // the agent keeps it for the group's next run
+    return;
+  }
+  part->group.Stop(std::chrono::seconds(10));
+}
+
+void RunExecutor::StartWorkerPart(schema::Assign::Reader assign, EngineGroup& engines) {
+  auto adapter = engines::MakeEngineAdapter(assign.getSpec().getEngine());
+  if (!adapter) return;
+  engines::LaunchContext launch_context = LaunchContextFor(assign);
+  launch_context.self_executable = SelfExecutable();
+  engines::EngineLaunch launch;
+  const Status planned = adapter->Plan(launch_context, &launch);
+  std::vector<engines::CheckVerdict> verdicts;
+  engines::EngineCheckOptions check;
+  check.work_dir = context_.work_dir;
+  if (!planned.ok()) {
+    spdlog::error("run {}: worker engine not started: {}", run_id_, planned.message());
+  } else if (context_.engine_check &&
+             engines::CheckProcesses(engines::ProcessesOf(launch, assign.getSpec()), check,
+                                     &verdicts)
+                 .ok() &&
+             std::any_of(verdicts.begin(), verdicts.end(),
+                         [](const engines::CheckVerdict& v) { return v.refused(); })) {
+    // The head's check refuses the run the same way; its result carries the reason.
+    for (const auto& v : verdicts) {
+      if (v.refused())
+        spdlog::error("run {}: worker engine not started: {}", run_id_, v.Describe());
+    }
+  } else if (!launch.processes.empty()) {
+    std::filesystem::create_directories(context_.work_dir);
+    const std::string log_prefix =
+        fmt::format("{}/{}.{}.worker{}", context_.work_dir, run_id_, attempt_, assign.getRank());
+    if (Status s = engines.Start(launch, log_prefix); !s.ok()) {
+      spdlog::error("run {}: worker engine did not start: {}", run_id_, s.message());
+    }
+    SetEnginePgids(engines.Pgids());
+  }
 }
 
 }  // namespace servesweep::agent

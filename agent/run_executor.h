@@ -4,8 +4,10 @@
 // Under engine_lifecycle per_configuration (one agent) the head reuses the engine the agent
 // kept from the previous run of its configuration (its prefix cache reset, the engine idle),
 // and keeps its engine for the next one when the assignment says so (ServingEngine).
-// Worker: start the engine's worker part (if any) and hold until released, reading its GPUs'
-// energy counters when the head asks (agent/peer_energy.h).
+// Worker: start the engine's worker part (if any), or reuse the part kept from the previous run
+// when the assignment says the whole group reuses its engine (Assign.reuseEngine), and hold
+// until released, reading its GPUs' energy counters when the head asks (agent/peer_energy.h);
+// released with keepEngine, the part stays up for the next run of its configuration.
 // The agent's loop keeps heartbeating meanwhile and polls Finished().
 //
 // Thread-safety: Cancel(), Finished(), progress accessors may be called from the owning thread
@@ -61,6 +63,9 @@ class RunExecutor {
   RunExecutor& operator=(const RunExecutor&) = delete;
 
   void Cancel(const std::string& reason);
+  // The coordinator released the run: as Cancel, except that a worker told to keep its engine
+  // (its head's run was committed with keepEngine) leaves its processes up for the next run.
+  void Release(const std::string& reason, bool keep_engine);
   // The agent was stopped or starved while this run was measured: cancels it if still running,
   // and a result already made is reported failed with `reason`, never as a measurement.
   void Distrust(const std::string& reason);
@@ -92,6 +97,8 @@ class RunExecutor {
   void Join();
   void ExecuteHead(schema::RunResult::Builder result);
   void ExecuteWorker();
+  // A worker's part of a fresh engine (its adapter's processes for this rank, checked first).
+  void StartWorkerPart(schema::Assign::Reader assign, EngineGroup& engines);
   void SetPhase(const char* phase);
   // Records (or, with 0, forgets) the process groups Cancel() kills.
   void SetEnginePgids(std::vector<int> pgids);
@@ -117,8 +124,9 @@ class RunExecutor {
   const char* phase_ = "starting";
   std::unique_ptr<capnp::MallocMessageBuilder> result_;
   std::string kept_configuration_;
-  std::unique_ptr<ServingEngine> kept_in_;   // the run thread's until it decides
-  std::unique_ptr<ServingEngine> kept_out_;  // guarded by mutex_
+  std::atomic<bool> keep_on_release_{false};  // a worker's: Release() said keep the engine
+  std::unique_ptr<ServingEngine> kept_in_;    // the run thread's until it decides
+  std::unique_ptr<ServingEngine> kept_out_;   // guarded by mutex_
   PeerEnergyMailbox peer_energy_;
   std::thread thread_;
 };

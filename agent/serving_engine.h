@@ -29,7 +29,11 @@ struct ServingEngine {
   ServingEngine& operator=(const ServingEngine&) = delete;
 
   std::string configuration;  // the spec's engineConfiguration
-  std::string engine_id;      // "<first run id>.<attempt>@<agent>"
+  // On several agents: the placement it was started in (agent ids, head first) and this
+  // agent's rank in it; reused only in the same placement, at the same rank.
+  std::string placement;
+  uint32_t rank = 0;
+  std::string engine_id;  // "<first run id>.<attempt>@<agent>"
   engines::EngineLaunch launch;
   EngineGroup group;
   std::string log_prefix;    // its logs are the first run's

@@ -80,7 +80,9 @@ YAML
 matrix 0.05 >"$tmp/m.yaml"
 matrix 0.01 >"$tmp/fine.yaml"
 
-"$SERVESWEEP" search "$tmp/fine.yaml" --predict-only --engine-profile "$tmp/truth.yaml" \
+# --no-learn: the truth's own model for every configuration (learning would fit it to its own
+# predictions and prune with the fit's band, leaving pruned configurations without a limit).
+"$SERVESWEEP" search "$tmp/fine.yaml" --predict-only --no-learn --engine-profile "$tmp/truth.yaml" \
   --out "$tmp/fine" --progress off >/dev/null
 start=$(date +%s.%N)
 "$SERVESWEEP" run "$tmp/m.yaml" --out "$tmp/exhaustive" --progress off >/dev/null

@@ -611,7 +611,7 @@ void Coordinator::OnResult(const std::string& identity, schema::RunResult::Reade
     run->state = results::RunState::kDone;
     agent_done();
     ReleasePlacement(*run, current ? "run finished" : "a result of another attempt was committed",
-                     identity);
+                     identity, current && run->keep_engine);
     spdlog::info("run {} [{}] done by {} (attempt {})", run_id, run->label, identity,
                  result.getAttempt());
     if (settings_.progress) {
@@ -712,7 +712,15 @@ void Coordinator::EndAttempt(RunSlot& run, const std::string& outcome, const std
 }
 
 void Coordinator::ReleasePlacement(RunSlot& run, const std::string& reason,
-                                   const std::string& except_id) {
+                                   const std::string& except_id, bool keep_engine) {
+  if (!keep_engine && run.placement.size() > 1) {
+    // The group's parts stop (or were never kept): none of them is warm any more.
+    const auto kept = kept_group_of_.find(run.configuration);
+    if (kept != kept_group_of_.end() && kept->second == run.placement) kept_group_of_.erase(kept);
+    for (const auto& id : run.placement) {
+      if (AgentEntry* agent = agents_.Find(id)) agent->warm_configuration.clear();
+    }
+  }
   for (const auto& id : run.placement) {
     AgentEntry* agent = agents_.Find(id);
     if (agent == nullptr || agent->busy_run_id != run.run_id) continue;
@@ -724,6 +732,7 @@ void Coordinator::ReleasePlacement(RunSlot& run, const std::string& reason,
     cancel.setRunId(run.run_id);
     cancel.setAttempt(run.attempts);
     cancel.setReason(reason);
+    cancel.setKeepEngine(keep_engine);
     Send(id, message);
   }
   run.placement.clear();
@@ -753,8 +762,25 @@ void Coordinator::Dispatch(int64_t now_ns) {
   bool waiting = false;
   auto idle = agents_.Idle(probes_enabled_);
   ReleaseUnneededEngines(idle);
-  // An agent that keeps an engine up takes the next pending run of its configuration first: the
-  // runs of one configuration follow each other on one engine.
+  // A group of agents that keeps an engine up takes the next pending run of its configuration
+  // first, on the same agents in the same order; then so does a lone agent: the runs of one
+  // configuration follow each other on one engine.
+  for (const auto& [configuration, group] : std::map(kept_group_of_)) {
+    const bool ready = std::all_of(group.begin(), group.end(), [&](const std::string& id) {
+      return std::any_of(idle.begin(), idle.end(), [&](const AgentEntry* a) {
+        return a->id == id && a->warm_configuration == configuration;
+      });
+    });
+    const auto of = runs_of_configuration_.find(configuration);
+    if (!ready || of == runs_of_configuration_.end()) continue;
+    for (const size_t i : of->second) {
+      RunSlot& run = runs_[i];
+      if (run.state != results::RunState::kPending || run.hold_until_ns > now_ns) continue;
+      capnp::FlatArrayMessageReader reader(run.spec_words);
+      AssignRun(run, reader.getRoot<schema::RunSpec>(), group, now_ns, &idle);
+      break;
+    }
+  }
   for (const AgentEntry* agent : std::vector<const AgentEntry*>(idle)) {
     const auto of = runs_of_configuration_.find(agent->warm_configuration);
     if (agent->warm_configuration.empty() || of == runs_of_configuration_.end()) continue;
@@ -823,6 +849,22 @@ void Coordinator::AssignRun(RunSlot& run, schema::RunSpec::Reader spec,
                JoinIds(run.placement));
   ShowAssigned(run, now_ns);
   const bool keep_engine = KeepsEngine(run, spec);
+  run.keep_engine = keep_engine;
+  // Several agents reuse their parts only together: every one of them kept this configuration
+  // in this very placement.
+  const auto kept = kept_group_of_.find(run.configuration);
+  const bool reuse_group =
+      run.placement.size() > 1 && kept != kept_group_of_.end() && kept->second == run.placement &&
+      std::all_of(run.placement.begin(), run.placement.end(), [&](const std::string& id) {
+        return agents_.Find(id)->warm_configuration == run.configuration;
+      });
+  if (run.placement.size() > 1) {
+    if (keep_engine) {
+      kept_group_of_[run.configuration] = run.placement;
+    } else if (kept != kept_group_of_.end()) {
+      kept_group_of_.erase(kept);
+    }
+  }
   // What the agents will hold after this run, before their heartbeats say so: the next run of
   // the configuration must not miss its engine because a heartbeat was in flight.
   for (const auto& id : run.placement) {
@@ -834,17 +876,14 @@ void Coordinator::AssignRun(RunSlot& run, schema::RunSpec::Reader spec,
     auto assign = NewEnvelope(message).initAssign();
     FillAssign(spec, run.attempts, rank, run.placement, addresses, assign);
     assign.setKeepEngine(keep_engine);
+    assign.setReuseEngine(reuse_group);
     if (!Send(run.placement[rank], message)) unreachable.push_back(run.placement[rank]);
   }
   for (const auto& id : unreachable) LoseAgent(id, "unreachable when assigning");
 }
 
 bool Coordinator::KeepsEngine(const RunSlot& run, schema::RunSpec::Reader spec) const {
-  // One agent for now: an engine across nodes is started per run (docs/matrix.md).
-  if (spec.getEngineLifecycle() != schema::EngineLifecycle::PER_CONFIGURATION ||
-      run.placement.size() != 1) {
-    return false;
-  }
+  if (spec.getEngineLifecycle() != schema::EngineLifecycle::PER_CONFIGURATION) return false;
   if (settings_.next_sweep_follows) return true;  // it may run there, and what may not is released
   return AnyPendingRunOf(run.configuration, &run);
 }

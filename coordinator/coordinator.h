@@ -101,6 +101,7 @@ class Coordinator {
     std::string configuration;           // the spec's engineConfiguration
     std::string ladder;                  // matrix::LoadLadderOf(spec)
     matrix::LoadLevel level;
+    bool keep_engine = false;  // the current attempt's agents keep its engine after it
   };
 
   Status CheckSecurity() const;
@@ -112,8 +113,8 @@ class Coordinator {
   void AssignRun(RunSlot& run, schema::RunSpec::Reader spec,
                  const std::vector<std::string>& placement, int64_t now_ns,
                  std::vector<const AgentEntry*>* idle);
-  // Whether the run's engine stays up after it: per_configuration, on one agent, and another
-  // run of its configuration is pending.
+  // Whether the run's engine stays up after it: per_configuration, and another run of its
+  // configuration is pending (or a next sweep follows).
   bool KeepsEngine(const RunSlot& run, schema::RunSpec::Reader spec) const;
   // Whether a run of `configuration` other than `besides` (may be null) waits to be placed.
   bool AnyPendingRunOf(const std::string& configuration, const RunSlot* besides) const;
@@ -133,7 +134,10 @@ class Coordinator {
   void LoseAgent(const std::string& id, const std::string& why);
   // Ends the current attempt of a run without a committed result; retries or fails it.
   void EndAttempt(RunSlot& run, const std::string& outcome, const std::string& error);
-  void ReleasePlacement(RunSlot& run, const std::string& reason, const std::string& except_id);
+  // `keep_engine`: the run was committed and its agents keep the engine (Cancel.keepEngine);
+  // else a run of several agents stops every part, and the group starts afresh next time.
+  void ReleasePlacement(RunSlot& run, const std::string& reason, const std::string& except_id,
+                        bool keep_engine = false);
   void Dispatch(int64_t now_ns);
   // Tells the progress display (if any) that `run`'s current attempt is placed.
   void ShowAssigned(const RunSlot& run, int64_t now_ns);
@@ -160,6 +164,9 @@ class Coordinator {
   std::map<std::string, size_t> run_index_;
   // Indices into runs_ by engine configuration: the runs one kept engine may serve.
   std::map<std::string, std::vector<size_t>> runs_of_configuration_;
+  // A configuration on several agents: where its engine is kept up (the last placement whose
+  // run kept it, head first); its next run goes there, on those agents in that order.
+  std::map<std::string, std::vector<std::string>> kept_group_of_;
   // Indices into runs_ by load ladder: the levels an over-saturated one skips.
   std::map<std::string, std::vector<size_t>> runs_of_ladder_;
   AgentRegistry agents_;

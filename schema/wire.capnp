@@ -63,6 +63,10 @@ struct Assign {
   # More runs of this engine configuration wait (engine_lifecycle per_configuration), in this
   # sweep or in the one that follows it (Bye.stay): keep the engine up after this run.
   keepEngine @8 :Bool;
+  # A run on several agents: every agent of this placement, in this order, kept this
+  # configuration's engine from its previous run: each reuses its part (a lone agent decides
+  # for itself). False: every agent stops what it kept and starts its part afresh.
+  reuseEngine @9 :Bool;
 }
 
 struct Progress {
@@ -85,6 +89,9 @@ struct Cancel {
   runId @0 :Text;
   reason @1 :Text;
   attempt @2 :UInt32;   # 0 = whichever attempt the agent holds
+  # A worker released after its head's run was committed with keepEngine: keep its part of the
+  # engine up for the next run of the configuration instead of stopping it.
+  keepEngine @3 :Bool;
 }
 
 struct Bye {

@@ -119,6 +119,35 @@ axes:
   }
 }
 
+// A layout over two agents (tp 2, one GPU each): its three levels run on one engine, kept on
+// both agents between runs (the worker told so on release) and placed again on the same agents
+// in the same order, each run after the first from a reset cache.
+TEST(EngineLifecycle, ALayoutOverTwoAgentsKeepsItsEngineOnTheSameAgents) {
+  Harness h("lifecycle_group");
+  const auto rows = RunAndReadEngines(h, R"(name: lifecycle
+engine: sim
+model: test-model
+local: {agents: 2, gpus_per_agent: 1}
+layout: {tp: 2, gpus_per_node: 1}
+sim: {ttft_ms: 5, itl_ms: 2, startup_ms: 300}
+workload: {input_len: 16, output_len: 8, num_requests: 12, warmup_requests: 2}
+axes:
+  concurrency: [1, 2, 4]
+)");
+  ASSERT_EQ(rows.size(), 3u);
+  for (int64_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(rows[i].engine_id, rows[0].engine_id) << "one engine for the configuration";
+    EXPECT_EQ(rows[i].run_index, i);
+    EXPECT_EQ(rows[i].cache_state, i == 0 ? "cold" : "reset") << i;
+    EXPECT_EQ(rows[i].validity, "valid") << i;
+  }
+  const auto agents = h.Query(h.Path("out"), "SELECT DISTINCT agents FROM results");
+  ASSERT_EQ(agents.rows.size(), 1u) << "the same agents, in the same order, every time";
+  EXPECT_EQ(agents.rows[0][0], "local-0 local-1");
+  EXPECT_NE(ReadTextFile(h.Path("out") + "/report.md").find("(1 engine start(s))"),
+            std::string::npos);
+}
+
 // Two agents, one configuration of two levels: the first level's agent keeps its engine for the
 // second (pending when it was assigned), but the other agent takes that level at once. The
 // first, shorter level ends while the second runs: the engine it keeps is for no run left, and

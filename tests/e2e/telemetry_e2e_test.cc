@@ -255,7 +255,8 @@ TEST(Telemetry, EnergyOfATwoNodeRunCountsEveryNodesGpus) {
 
 // A disaggregated vLLM layout over two agents (prefill pool and decode pool) with their own
 // addresses: the coordinator's assignment carries both, so the router on the head is given the
-// decode instance at the second agent's address and reaches it there. `vllm` and `vllm-router`
+// decode instance at the second agent's address and reaches it there. Its two levels run on one
+// engine, both agents keeping their parts between them. `vllm` and `vllm-router`
 // are stand-ins (tests/data/fake-vllm*) serving the emulator; the processes, sockets, agents and
 // coordinator are real.
 TEST(Telemetry, DisaggregationOverTwoAgentsReachesTheDecodeAgentAtItsAddress) {
@@ -282,7 +283,8 @@ timeout_s: 40
 max_attempts: 1
 engine_config: {{dist_port: {}}}
 layout: {{tp: 1, prefill_instances: 1, decode_instances: 1, gpus_per_node: 1}}
-workload: {{input_len: 8, output_len: 4, num_requests: 4, concurrency: 2}}
+workload: {{input_len: 8, output_len: 4, num_requests: 4}}
+axes: {{concurrency: [1, 2]}}
 )",
                                                                 dist_port));
   const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
@@ -317,8 +319,10 @@ workload: {{input_len: 8, output_len: 4, num_requests: 4, concurrency: 2}}
                                std::chrono::seconds(90)))
       << h.Log("coordinator");
   auto status = h.Query(out, "SELECT status, last_error FROM runs");
-  ASSERT_EQ(status.rows.size(), 1u);
-  EXPECT_EQ(status.rows[0][0], "done") << status.rows[0][1] << "\n" << h.Log("agent-p");
+  ASSERT_EQ(status.rows.size(), 2u);
+  for (const auto& row : status.rows) {
+    EXPECT_EQ(row[0], "done") << row[1] << "\n" << h.Log("agent-p");
+  }
   std::ifstream in(router_args);
   std::string args((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(args.find(fmt::format("--prefill http://127.0.0.1:{}", dist_port + 1)),
@@ -336,7 +340,13 @@ workload: {{input_len: 8, output_len: 4, num_requests: 4, concurrency: 2}}
   EXPECT_EQ(h.QueryInt(out,
                        "SELECT COUNT(*) FROM results WHERE pd_split = '1P1D' AND "
                        "completed = 4 AND agents = 'agent-p agent-d'"),
-            1);
+            2);
+  // Both levels on one engine, its decode instance kept up on the second agent between them:
+  // that agent started its part once (one worker log), told to keep it when released.
+  EXPECT_EQ(h.QueryInt(out, "SELECT COUNT(DISTINCT engine_id) FROM results"), 1);
+  EXPECT_EQ(FilesEndingWith(h.Path("agent-d/work"), ".log"), 1);
+  EXPECT_NE(h.Log("agent-d").find("(keeping the engine)"), std::string::npos);
+  EXPECT_NE(h.Log("agent-d").find("worker reuses engine part"), std::string::npos);
 }
 
 }  // namespace
