@@ -1,14 +1,16 @@
 #include "perfmodel/engine_profile.h"
 
-#include "common/file_text.h"
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cctype>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <sstream>
 
+#include "common/file_text.h"
 #include "common/yaml_reader.h"
 #include "perfmodel/profiles.h"
 
@@ -241,6 +243,16 @@ Status LoadEngineProfile(const std::string& name_or_path, EngineProfile* out) {
     if (Status s = ReadWholeFile(name_or_path, "the engine profile", &text); !s.ok()) return s;
     return ParseEngineProfile(text, name_or_path, out);
   }
+  // Embedded, so it never changes: parsed once per process (as profiles.cc's Load).
+  static std::mutex mutex;
+  static std::map<std::string, EngineProfile> parsed;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = parsed.find(name_or_path); it != parsed.end()) {
+      *out = it->second;
+      return Status::Ok();
+    }
+  }
   const std::string path = fmt::format("{}{}.yaml", kEngineDir, name_or_path);
   const std::string_view text = EmbeddedProfile(path);
   if (text.empty()) {
@@ -250,7 +262,10 @@ Status LoadEngineProfile(const std::string& name_or_path, EngineProfile* out) {
         "unknown engine profile '{}': expected a shipped name ({}) or a path to a .yaml file",
         name_or_path, names));
   }
-  return ParseEngineProfile(text, path + " (embedded)", out);
+  if (Status s = ParseEngineProfile(text, path + " (embedded)", out); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mutex);
+  parsed.emplace(name_or_path, *out);
+  return Status::Ok();
 }
 
 Status SelectEngineProfile(const std::string& engine, const std::string& version,

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <sstream>
 
 #include "common/file_text.h"
@@ -66,6 +68,17 @@ Status Load(const std::string& name_or_path, std::string_view dir, const char* k
     if (Status s = ReadWholeFile(name_or_path, "the profile for reading", &text); !s.ok()) return s;
     return parse(text, name_or_path, out);
   }
+  // A shipped profile is embedded, so it never changes: parsed once per process (a search or a
+  // calibration loads the same ones for every virtual run).
+  static std::mutex mutex;
+  static std::map<std::string, Profile> parsed;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (auto it = parsed.find(name_or_path); it != parsed.end()) {
+      *out = it->second;
+      return Status::Ok();
+    }
+  }
   const std::string path = fmt::format("{}{}.yaml", dir, name_or_path);
   std::string_view text = EmbeddedProfile(path);
   if (text.empty()) {
@@ -75,7 +88,10 @@ Status Load(const std::string& name_or_path, std::string_view dir, const char* k
         "unknown {} profile '{}': expected a shipped name ({}) or a path to a .yaml file", kind,
         name_or_path, names));
   }
-  return parse(text, path + " (embedded)", out);
+  if (Status s = parse(text, path + " (embedded)", out); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mutex);
+  parsed.emplace(name_or_path, *out);
+  return Status::Ok();
 }
 
 }  // namespace
