@@ -156,6 +156,11 @@ void Agent::SendProgress() {
   Send(message);
 }
 
+bool Agent::Holds(schema::Role role, const std::string& run_id, uint32_t attempt) const {
+  return executor_ && executor_->role() == role && executor_->run_id() == run_id &&
+         executor_->attempt() == attempt;
+}
+
 void Agent::SendEnergyMessages() {
   if (!executor_) return;
   for (const uint8_t edge : executor_->peer_energy().TakeAsks()) {
@@ -348,18 +353,14 @@ void Agent::Handle(const zmq::message_t& frame, Asked* asked) {
         break;
       case schema::Envelope::ENERGY_MARK: {
         const auto mark = envelope.getEnergyMark();
-        if (executor_ && executor_->role() == schema::Role::WORKER &&
-            executor_->run_id() == mark.getRunId().cStr() &&
-            executor_->attempt() == mark.getAttempt()) {
+        if (Holds(schema::Role::WORKER, mark.getRunId(), mark.getAttempt())) {
           executor_->peer_energy().DeliverAsk(mark.getEdge());
         }
         break;
       }
       case schema::Envelope::ENERGY_READ: {
         const auto read = envelope.getEnergyRead();
-        if (executor_ && executor_->role() == schema::Role::HEAD &&
-            executor_->run_id() == read.getRunId().cStr() &&
-            executor_->attempt() == read.getAttempt()) {
+        if (Holds(schema::Role::HEAD, read.getRunId(), read.getAttempt())) {
           executor_->peer_energy().DeliverAnswer(FromWire(read));
         }
         break;

@@ -76,6 +76,9 @@ class Agent {
   void SendProgress();
   // A multi-node run's energy reads: the head's asks, a worker's answers (agent/peer_energy.h).
   void SendEnergyMessages();
+  // Whether this agent runs (run_id, attempt) in `role` now: a multi-node run's energy messages
+  // of another run or attempt are dropped.
+  bool Holds(schema::Role role, const std::string& run_id, uint32_t attempt) const;
   bool Send(capnp::MallocMessageBuilder& message);
   // What a coordinator's message asked of the loop.
   struct Asked {

@@ -428,9 +428,11 @@ TEST(StepCostTest, KvCapacityFollowsTheMemoryFraction) {
 }
 
 // LoRA: an adapter of rank 16 on Llama 3.1 8B's q, k, v, o, gate, up and down projections has
-// 41,943,040 weights (what PEFT prints as the trainable parameters of that configuration: 32
-// layers x 16 x (3 x 4096 + 4096 + 2 x 1024 + 4096 + 4096 + 3 x 4096 + 3 x 14336)). A step reads
-// each distinct adapter once, and every adapted token runs through its A and B.
+// 41,943,040 weights: 32 layers x 16 x (3 x 4096 + 4096 + 2 x 1024 + 4096 + 4096 + 3 x 4096 +
+// 3 x 14336), the figure PEFT's print_trainable_parameters is widely quoted printing for a rank-16
+// adapter on all seven projections of Llama-3-8B (the same shapes; quoted, not re-run here: PEFT
+// is not installed). A step reads each distinct adapter once, and every adapted token runs
+// through its A and B.
 TEST(StepCostTest, LoraAdaptersCostTheirWeightsPerDistinctAdapterAndTheirMatmulsPerToken) {
   constexpr double kLoraParams = 41'943'040.0;
   DeploymentConfig d;

@@ -8,7 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <tuple>
+#include <functional>
+#include <map>
 
 #include "common/ids.h"
 #include "common/net.h"
@@ -26,6 +27,40 @@ int FilesEndingWith(const std::string& dir, const std::string& suffix) {
     if (name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix) ++count;
   }
   return count;
+}
+
+// A coordinator of `matrix` bound at `endpoint` (results in `out`), then one agent per id with
+// one emulated GPU, its spool and work folder under dir/<id>/, `agent_flags(id)` added; the
+// coordinator's index. `before_agent(id)` runs just before each agent starts (its environment).
+size_t StartCoordinatorAndAgents(
+    Harness& h, const std::string& matrix, const std::string& endpoint, const std::string& out,
+    const std::vector<std::string>& coordinator_flags, const std::vector<std::string>& ids,
+    const std::function<std::vector<std::string>(const std::string&)>& agent_flags,
+    const std::function<void(const std::string&)>& before_agent = {}) {
+  std::vector<std::string> coordinator_args = {"coordinator", matrix,  "--bind",
+                                               endpoint,      "--out", out};
+  coordinator_args.insert(coordinator_args.end(), coordinator_flags.begin(),
+                          coordinator_flags.end());
+  for (const auto& arg : h.CoordinatorKeyArgs()) coordinator_args.push_back(arg);
+  const size_t coordinator = h.Start("coordinator", coordinator_args);
+  for (const std::string& id : ids) {
+    std::vector<std::string> args = {"agent",
+                                     "--connect",
+                                     endpoint,
+                                     "--id",
+                                     id,
+                                     "--emulate-gpus",
+                                     "1",
+                                     "--spool",
+                                     h.Path(id + "/spool"),
+                                     "--work-dir",
+                                     h.Path(id + "/work")};
+    for (const auto& arg : agent_flags(id)) args.push_back(arg);
+    for (const auto& arg : h.AgentKeyArgs()) args.push_back(arg);
+    if (before_agent) before_agent(id);
+    h.Start(id, args);
+  }
+  return coordinator;
 }
 
 void RunSweep(Harness& h, const std::string& matrix_text, const std::string& out) {
@@ -207,30 +242,16 @@ TEST(Telemetry, EnergyOfATwoNodeRunCountsEveryNodesGpus) {
   const std::string matrix = h.WriteFile("m.yaml", text);
   const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
   const std::string out = h.Path("out");
-  std::vector<std::string> coordinator_args = {"coordinator", matrix, "--bind",         endpoint,
-                                               "--out",       out,    "--heartbeat-ms", "100"};
-  for (const auto& arg : h.CoordinatorKeyArgs()) coordinator_args.push_back(arg);
-  const size_t coordinator = h.Start("coordinator", coordinator_args);
-  for (const auto& [id, step_mj] :
-       std::vector<std::pair<std::string, std::string>>{{"a", "250000"}, {"b", "100000"}}) {
-    ::setenv("FAKE_NVIDIA_SMI_NODE", id.c_str(), 1);
-    ::setenv("FAKE_NVIDIA_SMI_STEP_MJ", step_mj.c_str(), 1);
-    std::vector<std::string> agent_args = {"agent",
-                                           "--connect",
-                                           endpoint,
-                                           "--id",
-                                           id,
-                                           "--emulate-gpus",
-                                           "1",
-                                           "--heartbeat-ms",
-                                           "100",
-                                           "--spool",
-                                           h.Path(id + "/spool"),
-                                           "--work-dir",
-                                           h.Path(id + "/work")};
-    for (const auto& arg : h.AgentKeyArgs()) agent_args.push_back(arg);
-    h.Start(id, agent_args);
-  }
+  const std::map<std::string, std::string> step_mj = {{"a", "250000"}, {"b", "100000"}};
+  const size_t coordinator = StartCoordinatorAndAgents(
+      h, matrix, endpoint, out, {"--heartbeat-ms", "100"}, {"a", "b"},
+      [](const std::string&) {
+        return std::vector<std::string>{"--heartbeat-ms", "100"};
+      },
+      [&](const std::string& id) {
+        ::setenv("FAKE_NVIDIA_SMI_NODE", id.c_str(), 1);
+        ::setenv("FAKE_NVIDIA_SMI_STEP_MJ", step_mj.at(id).c_str(), 1);
+      });
   ::unsetenv("FAKE_NVIDIA_SMI_NODE");
   ::unsetenv("FAKE_NVIDIA_SMI_STEP_MJ");
   ASSERT_TRUE(Harness::WaitFor([&] { return h.process(coordinator).Poll().has_value(); },
@@ -289,31 +310,13 @@ axes: {{concurrency: [1, 2]}}
                                                                 dist_port));
   const std::string endpoint = fmt::format("tcp://127.0.0.1:{}", FreeLoopbackPort());
   const std::string out = h.Path("out");
-  std::vector<std::string> coordinator_args = {"coordinator", matrix,  "--bind",
-                                               endpoint,      "--out", out};
-  for (const auto& arg : h.CoordinatorKeyArgs()) coordinator_args.push_back(arg);
-  const size_t coordinator = h.Start("coordinator", coordinator_args);
-  for (const auto& [id, pool, address] :
-       std::vector<std::tuple<std::string, std::string, std::string>>{
-           {"agent-p", "prefill", "127.0.0.1"}, {"agent-d", "decode", "127.0.0.2"}}) {
-    std::vector<std::string> agent_args = {"agent",
-                                           "--connect",
-                                           endpoint,
-                                           "--id",
-                                           id,
-                                           "--emulate-gpus",
-                                           "1",
-                                           "--pool",
-                                           pool,
-                                           "--address",
-                                           address,
-                                           "--spool",
-                                           h.Path(id + "/spool"),
-                                           "--work-dir",
-                                           h.Path(id + "/work")};
-    for (const auto& arg : h.AgentKeyArgs()) agent_args.push_back(arg);
-    h.Start(id, agent_args);
-  }
+  // Their own pools and addresses: the prefill agent at 127.0.0.1, the decode one at 127.0.0.2.
+  const size_t coordinator = StartCoordinatorAndAgents(
+      h, matrix, endpoint, out, {}, {"agent-p", "agent-d"}, [](const std::string& id) {
+        const bool prefill = id == "agent-p";
+        return std::vector<std::string>{"--pool", prefill ? "prefill" : "decode", "--address",
+                                        prefill ? "127.0.0.1" : "127.0.0.2"};
+      });
   ::setenv("PATH", old_path.c_str(), 1);
   ASSERT_TRUE(Harness::WaitFor([&] { return h.process(coordinator).Poll().has_value(); },
                                std::chrono::seconds(90)))
