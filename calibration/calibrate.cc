@@ -133,7 +133,7 @@ Status Fit(const CalibrateRequest& r, const std::vector<const CalibrationPoint*>
         }
         return f;
       },
-      {.max_evaluations = r.max_evaluations});
+      r.fit_options);
   // Four significant digits: what the data can tell apart, and a profile people can read.
   for (size_t i = 0; i < params.size(); ++i) {
     const double rounded = std::stod(fmt::format("{:.4g}", fit.values[i]));

@@ -18,6 +18,7 @@
 
 #include "calibration/calibration_points.h"
 #include "common/status.h"
+#include "perfmodel/calibration.h"
 #include "perfmodel/engine_profile.h"
 
 namespace servesweep::calibration {
@@ -48,7 +49,7 @@ struct CalibrateRequest {
   std::string fit_only;                    // a selector: the only points fitted
   std::string hardware;                    // for db runs and specs naming none
   std::string model_profile;               // for db runs whose served name names none
-  int max_evaluations = 300;
+  perfmodel::FitOptions fit_options = {.max_evaluations = 300};
   FitLoss loss = FitLoss::kSquared;
   double holdout_bound_pct = 0;  // > 0: the held-out median |error| must be at most this
   std::string fitted_by;         // the command line the fitted profile records

@@ -356,7 +356,7 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--out", o->out, "Write the fitted profile here (YAML)");
   cmd->add_option("--name", o->request.fitted_name,
                   "Name of the written profile (default: the fitted one's)");
-  cmd->add_option("--max-evaluations", o->request.max_evaluations, "Model evaluations of the fit")
+  cmd->add_option("--max-evaluations", o->request.fit_options.max_evaluations, "Model evaluations of the fit")
       ->capture_default_str();
   cmd->add_option("--loss", o->loss,
                   "What the fit minimises over the figures: squared (mean log error squared) or "
@@ -396,8 +396,9 @@ void AddCalibrateCommand(CLI::App& app, int* exit_code) {
     if (!o->request.model_profile.empty()) line += " --model-profile " + o->request.model_profile;
     if (o->cross_validate) line += " --cross-validate";
     for (const auto& recipe : o->recipes) line += " --recipe " + recipe;
-    if (o->request.max_evaluations != calibration::CalibrateRequest{}.max_evaluations) {
-      line += fmt::format(" --max-evaluations {}", o->request.max_evaluations);
+    if (o->request.fit_options.max_evaluations !=
+        calibration::CalibrateRequest{}.fit_options.max_evaluations) {
+      line += fmt::format(" --max-evaluations {}", o->request.fit_options.max_evaluations);
     }
     *exit_code = Run(*o);
   });

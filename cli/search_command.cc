@@ -64,11 +64,17 @@ struct SearchOptions {
 
 // --learn: a profile is fitted once this many counted runs cost it (fewer cannot move six
 // coefficients), then again each time they have grown by kRefitGrowth (a fit's CPU time grows
-// with its runs, about 0.25 s per run here: the fits of a whole search stay a few times the last
-// one's), with calibrate's fit at this many evaluations.
+// with its runs, so the fits of a whole search cost about 3x the last one's). The first fit scans
+// each coefficient over x 1/20 .. x 20; a refit starts where the last fit left it, which half as
+// many runs again move by far less, so it scans x 1/e .. x e in fewer evaluations. Measured by
+// bench/search.sh (bookkeeping per round); 1.25 and 150 evaluations per fit cost 4x the CPU for
+// the same winner.
 constexpr size_t kMinFitRuns = 3;
-constexpr double kRefitGrowth = 1.25;
-constexpr int kFitEvaluations = 150;
+constexpr double kRefitGrowth = 1.5;
+constexpr perfmodel::FitOptions kFirstFit = {.max_evaluations = 150};
+constexpr perfmodel::FitOptions kRefit = {
+    .max_evaluations = 60, .initial_step = 0.25, .scan_sweeps = 1, .scan_points = 3,
+    .scan_span = 1};
 
 // One configuration: the runs of a load ladder, represented by its first run.
 struct Configuration {
@@ -183,7 +189,7 @@ class Searcher {
       request.points = std::move(fitted_on);
       request.profile = profiles[name];
       request.fit = calibration::DefaultFitCoefficients();
-      request.max_evaluations = kFitEvaluations;
+      request.fit_options = last == 0 ? kFirstFit : kRefit;
       request.fitted_by = "servesweep search --learn";
       request.fitted_at = UtcTimeText(std::chrono::duration_cast<std::chrono::milliseconds>(
                                           std::chrono::system_clock::now().time_since_epoch())

@@ -17,6 +17,7 @@
 #include <map>
 
 #include "common/percentile.h"
+#include "common/sort_doubles.h"
 
 namespace servesweep::loadgen {
 namespace {
@@ -39,7 +40,7 @@ Stats ComputeStats(std::vector<double> values) {
     s.mean = s.median = s.std = s.p90 = s.p95 = s.p99 = s.min = s.max = kNaN;
     return s;
   }
-  std::sort(values.begin(), values.end());
+  SortDoubles(&values);
   double sum = 0;
   for (double v : values) sum += v;
   s.mean = sum / static_cast<double>(values.size());

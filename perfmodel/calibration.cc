@@ -121,16 +121,16 @@ FitResult FitCoefficients(const std::vector<FitParameter>& params, const FitObje
     return std::isfinite(f) ? f : std::numeric_limits<double>::max();
   };
   double best_f = eval(best);
-  // First, coordinate scans over a log grid (x 1/20 .. x 20 around the current value, within the
-  // bounds): the simulated objective is piecewise flat (a request waits for the step in flight,
-  // so small changes often change nothing), which stalls a simplex that starts small.
+  // First, coordinate scans over a log grid (x 1/20 .. x 20 around the current value by default,
+  // within the bounds): the simulated objective is piecewise flat (a request waits for the step
+  // in flight, so small changes often change nothing), which stalls a simplex that starts small.
   for (int sweep = 0; sweep < options.scan_sweeps && n > 0; ++sweep) {
     for (size_t i = 0; i < n; ++i) {
       const double centre = best[i];
       for (int k = -options.scan_points; k <= options.scan_points; ++k) {
         if (k == 0 || result.evaluations >= options.max_evaluations) continue;
         std::vector<double> p = best;
-        p[i] = centre + 3.0 * k / options.scan_points;
+        p[i] = centre + options.scan_span * k / options.scan_points;
         p = clamp(p);
         if (p[i] == best[i]) continue;
         const double f = eval(p);

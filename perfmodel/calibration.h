@@ -34,7 +34,8 @@ struct FitOptions {
   double initial_step = 0.5;  // of log(value): the first simplex spans x e^0.5
   double tolerance = 1e-4;    // stop when the simplex's objective spread is below this
   int scan_sweeps = 2;        // coordinate scans before the simplex (0: none)
-  int scan_points = 6;        // per side of each scan: 2 x this + 1 values over x 1/20 .. x 20
+  int scan_points = 6;        // per side of each scan: 2 x this + 1 values over the span
+  double scan_span = 3;       // of log(value): scans reach x e^-3 .. x e^3 (x 1/20 .. x 20)
 };
 
 struct FitResult {

@@ -6,6 +6,32 @@
 #include <unordered_map>
 
 namespace servesweep::perfmodel {
+namespace {
+
+// The records' places by request id, looked up once per token event. Ids are the plan's indices
+// in practice (dense from 0; duration mode's copies count on), so a flat table answers without
+// hashing; ids far beyond the requests' count go to a hash map instead.
+class RecordIndex {
+ public:
+  RecordIndex(uint64_t max_id, size_t requests)
+      : flat_(max_id < 16 * requests + 4096 ? max_id + 1 : 0, kNone) {}
+  // False when the id is already there.
+  bool Add(uint64_t id, size_t at) {
+    if (flat_.empty()) return sparse_.emplace(id, at).second;
+    if (id >= flat_.size()) flat_.resize(id + 1, kNone);
+    if (flat_[id] != kNone) return false;
+    flat_[id] = at;
+    return true;
+  }
+  size_t At(uint64_t id) const { return flat_.empty() ? sparse_.at(id) : flat_[id]; }
+
+ private:
+  static constexpr size_t kNone = ~size_t{0};
+  std::vector<size_t> flat_;
+  std::unordered_map<uint64_t, size_t> sparse_;
+};
+
+}  // namespace
 
 Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
                         const DeploymentConfig& deployment, const Workload& workload,
@@ -19,20 +45,20 @@ Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
   SimulationResult result;
   std::vector<RequestSpec> specs = workload.requests;  // grows with repeats (duration mode)
   result.requests.resize(specs.size());
-  std::unordered_map<uint64_t, size_t> index;
-  index.reserve(specs.size());
   uint64_t max_id = 0;
+  for (const RequestSpec& r : specs) max_id = std::max(max_id, r.id);
+  RecordIndex index(max_id, specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     const RequestSpec& r = specs[i];
-    if (!index.emplace(r.id, i).second) {
+    if (!index.Add(r.id, i)) {
       return Status::InvalidArgument(fmt::format("workload: request id {} appears twice", r.id));
     }
-    max_id = std::max(max_id, r.id);
     RequestRecord& rec = result.requests[i];
     rec.id = r.id;
     rec.input_tok = r.input_tok;
     rec.output_tok = r.output_tok;
     rec.adapter = r.adapter;
+    rec.chunks.reserve(r.output_tok);  // a chunk carries at least one token
   }
 
   const bool closed = workload.concurrency > 0;
@@ -63,12 +89,13 @@ Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
     RequestSpec copy = specs.back();
     copy.id = ++max_id;
     if (workload.adapter_of) copy.adapter = workload.adapter_of(specs.size());
-    index.emplace(copy.id, specs.size());
+    index.Add(copy.id, specs.size());
     RequestRecord rec;
     rec.id = copy.id;
     rec.input_tok = copy.input_tok;
     rec.output_tok = copy.output_tok;
     rec.adapter = copy.adapter;
+    rec.chunks.reserve(copy.output_tok);
     result.requests.push_back(std::move(rec));
     order.push_back(specs.size());
     specs.push_back(std::move(copy));
@@ -101,7 +128,7 @@ Status SimulateWorkload(const HardwareProfile& hw, const ModelProfile& model,
 
   std::vector<int64_t> ended;  // end times of the last advance
   const EventSink sink = [&](const Event& e) {
-    RequestRecord& rec = result.requests[index[e.id]];
+    RequestRecord& rec = result.requests[index.At(e.id)];
     switch (e.kind) {
       case EventKind::kFirstToken:
         rec.first_token_ns = e.time_ns;

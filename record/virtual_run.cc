@@ -107,8 +107,11 @@ loadgen::LoadResult LoadResultOf(const perfmodel::SimulationResult& sim,
   loadgen::LoadResult load;
   for (const auto& a : adapters) load.adapter_names.push_back(a.name);
   int64_t last_done_ns = -1, last_send_ns = 0;
+  load.requests.reserve(sim.requests.size());
   for (const auto& r : sim.requests) {
     loadgen::RequestRecord out;
+    out.chunk_times_ns.reserve(r.chunks.size());
+    out.chunk_tokens.reserve(r.chunks.size());
     out.index = static_cast<uint32_t>(r.id);
     out.prompt_tokens = static_cast<uint32_t>(r.input_tok);
     out.adapter = r.adapter;
