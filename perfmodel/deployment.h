@@ -20,6 +20,9 @@ struct DeploymentConfig {
   int tp = 1;  // tensor parallel: weights, FLOPs and KV heads split; two all-reduces per layer
   int pp = 1;  // pipeline parallel: layers split into stages; micro-batches fill the pipeline
   int dp = 1;  // independent replicas; each request goes to the least-loaded one
+  // API-server processes in front of the replicas (vLLM --api-server-count), requests dealt
+  // round-robin by id; each has the engine's api_request_us / api_token_us ceilings.
+  int api_servers = 1;
   // Expert parallel (MoE only): routed experts spread over ep GPUs instead of TP-sliced, with an
   // all-to-all dispatch and combine per MoE layer. 1 = off; otherwise a multiple of tp that
   // divides tp x dp (the EP group spans ep / tp replicas, as vLLM's --enable-expert-parallel).

@@ -457,7 +457,10 @@ class EngineModel::Impl {
   Impl(CostModel cost, const DeploymentConfig& d)
       : cost_(std::move(cost)),
         d_(d),
-        front_end_ns_(std::llround(d.engine.coefficients.request_us * 1e3)) {
+        front_end_ns_(std::llround(d.engine.coefficients.request_us * 1e3)),
+        api_request_ns_(std::llround(d.engine.coefficients.api_request_us * 1e3)),
+        api_token_ns_(std::llround(d.engine.coefficients.api_token_us * 1e3)),
+        api_(std::max(d.api_servers, 1)) {
     if (d_.prefill_instances > 0 && d_.decode_instances > 0) {
       for (int i = 0; i < d_.prefill_instances; ++i) AddReplica(Role::kPrefill);
       for (int i = 0; i < d_.decode_instances; ++i) AddReplica(Role::kDecode);
@@ -477,16 +480,33 @@ class EngineModel::Impl {
       return Status::InvalidArgument(
           fmt::format("request {}: expected a new id, found one in flight", request.id));
     }
-    // The front end (HTTP, tokenisation) delays its arrival at the scheduler.
-    request.arrival_ns = std::max(request.arrival_ns, now_ns_) + front_end_ns_;
+    // The front end (HTTP, tokenisation) delays its arrival at the scheduler; its API process
+    // takes requests one at a time, in the order they are submitted (arrival order).
+    int64_t in_ns = std::max(request.arrival_ns, now_ns_);
+    if (api_request_ns_ > 0) {
+      ApiProcess& api = api_[request.id % api_.size()];
+      in_ns = api.in_free_ns = std::max(in_ns, api.in_free_ns) + api_request_ns_;
+    }
+    request.arrival_ns = in_ns + front_end_ns_;
     it->second.spec = std::move(request);
     arrivals_.push({it->second.spec.arrival_ns, submit_order_++, &it->second});
     return Status::Ok();
   }
 
   bool Cancel(uint64_t id) {
+    // What its API process has not streamed yet is not sent (the engine may be done with it).
+    bool streaming = false;
+    if (!outputs_.empty()) {
+      const size_t queued = outputs_.size();
+      std::vector<TimedEvent> kept;
+      for (; !outputs_.empty(); outputs_.pop()) {
+        if (outputs_.top().event.id != id) kept.push_back(outputs_.top());
+      }
+      streaming = kept.size() < queued;
+      for (const TimedEvent& e : kept) outputs_.push(e);
+    }
     auto it = seqs_.find(id);
-    if (it == seqs_.end() || it->second.cancelled) return false;
+    if (it == seqs_.end() || it->second.cancelled) return streaming;
     Seq* seq = &it->second;
     seq->cancelled = true;
     ++counters_.cancelled;
@@ -504,11 +524,22 @@ class EngineModel::Impl {
     int64_t next = kNever;
     if (!arrivals_.empty()) next = arrivals_.top().time_ns;
     if (!transfers_.empty()) next = std::min(next, transfers_.top().time_ns);
+    if (!outputs_.empty()) next = std::min(next, outputs_.top().event.time_ns);
     for (const auto& r : replicas_) next = std::min(next, r->next_ns());
     return next;
   }
 
-  void AdvanceTo(int64_t now, const EventSink& sink) {
+  void AdvanceTo(int64_t now, const EventSink& client) {
+    // Tokens pass the API process of their request (one at a time, api_token_ns each) and reach
+    // the client when it has streamed them; the rest reach it at once (in time order with them).
+    const EventSink through_api = [&](const Event& e) {
+      ApiProcess& api = api_[e.id % api_.size()];
+      Event out = e;
+      out.time_ns = std::max(e.time_ns, api.out_free_ns) + e.tokens * api_token_ns_;
+      api.out_free_ns = out.time_ns;
+      outputs_.push({out, submit_order_++});
+    };
+    const EventSink& sink = api_token_ns_ > 0 ? through_api : client;
     while (true) {
       // At equal times: an idle instance woken by an arrival starts its step first, then
       // arrivals, then transfers, then step ends. An engine's loop that sleeps until work comes
@@ -525,10 +556,15 @@ class EngineModel::Impl {
             replica != nullptr && r->next_ns() == step && r->waking() && !replica->waking();
         if (r->next_ns() < step || first_waking) step = r->next_ns(), replica = r.get();
       }
-      const int64_t t = std::min({arrival, transfer, step});
+      const int64_t output = outputs_.empty() ? kNever : outputs_.top().event.time_ns;
+      const int64_t t = std::min({arrival, transfer, step, output});
       if (t > now || t == kNever) break;
       now_ns_ = std::max(now_ns_, t);
-      if (step == t && replica->waking()) {
+      if (output == t) {  // what was streamed by now reaches the client first
+        const Event e = outputs_.top().event;
+        outputs_.pop();
+        client(e);
+      } else if (step == t && replica->waking()) {
         done_.clear();
         replica->Run(t, sink, &done_);
       } else if (arrival == t) {
@@ -597,6 +633,18 @@ class EngineModel::Impl {
     }
   };
   using TimedQueue = std::priority_queue<Timed, std::vector<Timed>, std::greater<Timed>>;
+  struct TimedEvent {
+    Event event;
+    uint64_t order;
+    bool operator>(const TimedEvent& o) const {
+      return event.time_ns != o.event.time_ns ? event.time_ns > o.event.time_ns : order > o.order;
+    }
+  };
+  // An API-server process: when its request path and its output path are free again.
+  struct ApiProcess {
+    int64_t in_free_ns = 0;
+    int64_t out_free_ns = 0;
+  };
 
   static void Drop(TimedQueue* queue, const Seq* seq) {
     std::vector<Timed> kept;
@@ -668,6 +716,10 @@ class EngineModel::Impl {
   CostModel cost_;
   DeploymentConfig d_;
   int64_t front_end_ns_;
+  int64_t api_request_ns_;
+  int64_t api_token_ns_;
+  std::vector<ApiProcess> api_;
+  std::priority_queue<TimedEvent, std::vector<TimedEvent>, std::greater<TimedEvent>> outputs_;
   Counters counters_;
   std::vector<std::unique_ptr<Replica>> replicas_;
   std::unordered_map<uint64_t, Seq> seqs_;

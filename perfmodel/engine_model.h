@@ -17,6 +17,10 @@
 //   while (engine->NextEventNs() != EngineModel::kNever)
 //     engine->AdvanceTo(engine->NextEventNs(), [](const Event& e) { ... });
 //
+// The API server (EngineCoefficients::api_request_us / api_token_us) delays a request on its way
+// in and its tokens on their way out when its process is busy: an event's time is when the
+// client would receive it, which may be after the step that produced it.
+//
 // Events come out in time order: kFirstToken (1 token), kTokens (a chunk of one or more tokens:
 // several with speculative decoding), kFinished (after the last chunk, same time), kPreempted
 // (the request lost its KV cache and will recompute; no token is repeated), kRejected (it can

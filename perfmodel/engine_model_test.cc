@@ -540,6 +540,71 @@ TEST(EngineModelTest, FrontEndDelayIsInTimeToFirstToken) {
   EXPECT_EQ(FirstTokenNs(RunAll(*delayed), 1) - FirstTokenNs(RunAll(*bare), 1), 5'000'000);
 }
 
+// The API server's request path is one queue per process: 400 requests sent at once through
+// a 5 ms-per-request process arrive at 200 requests/s, the last after 2 s; two processes halve it.
+TEST(EngineModelTest, TheApiServerCapsTheRequestRate) {
+  auto last_first_token_ns = [](int api_servers) {
+    DeploymentConfig d;
+    d.api_servers = api_servers;
+    EXPECT_TRUE(SetCoefficient(&d.engine, "cpu.api_request_us", 5000).ok());
+    auto engine = Engine(d);
+    for (uint64_t i = 0; i < 400; ++i) EXPECT_TRUE(engine->Submit(Req(i, 0, 16, 1)).ok());
+    int64_t last = 0;
+    for (const Event& e : RunAll(*engine)) {
+      if (e.kind == EventKind::kFirstToken) last = std::max(last, e.time_ns);
+    }
+    return last;
+  };
+  const int64_t one = last_first_token_ns(1), two = last_first_token_ns(2);
+  EXPECT_GE(one, 2'000'000'000);
+  EXPECT_LT(one, 2'050'000'000);  // a 16-token prefill step after the last arrival
+  EXPECT_GE(two, 1'000'000'000);
+  EXPECT_LT(two, 1'050'000'000);
+}
+
+// The output path: 16 requests of 100 tokens decode together in about 0.55 s, but one process
+// streams 1,000 tokens/s, so the client gets their 1,600 tokens over at least 1.6 s, in time order, each
+// request's events intact; the engine's own steps are unchanged (its finish counter is earlier).
+TEST(EngineModelTest, TheApiServerCapsTheStreamedTokenRate) {
+  std::vector<RequestSpec> reqs;
+  for (uint64_t i = 0; i < 16; ++i) reqs.push_back(Req(i, 0, 64, 100));
+  auto run = [&](double api_token_us) {
+    DeploymentConfig d;
+    EXPECT_TRUE(SetCoefficient(&d.engine, "cpu.api_token_us", api_token_us).ok());
+    auto engine = Engine(d);
+    for (const auto& r : reqs) EXPECT_TRUE(engine->Submit(r).ok());
+    return RunAll(*engine);
+  };
+  const std::vector<Event> bare = run(0), capped = run(1000);
+  auto span_ns = [](const std::vector<Event>& events) {
+    return events.back().time_ns - events.front().time_ns;
+  };
+  EXPECT_LT(span_ns(bare), 1'000'000'000);  // the engine alone: 100 steps of ~5 ms
+  EXPECT_GE(span_ns(capped), 1'599'000'000);
+  ASSERT_EQ(capped.size(), bare.size());
+  EXPECT_TRUE(std::is_sorted(capped.begin(), capped.end(), [](const Event& a, const Event& b) {
+    return a.time_ns < b.time_ns;
+  }));
+  ExpectWellFormed(capped, reqs);
+}
+
+// A cancelled request's tokens still queued in its API process are not sent.
+TEST(EngineModelTest, ACancelledRequestsQueuedTokensAreNotStreamed) {
+  DeploymentConfig d;
+  ASSERT_TRUE(SetCoefficient(&d.engine, "cpu.api_token_us", 20000).ok());
+  auto engine = Engine(d);
+  ASSERT_TRUE(engine->Submit(Req(1, 0, 64, 50)).ok());
+  std::vector<Event> got;
+  // The engine decodes all 50 tokens in well under 0.5 s; the process streams 50 per second.
+  engine->AdvanceTo(500'000'000, [&](const Event& e) { got.push_back(e); });
+  const size_t before = got.size();
+  EXPECT_GT(before, 0u);
+  EXPECT_LT(before, 50u);
+  ASSERT_TRUE(engine->Cancel(1));
+  const std::vector<Event> after = RunAll(*engine);
+  EXPECT_TRUE(after.empty());
+}
+
 // Multi-LoRA as vLLM's scheduler runs it: with one slot, requests of another adapter wait
 // (skipped, not blocking the queue) while the slot's adapter has running requests; each adapter
 // is copied in once per switch, and that copy lengthens the step it starts. With two slots all

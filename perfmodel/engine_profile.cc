@@ -46,6 +46,8 @@ constexpr Scalar kScalars[] = {
     {"cpu", "tok_us", &EngineCoefficients::tok_cpu_us, 0, 1e6},
     {"cpu", "overlap", &EngineCoefficients::cpu_overlap, 0, 1},
     {"cpu", "request_us", &EngineCoefficients::request_us, 0, 1e8},
+    {"cpu", "api_request_us", &EngineCoefficients::api_request_us, 0, 1e7},
+    {"cpu", "api_token_us", &EngineCoefficients::api_token_us, 0, 1e6},
 };
 constexpr const char* kAttentionKinds[] = {"gqa", "mla", "sparse"};
 

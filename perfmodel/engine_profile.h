@@ -87,8 +87,16 @@ struct EngineCoefficients {
   double seq_cpu_us = 0;
   double tok_cpu_us = 0;
   double cpu_overlap = 0;
-  // Front end per request (HTTP, tokenisation) before it reaches the scheduler: in TTFT.
+  // Front end per request (HTTP, tokenisation) before it reaches the scheduler: in TTFT. A
+  // latency: any number of requests pass at once.
   double request_us = 0;
+  // The API server's serial CPU, per process (DeploymentConfig::api_servers share the requests,
+  // each request's tokens stay on its process): per request on its way in (HTTP, chat template,
+  // tokenisation, admission) and per output token on its way out (detokenisation, SSE). They cap
+  // a process at 1e6 / api_request_us requests/s and 1e6 / api_token_us tokens/s; requests and
+  // tokens beyond wait in its queue (in TTFT, ITL), while the engine's steps go on. 0: no cap.
+  double api_request_us = 0;
+  double api_token_us = 0;
 };
 
 // Scheduler defaults of the engine (a matrix's engine_config overrides them).
