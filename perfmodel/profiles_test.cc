@@ -33,12 +33,14 @@ double Kv(const ModelProfile& m, const std::string& dtype) {
 
 TEST(ProfilesTest, EveryShippedProfileLoadsByName) {
   EXPECT_EQ(ShippedHardwareProfiles(),
-            (std::vector<std::string>{"a100", "b200", "cpu", "cpu-2core", "gb300", "h100", "h200",
-                                      "h200-measured"}));
-  EXPECT_EQ(
-      ShippedModelProfiles(),
-      (std::vector<std::string>{"deepseek-v3", "deepseek-v4.1-flash", "llama-3.1-70b",
-                                "llama-3.1-8b", "qwen3-30b-a3b", "qwen3-8b", "smollm2-135m"}));
+            (std::vector<std::string>{"a100", "b200", "cpu", "cpu-2core", "gb200", "gb300", "h100",
+                                      "h200", "h200-measured", "mi300x"}));
+  EXPECT_EQ(ShippedModelProfiles(),
+            (std::vector<std::string>{"deepseek-v3", "deepseek-v4.1-flash", "gpt-oss-120b",
+                                      "gpt-oss-20b", "llama-2-70b", "llama-3.1-405b",
+                                      "llama-3.1-70b", "llama-3.1-8b", "qwen3-14b",
+                                      "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-8b",
+                                      "smollm2-135m"}));
   for (const auto& name : ShippedHardwareProfiles()) EXPECT_EQ(Hw(name).name, name);
   for (const auto& name : ShippedModelProfiles()) EXPECT_EQ(Model(name).name, name);
 }
@@ -218,7 +220,7 @@ TEST(ProfilesTest, LoadsAPathAndRefusesAnUnknownName) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(),
             "unknown hardware profile 'h300': expected a shipped name (a100, b200, cpu, cpu-2core, "
-            "gb300, h100, h200, h200-measured) or a path to a .yaml file");
+            "gb200, gb300, h100, h200, h200-measured, mi300x) or a path to a .yaml file");
   ModelProfile model;
   s = LoadModelProfile("/nonexistent/model.yaml", &model);
   EXPECT_EQ(s.message(), "/nonexistent/model.yaml: cannot open the profile for reading");
