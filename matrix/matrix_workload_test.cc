@@ -26,6 +26,43 @@ std::string TempFile(const std::string& name, const std::string& text) {
   return path;
 }
 
+// An axis's fixed length replaces the workload's distribution (the run is what its label says),
+// and an axis's distribution replaces the workload's fixed length.
+TEST(MatrixWorkload, AnAxisLengthReplacesTheWorkloadsOfTheOtherForm) {
+  LoadedMatrix m;
+  Status s = ExpandMatrix("m.yaml", R"(name: t
+engine: sim
+model: m
+workload:
+  input_len: {distribution: lognormal, median: 131, sigma: 1.0, min: 4, max: 1024}
+  output_len: 8
+  num_requests: 20
+  concurrency: 2
+zip:
+  - input_len: [3000, 400]
+    output_len: [{distribution: uniform, low: 10, high: 20}, 7]
+)",
+                          &m);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(m.matrix().getRuns().size(), 2u);
+  const auto sampled = m.matrix().getRuns()[0].getWorkload();
+  ASSERT_EQ(sampled.getPlan().size(), 20u);
+  std::set<uint32_t> outputs;
+  for (auto planned : sampled.getPlan()) {
+    EXPECT_EQ(planned.getInputLenTok(), 3000u);
+    outputs.insert(planned.getOutputLenTok());
+  }
+  EXPECT_GT(outputs.size(), 1u);
+  EXPECT_GE(*outputs.begin(), 10u);
+  EXPECT_LE(*outputs.rbegin(), 20u);
+  // Fixed lengths both: no plan to sample, the run's own lengths.
+  const auto fixed = m.matrix().getRuns()[1].getWorkload();
+  EXPECT_EQ(fixed.getPlan().size(), 0u);
+  EXPECT_EQ(fixed.getInputLenTok(), 400u);
+  EXPECT_EQ(fixed.getOutputLenTok(), 7u);
+  EXPECT_EQ(fixed.getInputLenDistribution().getKind(), "");
+}
+
 TEST(MatrixWorkload, SamplesLengthsIntoThePlan) {
   LoadedMatrix m;
   Status s = ExpandMatrix("m.yaml", R"(name: t

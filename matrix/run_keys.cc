@@ -232,12 +232,14 @@ const std::vector<WorkloadKey>& WorkloadKeys() {
          if (v.IsMap())
            return ReadLengthDistribution(r, "input_len", v, path, w.getInputLenDistribution());
          w.setInputLenTok(r.Uint(v, "input_len", 1));
+         w.initInputLenDistribution();  // a fixed length replaces a distribution set at a lower level
        }},
       {"output_len",
        [](YamlReader& r, N v, P path, W w) {
          if (v.IsMap())
            return ReadLengthDistribution(r, "output_len", v, path, w.getOutputLenDistribution());
          w.setOutputLenTok(r.Uint(v, "output_len", 1));
+         w.initOutputLenDistribution();  // a fixed length replaces a distribution set at a lower level
        }},
       {"num_requests",
        [](YamlReader& r, N v, P, W w) { w.setNumRequests(r.Uint(v, "num_requests", 1)); }},
