@@ -38,6 +38,14 @@ for p in vllm-0.8 sglang-0.4; do
     --out "$tmp/$p.yaml" > /dev/null
   cp "$tmp/$p.yaml" $E/$p.yaml
 done
+# vLLM 0.8-0.11 once more, on every point of its versions (the wider table's Qwen3-14B,
+# Qwen3-235B-A22B, gpt-oss-20b and the MI300X 405B point beside the two above): DeepSeek-R1 alone
+# had put the expert GEMMs at 0.05, their lower bound, which made every other MoE model 3-10x
+# too slow (gpt-oss-20b 949% off); fitted on all, R1 goes from 24% to 31% and the rest fall.
+"$S" calibrate --published $T --engine-profile $E/vllm-0.8.yaml \
+  --fit $MOE,kernels.weight_read_efficiency,cpu.request_us --max-evaluations 300 \
+  --out "$tmp/vllm-0.8.yaml" > /dev/null
+cp "$tmp/vllm-0.8.yaml" $E/vllm-0.8.yaml
 # SGLang 0.5.20+: DeepSeek-V4.1-Flash's two "after" points, one coefficient each: the per-layer
 # floor on the concurrency-1 TPOT, then the expert GEMM efficiency on the concurrency-64
 # throughput; the rest are sglang-0.4's (its file is the start, renamed).
