@@ -37,7 +37,8 @@ std::vector<std::string> FittedCases(const CalibrateRequest& r, const Calibratio
 // The held-out figures of `name` (its points the profile fits) from a report that held it out.
 void CollectCase(const std::string& name, const CalibrationReport& report, bool refitted,
                  CrossValidation* out) {
-  HeldOutCase row{name, report.profile->name, 0, kNaN, refitted, ""};
+  HeldOutCase row{name, report.profile->name, 0, kNaN, refitted, refitted ? report.fit_evaluations : 0,
+                  ""};
   std::vector<double> errors;
   for (const PointReport& p : report.points) {
     // Only the profile's points were held out; the case's others (another engine's) were
@@ -89,7 +90,7 @@ Status CrossValidateProfile(const CalibrateRequest& request, CrossValidation* ou
     const bool refit = cases.size() > 1;
     if (!refit && base.profile->calibration.fitted) {
       out->cases.push_back(
-          {name, base.profile->name, 0, kNaN, false,
+          {name, base.profile->name, 0, kNaN, false, 0,
            fmt::format("no other case to fit {} on, and its coefficients were fitted (on this "
                        "case, perhaps): a prediction would be in-sample",
                        base.profile->name)});

@@ -56,6 +56,7 @@ struct HeldOutCase {
   size_t figures = 0;
   double median_abs_error = 0;  // NaN when no figure could be predicted
   bool refitted = true;         // false: nothing else to fit, the start profile predicted it
+  int evaluations = 0;          // the refit's model evaluations (0 when not refitted)
   // Why the case gave no held-out figure: nothing else to fit and a start profile that was
   // fitted (on this case, perhaps): its prediction would be in-sample. "" when it gave them.
   std::string not_cross_validated;

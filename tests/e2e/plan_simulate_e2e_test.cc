@@ -415,6 +415,7 @@ axes:
   for (const auto& c : json["cases"]) {
     EXPECT_EQ(c["profile"], "vllm-0.12");
     EXPECT_TRUE(c["refitted"].get<bool>());
+    EXPECT_GT(c["evaluations"].get<int>(), 5) << c.dump();  // the default budget: 300
   }
   EXPECT_EQ(json["figures"].size(), 6u);
   ASSERT_EQ(json["bands"].size(), 7u);
@@ -440,9 +441,36 @@ axes:
                 fmt::format("calibrate --published {} --cross-validate --recipe vllm-0.12", path),
                 &output),
             1);
-  EXPECT_NE(output.find("calibrate --recipe: expected PROFILE=COEFFICIENTS, found 'vllm-0.12'"),
+  EXPECT_NE(output.find("calibrate --recipe: expected PROFILE=COEFFICIENTS[@EVALUATIONS], found "
+                        "'vllm-0.12'"),
             std::string::npos)
       << output;
+  // A recipe's own evaluation budget bounds each of its refits; a bad one is refused.
+  ASSERT_EQ(RunServesweep(fmt::format("calibrate --published {} --cross-validate --recipe "
+                                      "vllm-0.12=cpu.step_us@5 --json",
+                                      path),
+                          &output),
+            0)
+      << output;
+  const auto budgeted = nlohmann::json::parse(output.substr(output.find('{')));
+  ASSERT_EQ(budgeted["cases"].size(), 3u) << output;
+  for (const auto& c : budgeted["cases"]) {
+    EXPECT_GE(c["evaluations"].get<int>(), 1) << c.dump();
+    EXPECT_LE(c["evaluations"].get<int>(), 5) << c.dump();
+  }
+  for (const char* bad : {"@0", "@x", "@", "@5x"}) {
+    EXPECT_EQ(RunServesweep(fmt::format("calibrate --published {} --cross-validate --recipe "
+                                        "vllm-0.12=cpu.step_us{}",
+                                        path, bad),
+                            &output),
+              1)
+        << bad;
+    EXPECT_NE(output.find(fmt::format("expected a positive number of evaluations after '@', "
+                                      "found '{}'",
+                                      std::string(bad).substr(1))),
+              std::string::npos)
+        << output;
+  }
   EXPECT_EQ(RunServesweep(fmt::format("calibrate --published {} --cross-validate", path), &output),
             1);
   EXPECT_NE(output.find("expected --engine-profile and --fit"), std::string::npos) << output;
