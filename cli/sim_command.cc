@@ -154,6 +154,12 @@ void AddModelFlags(CLI::App& cmd, sim::ModelBackedOptions* model) {
                  "LoRA rank the model's adapter buffers hold (with --lora-modules; 0 = 16)")
       ->needs(hardware)
       ->group(model_group);
+  cmd.add_option("--api-server-count", d.api_servers,
+                 "API-server processes sharing the requests (vLLM's spelling; the profile's "
+                 "cpu.api_request_us and cpu.api_token_us are each one's serial CPU)")
+      ->check(CLI::PositiveNumber)
+      ->needs(hardware)
+      ->group(model_group);
   cmd.add_option("--max-num-seqs", d.max_num_seqs, "Running requests per step at most")
       ->needs(hardware)
       ->group(model_group);

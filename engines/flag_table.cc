@@ -27,6 +27,8 @@ const std::vector<std::string> kFlagKeys = {
     // precision, batching, memory, context
     "quantization", "kv_cache_dtype", "max_num_seqs", "max_batched_tokens", "context_len",
     "threads", "gpu_memory_fraction",
+    // front-end processes (vLLM's API servers, SGLang's tokenizer workers)
+    "api_server_count",
     // caching and chunked prefill (on/off spellings; SGLang's chunk size)
     "prefix_caching_on", "prefix_caching_off", "chunked_prefill_on", "chunked_prefill_off",
     "chunked_prefill_size",

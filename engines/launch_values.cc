@@ -67,6 +67,7 @@ Values RunValues(const LaunchContext& context) {
   set_uint("max_batched_tokens", config.getMaxBatchedTokens());
   set_uint("context_len", config.getContextLenTok());
   set_uint("threads", config.getThreads());
+  set_uint("api_server_count", config.getApiServerCount());
   set_uint("chunked_prefill_tok", config.getChunkedPrefillTok());
   set_uint("spec_num_tokens", config.getSpecNumTokens());
   if (config.getGpuMemoryFraction() > 0) {
@@ -353,6 +354,7 @@ void AddBatchingSettings(ArgvBuilder& b, const FlagTable& table) {
   b.AddIf(v.count("context_len") > 0, "context_len", "engine_config.context_len");
   b.AddIf(v.count("gpu_memory_fraction") > 0, "gpu_memory_fraction",
           "engine_config.gpu_memory_fraction");
+  b.AddIf(v.count("api_server_count") > 0, "api_server_count", "engine_config.api_server_count");
 }
 
 // The slots, rank, host-memory slots and backend of engine_config.lora, where set.

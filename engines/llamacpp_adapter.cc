@@ -32,6 +32,8 @@ Status LlamacppAdapter::PlanWithTable(const FlagTable& table, const LaunchContex
           "engine_config.max_batched_tokens");
   b.AddIf(v.count("context_len") > 0, "context_len", "engine_config.context_len");
   b.AddIf(v.count("threads") > 0, "threads", "engine_config.threads");
+  // llama-server has one HTTP front end: its table has no spelling, so the run is refused.
+  b.AddIf(v.count("api_server_count") > 0, "api_server_count", "engine_config.api_server_count");
   using Toggle = schema::EngineConfig::Toggle;
   const auto config = spec.getEngineConfig();
   b.AddIf(config.getPrefixCaching() == Toggle::ON, "prefix_caching_on", "prefix_caching: true");

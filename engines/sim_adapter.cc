@@ -42,6 +42,9 @@ Status SimAdapter::Plan(const LaunchContext& context, EngineLaunch* out) const {
     flag("--spec-tokens", std::to_string(d.spec_num_tok));
     flag("--spec-accepted", fmt::format("{}", d.spec_mean_accepted_tok));
     if (d.ep > 1) process.argv.push_back("--expert-parallel");
+    // Only where the matrix sets it, so every other run's command line stays as it was.
+    if (context.spec.getEngineConfig().getApiServerCount() > 0)
+      flag("--api-server-count", std::to_string(d.api_servers));
     if (sim.getModelProfile().size() > 0) flag("--model-profile", sim.getModelProfile());
   }
   // Quality tasks: passed only when not the default (always right), so argv stays as it was.

@@ -598,6 +598,7 @@ void ReadEngineConfig(YamlReader& r, const YAML::Node& node, const std::string& 
     c.setMaxBatchedTokens(r.Uint(v, "max_batched_tokens", 1));
   if (auto v = m.Get("context_len")) c.setContextLenTok(r.Uint(v, "context_len", 1));
   if (auto v = m.Get("threads")) c.setThreads(r.Uint(v, "threads", 1));
+  if (auto v = m.Get("api_server_count")) c.setApiServerCount(r.Uint(v, "api_server_count", 1));
   if (auto v = m.Get("prefix_caching")) c.setPrefixCaching(ToggleOf(r, v, "prefix_caching"));
   if (auto v = m.Get("chunked_prefill")) c.setChunkedPrefill(ToggleOf(r, v, "chunked_prefill"));
   if (auto v = m.Get("chunked_prefill_tokens")) {

@@ -106,6 +106,7 @@ DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec, const EngineProfile
   if (config.getGpuMemoryFraction() > 0) {
     d.gpu_memory_utilization = config.getGpuMemoryFraction();
   }
+  if (config.getApiServerCount() > 0) d.api_servers = static_cast<int>(config.getApiServerCount());
   // llama.cpp's -c: the KV cache holds this many tokens over all slots.
   if (config.getContextLenTok() > 0 && std::string_view(spec.getEngine().cStr()) == "llamacpp") {
     d.kv_capacity_limit_tok = config.getContextLenTok();

@@ -89,6 +89,7 @@ TEST(RunDeployment, EngineConfigAndEngineDefaultsReachTheModel) {
   auto d = DeploymentFor(spec.asReader(), sglang);
   EXPECT_DOUBLE_EQ(d.gpu_memory_utilization, sglang.defaults.gpu_memory_utilization);
   EXPECT_EQ(d.mixed_batches, sglang.defaults.mixed_batches);
+  EXPECT_EQ(d.api_servers, 1);
   EXPECT_EQ(d.engine.name, "sglang-0.3");
   auto config = spec.initEngineConfig();
   config.setGpuMemoryFraction(0.45);
@@ -96,6 +97,7 @@ TEST(RunDeployment, EngineConfigAndEngineDefaultsReachTheModel) {
   config.setChunkedPrefill(schema::EngineConfig::Toggle::OFF);
   config.setMaxNumSeqs(32);
   config.setContextLenTok(4096);
+  config.setApiServerCount(4);
   auto flags = spec.initEngineFlags(2);
   flags.set(0, "--num-scheduler-steps");
   flags.set(1, "10");
@@ -105,6 +107,7 @@ TEST(RunDeployment, EngineConfigAndEngineDefaultsReachTheModel) {
   EXPECT_FALSE(d.chunked_prefill);
   EXPECT_EQ(d.max_num_seqs, 32);
   EXPECT_EQ(d.decode_steps, 10);
+  EXPECT_EQ(d.api_servers, 4);
   EXPECT_EQ(d.kv_capacity_limit_tok, 0);  // -c is llama.cpp's
   spec.setEngine("llamacpp");
   EXPECT_EQ(DeploymentFor(spec.asReader(), sglang).kv_capacity_limit_tok, 4096);

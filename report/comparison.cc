@@ -219,6 +219,7 @@ const std::map<std::string, std::vector<std::string>>& EffectiveDrivers() {
         "engine_config.max_batched_tokens", "layout.dp"}},
       {"max_running_requests", {"engine_config.max_num_seqs", "engine_config.speculative"}},
       {"context_len_tok", {"engine_config.context_len"}},
+      {"api_servers", {"engine_config.api_server_count", "layout.dp"}},
       {"kv_cache_dtype", {"kv_cache_dtype"}},
       {"prefix_caching", {"engine_config.prefix_caching"}},
       {"spec_method", {"engine_config.speculative"}},
@@ -468,6 +469,7 @@ void DescribeRun(schema::RunSpec::Reader spec, const std::map<std::string, std::
   s.push_back({"engine_config.max_num_seqs", count(config.getMaxNumSeqs())});
   s.push_back({"engine_config.max_batched_tokens", count(config.getMaxBatchedTokens())});
   s.push_back({"engine_config.context_len", count(config.getContextLenTok())});
+  s.push_back({"engine_config.api_server_count", count(config.getApiServerCount())});
   s.push_back({"engine_config.prefix_caching", toggle(config.getPrefixCaching())});
   s.push_back({"engine_config.chunked_prefill", toggle(config.getChunkedPrefill())});
   s.push_back({"engine_config.chunked_prefill_tokens", count(config.getChunkedPrefillTok())});

@@ -212,6 +212,9 @@ struct EngineConfig {
   maxLoraRank @29 :UInt32;   # the largest adapter rank the engine reserves for
   maxCpuLoras @30 :UInt32;   # adapters kept in host memory (vLLM --max-cpu-loras)
   loraBackend @31 :Text;     # SGLang --lora-backend
+  # Front-end processes that tokenise, admit and stream requests (vLLM --api-server-count,
+  # SGLang --tokenizer-worker-num); 0 = the engine's default (vLLM 0.33: one per DP rank).
+  apiServerCount @32 :UInt32;
 }
 
 struct LoraAdapter {

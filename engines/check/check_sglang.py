@@ -126,7 +126,7 @@ class SglangServeChecker:
                  "speculative_eagle_topk", "speculative_num_draft_tokens",
                  "speculative_draft_model_path", "disaggregation_mode",
                  "disaggregation_transfer_backend", "disaggregation_bootstrap_port",
-                 "attention_backend"]
+                 "attention_backend", "tokenizer_worker_num"]
         raw = {name: field(name) for name in names}
         # The algorithm as given (NEXTN resolves to EAGLE with the target's own MTP layers).
         given_method = getattr(server_args, "speculative_algorithm", None)
@@ -150,6 +150,8 @@ class SglangServeChecker:
             "kv_cache_dtype": (model_dtype if kv_dtype in (None, "auto") else kv_dtype),
             "prefix_caching": "off" if raw["disable_radix_cache"] else "on",
             "spec_method": "none",
+            # HTTP/tokenizer processes in front of the scheduler (vLLM's API servers).
+            "api_servers": raw["tokenizer_worker_num"] or 1,
         }
         if given_method:
             effective["spec_method"] = METHOD_NAMES.get(str(given_method).upper(),

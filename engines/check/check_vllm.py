@@ -119,7 +119,7 @@ class VllmServeChecker:
                     usage_context=self.UsageContext.OPENAI_API_SERVER,
                     headless=bool(getattr(namespace, "headless", False)))
                 result["stage"] = "packages"
-                result["resolved"], result["effective"] = resolved(config)
+                result["resolved"], result["effective"] = resolved(config, namespace)
                 result["missing_packages"] = self._connector_needs(config)
                 result["accepted"] = not result["missing_packages"]
                 result["stage"] = "done"
@@ -163,7 +163,17 @@ def _plain(value):
     return str(value)
 
 
-def resolved(config):
+def api_servers(namespace, parallel):
+    """The API-server processes `vllm serve` starts: the flag where given; unset, vLLM <= 0.11's
+    parser default (1), or later serve.py's own (None: one per DP rank behind its internal load
+    balancer, the mode servesweep's head starts; none in headless mode)."""
+    count = getattr(namespace, "api_server_count", 1)
+    if getattr(namespace, "headless", False):
+        return 0
+    return count if count is not None else parallel.data_parallel_size
+
+
+def resolved(config, namespace):
     """The engine's own values (its field names) and the settings a comparison matches on
     (servesweep's names, docs/engines.md#effective-settings)."""
     scheduler, cache = config.scheduler_config, config.cache_config
@@ -190,6 +200,7 @@ def resolved(config):
         "nnodes": _get(parallel, "nnodes"),
         "node_rank": _get(parallel, "node_rank"),
         "distributed_executor_backend": _plain(_get(parallel, "distributed_executor_backend")),
+        "api_server_count": getattr(namespace, "api_server_count", None),
     }
     if spec is not None:
         raw["speculative.method"] = spec.method
@@ -215,6 +226,7 @@ def resolved(config):
         ("fp8_e4m3" if kv_dtype == "fp8" else kv_dtype),
         "prefix_caching": "on" if raw["enable_prefix_caching"] else "off",
         "spec_method": "none",
+        "api_servers": api_servers(namespace, parallel),
     }
     if spec is not None:
         effective["spec_method"] = "mtp" if "mtp" in str(spec.method) else str(spec.method)

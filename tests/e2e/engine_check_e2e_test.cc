@@ -198,6 +198,7 @@ TEST(EngineCheck, EveryExampleAndGoldenLayoutIsAcceptedByTheEnginesOwnParsers) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   size_t accepted = 0, engine_lines = 0, example_lines = 0;
+  std::set<std::string> api_servers_checked;
   std::set<std::string> distinct;
   for (const auto& c : checked) {
     const std::string program = c.process.process.argv[0];
@@ -216,6 +217,20 @@ TEST(EngineCheck, EveryExampleAndGoldenLayoutIsAcceptedByTheEnginesOwnParsers) {
     }
     if (c.verdict.ok() && (program == "vllm" || program == "sglang")) {
       EXPECT_NE(Effective(c.verdict, "prefill_budget_tok"), "(absent)") << c.where;
+      // The front-end processes as the engine resolves them: the flag where given, else its
+      // own default (vLLM 0.33: one per DP rank; 0.11 and SGLang: one).
+      const std::map<std::string, std::string> api_servers = {
+          {"vllm 0.33 dp 2 behind 4 API servers", "4"},
+          {"vllm 0.11 with 2 API servers", "2"},
+          {"sglang 0.5.23 with 2 tokenizer workers", "2"},
+          {"vllm 0.33 data parallel across 2 nodes: tp 4, dp 4, expert parallel", "4"},
+          {"examples/vllm-vs-sglang.yaml", "1"}};
+      for (const auto& [where, count] : api_servers) {
+        if (c.where.rfind(where, 0) == 0 && c.where.find(": rank 0 ") != std::string::npos) {
+          EXPECT_EQ(Effective(c.verdict, "api_servers"), count) << c.where;
+          api_servers_checked.insert(where);
+        }
+      }
     }
     if (c.verdict.ok() && program.find("router") != std::string::npos) {
       // The routers' Prometheus listener: loopback, the run's own port (not 0.0.0.0:29000).
@@ -248,6 +263,7 @@ TEST(EngineCheck, EveryExampleAndGoldenLayoutIsAcceptedByTheEnginesOwnParsers) {
       accepted, engine_lines, example_lines, engine_lines - example_lines, distinct.size(),
       checked.size() - engine_lines, seconds);
   EXPECT_GE(engine_lines, 75u);
+  EXPECT_EQ(api_servers_checked.size(), 5u);  // each layout of the list above
 }
 
 // `servesweep plan --check-engines`: an accepted and a rejected command line, with the engine's
