@@ -55,6 +55,7 @@ struct DeploymentConfig {
   // Decode steps run per schedule (vLLM 0.6 --num-scheduler-steps): a decode-only batch runs
   // this many steps back to back, its tokens delivered at the end, new requests admitted after.
   int decode_steps = 1;
+  double sliding_kv_ratio = 1;  // EngineDefaults::sliding_kv_ratio
   double gpu_memory_utilization = 0.9;
   double activation_reserve_bytes = 1e9;  // per GPU, held back from the KV cache
   int64_t kv_capacity_limit_tok = 0;      // > 0: at most this many KV tokens per instance (-c)

@@ -188,6 +188,12 @@ Status ParseEngineProfile(std::string_view yaml, const std::string& origin, Engi
     d.ReadNumber("activation_reserve_gb", &p.defaults.activation_reserve_gb);
     d.ReadInt("decode_steps", &p.defaults.decode_steps, 1);
     d.ReadInt("prefill_chunk_tok", &p.defaults.prefill_chunk_tok, 0);
+    d.ReadNumber("sliding_kv_ratio", &p.defaults.sliding_kv_ratio, 0);
+    if (p.defaults.sliding_kv_ratio > 1) {
+      reader.Fail(d.Get("sliding_kv_ratio"),
+                  fmt::format("expected 'sliding_kv_ratio' in [0, 1], found {}",
+                              p.defaults.sliding_kv_ratio));
+    }
     YamlMap large = d.Section("large_gpu");
     if (large.is_map()) {
       large.ReadNumber("min_memory_gb", &p.defaults.large_gpu_memory_gb, 1, YamlMap::kRequired);
@@ -421,6 +427,7 @@ std::string EngineProfileYaml(const EngineProfile& p, const std::string& header)
       d.max_num_seqs, d.max_num_batched_tokens, d.chunked_prefill, d.mixed_batches,
       Number(d.gpu_memory_utilization), Number(d.activation_reserve_gb), d.decode_steps,
       d.prefill_chunk_tok);
+  if (d.sliding_kv_ratio != 1) out += fmt::format("  sliding_kv_ratio: {}\n", Number(d.sliding_kv_ratio));
   if (d.large_gpu_memory_gb > 0) {
     out += fmt::format(
         "  large_gpu: {{min_memory_gb: {}, except: {}, max_num_seqs: {}, "

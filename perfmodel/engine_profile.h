@@ -111,6 +111,11 @@ struct EngineDefaults {
   double activation_reserve_gb = 1;
   int decode_steps = 1;       // decode steps per schedule (vLLM 0.6's --num-scheduler-steps)
   int prefill_chunk_tok = 0;  // prompt tokens per step at most (SGLang --chunked-prefill-size)
+  // KV tokens a sliding-window layer is given per token of a full layer, in the KV capacity:
+  // 1 = every layer holds every token (one pool); vLLM's hybrid KV manager (0.10+) ~0 (a
+  // sequence's sliding layers keep only their window, not counted); SGLang's SWA pool 0.8
+  // (--swa-full-tokens-ratio's default, 0.5.23).
+  double sliding_kv_ratio = 1;
   // Larger limits on GPUs of at least large_gpu_memory_gb, except those named (vLLM V1's
   // arg_utils.py: max_num_seqs 1024 and 8192 batched tokens on 70 GB+ GPUs other than A100s).
   double large_gpu_memory_gb = 0;  // 0: none

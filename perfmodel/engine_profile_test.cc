@@ -80,6 +80,11 @@ TEST(EngineProfile, BadFilesAreRefusedWithTheirPosition) {
   EXPECT_NE(s.message().find("e.yaml:3:28: expected 'kernels.gemm_efficiency' at most 1"),
             std::string::npos)
       << s.message();
+  s = ParseEngineProfile("name: x\nengine: vllm\ndefaults: {sliding_kv_ratio: 1.5}\n", "e.yaml",
+                         &p);
+  EXPECT_NE(s.message().find("e.yaml:3:30: expected 'sliding_kv_ratio' in [0, 1], found 1.5"),
+            std::string::npos)
+      << s.message();
   s = ParseEngineProfile("name: x\nengine: vllm\nversions: {from: latest}\n", "e.yaml", &p);
   EXPECT_NE(s.message().find("expected a version such as 0.6.0, found 'latest'"), std::string::npos)
       << s.message();
@@ -91,6 +96,7 @@ TEST(EngineProfile, WrittenYamlReadsBackTheSame) {
   ASSERT_TRUE(LoadEngineProfile("sglang-0.3", &p).ok());
   ASSERT_TRUE(SetCoefficient(&p, "cpu.step_us", 1234.5).ok());
   ASSERT_TRUE(SetCoefficient(&p, "kernels.attention_efficiency.mla", 0.25).ok());
+  p.defaults.sliding_kv_ratio = 0.8;
   p.calibration.fitted = true;
   p.calibration.points = 3;
   p.calibration.fit_error_pct = 7.5;
@@ -108,6 +114,7 @@ TEST(EngineProfile, WrittenYamlReadsBackTheSame) {
   }
   EXPECT_EQ(q.versions.from, p.versions.from);
   EXPECT_EQ(q.defaults.decode_steps, p.defaults.decode_steps);
+  EXPECT_DOUBLE_EQ(q.defaults.sliding_kv_ratio, 0.8);
   EXPECT_EQ(q.calibration.range.models, p.calibration.range.models);
   EXPECT_EQ(q.calibration.range.load_max, 40);
   double unused = 0;

@@ -63,6 +63,7 @@ DeploymentConfig DeploymentFor(schema::RunSpec::Reader spec, const EngineProfile
   d.gpu_memory_utilization = defaults.gpu_memory_utilization;
   d.activation_reserve_bytes = defaults.activation_reserve_gb * 1e9;
   d.decode_steps = defaults.decode_steps;
+  d.sliding_kv_ratio = defaults.sliding_kv_ratio;
   d.prefill_chunk_tok = defaults.prefill_chunk_tok;
   if (hardware != nullptr && defaults.large_gpu_memory_gb > 0 &&
       hardware->memory_bytes >= defaults.large_gpu_memory_gb * 1e9 &&

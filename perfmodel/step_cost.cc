@@ -139,7 +139,16 @@ Status CostModel::Create(const HardwareProfile& hw, const ModelProfile& model,
         model.name, precision, c.weight_bytes_per_gpu_ / 1e9, d.tp, d.pp, d.ep, hw.name,
         usable / 1e9, d.gpu_memory_utilization));
   }
-  c.kv_capacity_tok_ = static_cast<int64_t>(kv_room / c.kv_bytes_per_gpu_tok_) * d.dp_attention;
+  // Where the engine pools sliding-window KV apart, a token of capacity costs the full layers'
+  // KV and sliding_kv_ratio of the sliding layers' (a GQA model without an explicit KV size).
+  double capacity_bytes_per_gpu_tok = c.kv_bytes_per_gpu_tok_;
+  if (model.sliding_layers > 0 && model.attention == AttentionKind::kGqa &&
+      model.kv_bytes_per_token_override == 0) {
+    capacity_bytes_per_gpu_tok *=
+        (model.layers - model.sliding_layers * (1 - d.sliding_kv_ratio)) / model.layers;
+  }
+  c.kv_capacity_tok_ =
+      static_cast<int64_t>(kv_room / capacity_bytes_per_gpu_tok) * d.dp_attention;
   if (d.kv_capacity_limit_tok > 0) {
     c.kv_capacity_tok_ = std::min(c.kv_capacity_tok_, d.kv_capacity_limit_tok);
   }

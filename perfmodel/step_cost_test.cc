@@ -427,6 +427,23 @@ TEST(StepCostTest, KvCapacityFollowsTheMemoryFraction) {
   EXPECT_NE(s.message().find("gpu_memory_utilization 0.45"), std::string::npos) << s.message();
 }
 
+// gpt-oss-20b: 12 of its 24 layers attend to the last 128 tokens. An engine that pools their KV
+// apart (vLLM's hybrid KV manager: ratio 0) fits twice the tokens of one that gives every layer
+// every token (ratio 1); SGLang's SWA pool at 0.8 gives the sliding layers 0.8 of a token each:
+// 24 / (12 + 0.8 x 12) = 1.11x. A model without sliding layers is unaffected.
+TEST(StepCostTest, KvCapacityCreditsAnEnginesSlidingWindowPool) {
+  DeploymentConfig d;
+  const int64_t one_pool = Make("a100", "gpt-oss-20b", d).kv_capacity_tok();
+  d.sliding_kv_ratio = 0;
+  EXPECT_NEAR(static_cast<double>(Make("a100", "gpt-oss-20b", d).kv_capacity_tok()),
+              2.0 * one_pool, 2);
+  d.sliding_kv_ratio = 0.8;
+  EXPECT_NEAR(static_cast<double>(Make("a100", "gpt-oss-20b", d).kv_capacity_tok()),
+              one_pool * 24 / (12 + 0.8 * 12), 2);
+  EXPECT_EQ(Make("h100", "llama-3.1-8b", d).kv_capacity_tok(),
+            Make("h100", "llama-3.1-8b").kv_capacity_tok());
+}
+
 // LoRA: an adapter of rank 16 on Llama 3.1 8B's q, k, v, o, gate, up and down projections has
 // 41,943,040 weights: 32 layers x 16 x (3 x 4096 + 4096 + 2 x 1024 + 4096 + 4096 + 3 x 4096 +
 // 3 x 14336), the figure PEFT's print_trainable_parameters is widely quoted printing for a rank-16
