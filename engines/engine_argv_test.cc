@@ -104,19 +104,17 @@ TEST(EngineArgv, RendezvousPortDependsOnSweepAndIndexOnly) {
 TEST(EngineArgv, LlamacppIsTheSameServerInBothLifecycles) {
   std::map<std::string, EngineLaunch> launches;
   for (const std::string lifecycle : {"per_run", "per_configuration"}) {
+    const std::string yaml = "name: x\nengine: llamacpp\nmodel: m\nengine_lifecycle: " +
+                             lifecycle +
+                             "\nengine_config: {model_path: /m.gguf, max_num_seqs: 4}\n"
+                             "workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}\n";
     matrix::LoadedMatrix m;
-    ASSERT_TRUE(matrix::ExpandMatrix("x.yaml", R"(name: x
-engine: llamacpp
-model: m
-engine_lifecycle: )" + lifecycle + R"(
-engine_config: {model_path: /m.gguf, max_num_seqs: 4}
-workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}
-)",
-                                     &m)
-                    .ok());
+    Status s = matrix::ExpandMatrix("x.yaml", yaml, &m);
+    ASSERT_TRUE(s.ok()) << s.message();
     LaunchContext context;
     context.spec = m.matrix().getRuns()[0];
-    ASSERT_TRUE(MakeEngineAdapter("llamacpp")->Plan(context, &launches[lifecycle]).ok());
+    s = MakeEngineAdapter("llamacpp")->Plan(context, &launches[lifecycle]);
+    ASSERT_TRUE(s.ok()) << s.message();
   }
   const EngineLaunch& cold = launches["per_run"];
   const EngineLaunch& kept = launches["per_configuration"];
