@@ -104,10 +104,10 @@ TEST(EngineArgv, RendezvousPortDependsOnSweepAndIndexOnly) {
 TEST(EngineArgv, LlamacppIsTheSameServerInBothLifecycles) {
   std::map<std::string, EngineLaunch> launches;
   for (const std::string lifecycle : {"per_run", "per_configuration"}) {
-    const std::string yaml = "name: x\nengine: llamacpp\nmodel: m\nengine_lifecycle: " +
-                             lifecycle +
-                             "\nengine_config: {model_path: /m.gguf, max_num_seqs: 4}\n"
-                             "workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}\n";
+    const std::string yaml =
+        "name: x\nengine: llamacpp\nmodel: m\nengine_lifecycle: " + lifecycle +
+        "\nengine_config: {model_path: /m.gguf, max_num_seqs: 4}\n"
+        "workload: {input_len: 16, output_len: 16, num_requests: 4, concurrency: 1}\n";
     matrix::LoadedMatrix m;
     Status s = matrix::ExpandMatrix("x.yaml", yaml, &m);
     ASSERT_TRUE(s.ok()) << s.message();

@@ -50,13 +50,10 @@ Status LlamacppAdapter::PlanWithTable(const FlagTable& table, const LaunchContex
   b.AddIf(v.count("quantization") > 0, "quantization",
           "quantization (a GGUF file carries its own; name the file in model_path)");
   b.AddIf(v.count("kv_cache_dtype") > 0, "kv_cache_dtype", "kv_cache_dtype");
-  // The same server whatever the lifecycle, so that a cold engine per run and one kept engine
-  // measure the same thing: the host-RAM prompt cache is off in both (no endpoint clears it,
-  // so a kept engine cannot have it; and with it on, saving a slot's old prompt holds the
-  // server loop ~2 ms per new request, enough for a wave of requests arriving together to
-  // join one prefill batch where without it the first is prefilled alone: at concurrency 4 on
-  // 4 slots TTFT -45%, TPOT +64%; bench/README.md#against-llamacpps-server), and erase is
-  // enabled in both.
+  // The same server in both lifecycles, so a cold engine per run measures what a kept one does.
+  // A kept engine cannot have the host-RAM prompt cache (no endpoint clears it), and with it on
+  // the server batches simultaneous arrivals differently (TTFT -45%, TPOT +64% at 4 requests on
+  // 4 slots; bench/README.md, "Why concurrency 4 differed"), so it is off in both.
   b.Set("slot_save_path", "/tmp");
   b.Add("slot_save_path", "slot erase between runs of one engine");
   b.Add("prompt_cache_ram_off", "the same server in both lifecycles (a cache no endpoint clears)");
