@@ -10,7 +10,7 @@
 # coverage (each case judged against the bands of the others). Figures go into the issue note
 # and docs/perfmodel.md; nothing here is asserted.
 # Caveat printed with the figures: each fit starts from the shipped profile, so coefficients
-# outside a recipe keep values fitted on every case (sglang-0.5.20's start is sglang-0.4's).
+# outside a recipe keep values fitted on every case (sglang-0.5.20's start is sglang-0.4-moe's).
 set -eu
 B=${1:-build}
 OUT=${2:+--bands-out $2}
@@ -18,12 +18,15 @@ E=profiles/engines
 DENSE=kernels.weight_read_efficiency,kernels.gemm_efficiency,cpu.step_us,cpu.seq_us,cpu.request_us,collectives.allreduce_us
 FRONT=kernels.weight_read_efficiency,cpu.request_us
 MOE=kernels.expert_gemm_efficiency:0.05:1,kernels.expert_read_efficiency:0.05:1,kernels.expert_half_tok:1:512,kernels.attention_efficiency.mla:0.2:1
-# Evaluation budgets as the shipped fits use them: 700 for the 6-coefficient dense fits, 300 for
-# vllm-0.8's MoE + front-end fit on all its points, 250 for sglang-0.4's (its shipped fit is
-# staged: front end on Qwen3-8B, then MoE on all; single-stage here; 0.7 s per evaluation), 150
-# for 1-2 coefficients. About 60 minutes on one core.
+# A profile per kind of model where a version range has both (architecture: dense / moe), each
+# fitted on its own kind's points. Evaluation budgets as the shipped fits use them: 700 for the
+# 6-coefficient dense fits, 300 for the MoE profiles' MoE + front-end fits (250 for
+# sglang-0.4-moe; 0.4-0.7 s per evaluation), 150 for 1-2 coefficients. About 60 minutes on one
+# core.
 "$B/servesweep" calibrate --published tests/fidelity/published.yaml --cross-validate $OUT \
-  --recipe "$E/vllm-0.6.yaml=$DENSE@700" --recipe "$E/sglang-0.3.yaml=$DENSE@700" \
-  --recipe "$E/vllm-0.12.yaml=$FRONT@150" --recipe "$E/vllm-0.8.yaml=$MOE,$FRONT@300" \
-  --recipe "$E/sglang-0.4.yaml=$MOE,$FRONT@250" --recipe "$E/sglang-0.5.20.yaml=launch.layer_gpu_us:6:200@150" |
+  --recipe "$E/vllm-0.6.yaml=$DENSE@700" --recipe "$E/vllm-0.6-moe.yaml=$MOE,$FRONT@300" \
+  --recipe "$E/sglang-0.3.yaml=$DENSE@700" --recipe "$E/vllm-0.12.yaml=$FRONT@150" \
+  --recipe "$E/vllm-0.8.yaml=$FRONT@150" --recipe "$E/vllm-0.8-moe.yaml=$MOE,$FRONT@300" \
+  --recipe "$E/sglang-0.4.yaml=$FRONT@150" --recipe "$E/sglang-0.4-moe.yaml=$MOE,$FRONT@250" \
+  --recipe "$E/sglang-0.5.20.yaml=launch.layer_gpu_us:6:200@150" |
   grep -vE '^ ' | grep -vE '^(held-out point|[a-z0-9.-]+: [a-z_]+=)'

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "perfmodel/calibration.h"
+#include "perfmodel/run_deployment.h"
 
 namespace servesweep::calibration {
 namespace {
@@ -226,7 +227,8 @@ void RecordCalibration(const CalibrateRequest& r, const CalibrationReport& repor
 bool ProfileFits(const perfmodel::EngineProfile& profile, const CalibrationPoint& p) {
   if (profile.engine == "any") return true;
   return profile.engine == p.Spec().getEngine().cStr() &&
-         perfmodel::InVersionRange(profile.versions, p.Spec().getEngineVersion());
+         perfmodel::InVersionRange(profile.versions, p.Spec().getEngineVersion()) &&
+         perfmodel::ProfileCoversArchitecture(profile, perfmodel::ModelArchitectureOf(p.Spec()));
 }
 
 std::vector<std::string> DefaultFitCoefficients() {

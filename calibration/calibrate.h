@@ -105,7 +105,7 @@ struct CalibrationReport {
 };
 
 // Whether a point is the profile's to fit: its engine (or any, for an "any" profile), at a
-// version in the profile's range.
+// version in the profile's range, of a model kind the profile is for (dense, MoE or any).
 bool ProfileFits(const perfmodel::EngineProfile& profile, const CalibrationPoint& point);
 
 // Loads, fits (when asked) and evaluates. Failures are the inputs': a table or database that

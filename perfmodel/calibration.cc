@@ -268,7 +268,7 @@ namespace {
 std::string ArchitectureKind(const std::string& model_name) {
   ModelProfile model;
   if (!LoadModelProfile(model_name, &model).ok()) return "unprofiled " + model_name;
-  return fmt::format("{} {}{}", model.experts > 0 ? "moe" : "dense",
+  return fmt::format("{} {}{}", ModelArchitecture(model),
                      model.attention == AttentionKind::kMla ? "mla" : "gqa",
                      model.sparse_layers > 0 ? " sparse" : "");
 }

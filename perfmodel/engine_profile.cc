@@ -165,6 +165,13 @@ Status ParseEngineProfile(std::string_view yaml, const std::string& origin, Engi
   p.source = origin;
   r.ReadText("name", &p.name, YamlMap::kRequired);
   r.ReadText("engine", &p.engine, YamlMap::kRequired);
+  r.ReadText("architecture", &p.architecture);
+  if (reader.ok() && p.architecture != kAnyArchitecture && p.architecture != kDenseArchitecture &&
+      p.architecture != kMoeArchitecture) {
+    reader.Fail(
+        r.Get("architecture"),
+        fmt::format("expected 'architecture' any, dense or moe, found '{}'", p.architecture));
+  }
   {
     YamlMap v = r.Section("versions");
     v.ReadText("from", &p.versions.from);
@@ -276,9 +283,15 @@ Status LoadEngineProfile(const std::string& name_or_path, EngineProfile* out) {
   return Status::Ok();
 }
 
+bool ProfileCoversArchitecture(const EngineProfile& profile, const std::string& architecture) {
+  return profile.architecture == kAnyArchitecture ||
+         profile.architecture == (architecture.empty() ? kDenseArchitecture : architecture);
+}
+
 Status SelectEngineProfile(const std::string& engine, const std::string& version,
-                           EngineProfile* out, std::string* why) {
+                           const std::string& architecture, EngineProfile* out, std::string* why) {
   why->clear();
+  const std::string kind = architecture.empty() ? kDenseArchitecture : architecture;
   std::vector<EngineProfile> candidates;
   for (const auto& name : ShippedEngineProfiles()) {
     EngineProfile p;
@@ -290,36 +303,54 @@ Status SelectEngineProfile(const std::string& engine, const std::string& version
                        kFallbackProfile);
     return LoadEngineProfile(kFallbackProfile, out);
   }
+  // The range: the one holding the version, else the nearest (below the lowest: the lowest;
+  // else the highest starting at or below it), or the newest when no version is known.
+  std::vector<const EngineProfile*> in_range;
   for (const auto& p : candidates) {
-    if (!version.empty() && InVersionRange(p.versions, version)) {
-      *out = p;
-      return Status::Ok();
-    }
+    if (!version.empty() && InVersionRange(p.versions, version)) in_range.push_back(&p);
   }
-  // Outside every range: the range nearest the version (below the lowest: the lowest; else the
-  // highest starting at or below it), or the newest when no version is known.
-  auto from_less = [](const EngineProfile& a, const EngineProfile& b) {
+  if (in_range.empty()) {
+    auto from_less = [](const EngineProfile& a, const EngineProfile& b) {
+      int order = 0;
+      return CompareVersions(a.versions.from.empty() ? "0" : a.versions.from,
+                             b.versions.from.empty() ? "0" : b.versions.from, &order) &&
+             order < 0;
+    };
+    std::stable_sort(candidates.begin(), candidates.end(), from_less);
+    const EngineProfile* nearest = &candidates.back();
     int order = 0;
-    return CompareVersions(a.versions.from.empty() ? "0" : a.versions.from,
-                           b.versions.from.empty() ? "0" : b.versions.from, &order) &&
-           order < 0;
-  };
-  std::sort(candidates.begin(), candidates.end(), from_less);
-  const EngineProfile* chosen = &candidates.back();
-  int order = 0;
-  if (!version.empty() && CompareVersions(version, version, &order)) {
-    chosen = &candidates.front();
-    for (const auto& p : candidates) {
-      if (p.versions.from.empty() ||
-          (CompareVersions(p.versions.from, version, &order) && order <= 0)) {
-        chosen = &p;
+    if (!version.empty() && CompareVersions(version, version, &order)) {
+      nearest = &candidates.front();
+      for (const auto& p : candidates) {
+        if (p.versions.from.empty() ||
+            (CompareVersions(p.versions.from, version, &order) && order <= 0)) {
+          nearest = &p;
+        }
       }
     }
+    for (const auto& p : candidates) {
+      if (p.versions.from == nearest->versions.from &&
+          p.versions.before == nearest->versions.before) {
+        in_range.push_back(&p);
+      }
+    }
+    *why = version.empty() ? fmt::format("no {} version given: the newest profile, ", engine)
+                           : fmt::format("{} {} is outside every profile's versions: the nearest, ",
+                                         engine, version);
   }
-  *why = version.empty()
-             ? fmt::format("no {} version given: the newest profile, {}", engine, chosen->name)
-             : fmt::format("{} {} is outside every profile's versions: the nearest, {}", engine,
-                           version, chosen->name);
+  // Within the range: the kind's own profile, else one for every kind, else the other kind's.
+  const EngineProfile* chosen = nullptr;
+  int chosen_rank = 3;
+  for (const EngineProfile* p : in_range) {
+    const int rank = p->architecture == kind ? 0 : (p->architecture == kAnyArchitecture ? 1 : 2);
+    if (rank < chosen_rank) chosen = p, chosen_rank = rank;
+  }
+  if (!why->empty()) *why += chosen->name;
+  if (chosen_rank == 2) {
+    *why += fmt::format("{}no {} profile for {}{}: {}, fitted on {} models",
+                        why->empty() ? "" : "; ", kind, engine,
+                        version.empty() ? "" : " " + version, chosen->name, chosen->architecture);
+  }
   *out = *chosen;
   return Status::Ok();
 }
@@ -410,6 +441,7 @@ std::string EngineProfileYaml(const EngineProfile& p, const std::string& header)
   std::istringstream lines(header);
   for (std::string line; std::getline(lines, line);) out += "# " + line + "\n";
   out += fmt::format("name: {}\nengine: {}\n", p.name, p.engine);
+  if (p.architecture != kAnyArchitecture) out += fmt::format("architecture: {}\n", p.architecture);
   if (!p.versions.from.empty() || !p.versions.before.empty()) {
     out += "versions: {";
     if (!p.versions.from.empty()) out += fmt::format("from: \"{}\"", p.versions.from);
@@ -427,7 +459,8 @@ std::string EngineProfileYaml(const EngineProfile& p, const std::string& header)
       d.max_num_seqs, d.max_num_batched_tokens, d.chunked_prefill, d.mixed_batches,
       Number(d.gpu_memory_utilization), Number(d.activation_reserve_gb), d.decode_steps,
       d.prefill_chunk_tok);
-  if (d.sliding_kv_ratio != 1) out += fmt::format("  sliding_kv_ratio: {}\n", Number(d.sliding_kv_ratio));
+  if (d.sliding_kv_ratio != 1)
+    out += fmt::format("  sliding_kv_ratio: {}\n", Number(d.sliding_kv_ratio));
   if (d.large_gpu_memory_gb > 0) {
     out += fmt::format(
         "  large_gpu: {{min_memory_gb: {}, except: {}, max_num_seqs: {}, "

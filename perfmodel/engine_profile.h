@@ -10,8 +10,8 @@
 //
 //   EngineProfile vllm;
 //   std::string why;
-//   Status s = SelectEngineProfile("vllm", "0.6.0", &vllm, &why);   // by engine and version
-//   Status t = LoadEngineProfile("profiles/engines/my-fit.yaml", &vllm);
+//   Status s = SelectEngineProfile("vllm", "0.6.0", "dense", &vllm, &why);  // engine, version,
+//   kind Status t = LoadEngineProfile("profiles/engines/my-fit.yaml", &vllm);
 //
 // Thread-safety: pure functions over values; a loaded profile is an immutable value.
 #pragma once
@@ -129,11 +129,20 @@ struct VersionRange {
   std::string before;  // exclusive; "" = any
 };
 
+// The kinds of model a profile's coefficients are for: every kind, or dense or MoE models only.
+// A MoE model's steps (expert GEMMs, far more weights than it reads per token, MLA) load the
+// GPU and the scheduler unlike a dense model's, so a fit across both follows whichever kind has
+// more figures; a profile per kind keeps one kind's fit from moving the other's coefficients.
+inline constexpr const char* kAnyArchitecture = "any";
+inline constexpr const char* kDenseArchitecture = "dense";
+inline constexpr const char* kMoeArchitecture = "moe";
+
 struct EngineProfile {
   std::string name;    // "vllm-0.6"; "" for the bare roofline
   std::string engine;  // "vllm", "sglang", "llamacpp", or "any" (the fallback profile)
   std::string source;  // file it came from
   VersionRange versions;
+  std::string architecture = kAnyArchitecture;  // "any", "dense" or "moe"
   EngineDefaults defaults;
   EngineCoefficients coefficients;
   Calibration calibration;
@@ -145,12 +154,16 @@ Status ParseEngineProfile(std::string_view yaml, const std::string& origin, Engi
 Status LoadEngineProfile(const std::string& name_or_path, EngineProfile* out);
 std::vector<std::string> ShippedEngineProfiles();
 
-// The shipped profile for an engine at a version: the one whose range holds it; a version
-// outside every range (or none given) takes the engine's nearest range and says so in *why;
-// an engine without profiles takes the fallback "default" (uncalibrated), also said in *why.
-// *why is "" when the version is in the chosen profile's range.
+// The shipped profile for an engine at a version, for a model of `architecture` ("dense" or
+// "moe"; "" counts as dense). The version picks the range: the one holding it, else the
+// nearest (or the newest when none is given), said in *why. Within the range: the kind's own
+// profile, else one for every kind, else the other kind's (said in *why: a prediction across
+// kinds). An engine without profiles takes the fallback "default" (uncalibrated), also said.
+// *why is "" when the version is in range and the profile is for the model's kind.
 Status SelectEngineProfile(const std::string& engine, const std::string& version,
-                           EngineProfile* out, std::string* why);
+                           const std::string& architecture, EngineProfile* out, std::string* why);
+// Whether a profile's coefficients are for models of `architecture` ("dense" or "moe").
+bool ProfileCoversArchitecture(const EngineProfile& profile, const std::string& architecture);
 
 // -1, 0, 1 as version a is below, equal to, above b: dotted numbers compared numerically
 // ("0.10.1" > "0.9"), a leading 'v' ignored, a suffix after the numbers ("rc1", ".post3")

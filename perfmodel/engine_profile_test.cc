@@ -41,31 +41,83 @@ TEST(EngineProfile, VersionsCompareNumerically) {
 TEST(EngineProfile, SelectedByEngineAndVersion) {
   EngineProfile p;
   std::string why;
-  ASSERT_TRUE(SelectEngineProfile("vllm", "0.6.0", &p, &why).ok());
+  ASSERT_TRUE(SelectEngineProfile("vllm", "0.6.0", "dense", &p, &why).ok());
   EXPECT_EQ(p.name, "vllm-0.6");
   EXPECT_EQ(why, "");
-  ASSERT_TRUE(SelectEngineProfile("vllm", "0.11.0", &p, &why).ok());
+  ASSERT_TRUE(SelectEngineProfile("vllm", "0.11.0", "dense", &p, &why).ok());
   EXPECT_EQ(p.name, "vllm-0.8");
-  ASSERT_TRUE(SelectEngineProfile("vllm", "0.21.0", &p, &why).ok());
+  ASSERT_TRUE(SelectEngineProfile("vllm", "0.21.0", "dense", &p, &why).ok());
   EXPECT_EQ(p.name, "vllm-0.12");
   EXPECT_EQ(why, "");
-  ASSERT_TRUE(SelectEngineProfile("vllm", "0.4.2", &p, &why).ok());
+  ASSERT_TRUE(SelectEngineProfile("vllm", "0.4.2", "dense", &p, &why).ok());
   EXPECT_EQ(p.name, "vllm-0.6");
   EXPECT_NE(why.find("outside every profile's versions"), std::string::npos) << why;
-  ASSERT_TRUE(SelectEngineProfile("sglang", "0.5.19", &p, &why).ok());
+  ASSERT_TRUE(SelectEngineProfile("sglang", "0.5.19", "dense", &p, &why).ok());
   EXPECT_EQ(p.name, "sglang-0.4");
-  ASSERT_TRUE(SelectEngineProfile("sglang", "0.5.20", &p, &why).ok());
+  ASSERT_TRUE(SelectEngineProfile("sglang", "0.5.20", "dense", &p, &why).ok());
   EXPECT_EQ(p.name, "sglang-0.5.20");
-  ASSERT_TRUE(SelectEngineProfile("sglang", "0.5.23", &p, &why).ok());
+  ASSERT_TRUE(SelectEngineProfile("sglang", "0.5.23", "moe", &p, &why).ok());
   EXPECT_EQ(p.name, "sglang-0.5.20");
   EXPECT_EQ(why, "");
-  ASSERT_TRUE(SelectEngineProfile("sglang", "", &p, &why).ok());
+  ASSERT_TRUE(SelectEngineProfile("sglang", "", "dense", &p, &why).ok());
   EXPECT_EQ(p.name, "sglang-0.5.20");
   EXPECT_NE(why.find("no sglang version given"), std::string::npos) << why;
-  ASSERT_TRUE(SelectEngineProfile("sim", "", &p, &why).ok());
+  ASSERT_TRUE(SelectEngineProfile("sim", "", "dense", &p, &why).ok());
   EXPECT_EQ(p.name, "default");
   EXPECT_FALSE(p.calibration.fitted);
   EXPECT_GT(p.calibration.typical_error_pct, 0);
+}
+
+// A model's kind picks among the profiles of its engine's version: a MoE model the MoE profile,
+// a dense one the dense; a kind without its own profile takes one for every kind, else the other
+// kind's, said why (a prediction across kinds); out of range, the nearest for the kind.
+TEST(EngineProfile, SelectedByTheModelsKind) {
+  EngineProfile p;
+  std::string why;
+  ASSERT_TRUE(SelectEngineProfile("vllm", "0.7.4", "moe", &p, &why).ok());
+  EXPECT_EQ(p.name, "vllm-0.6-moe");
+  EXPECT_EQ(why, "");
+  ASSERT_TRUE(SelectEngineProfile("vllm", "0.7.4", "dense", &p, &why).ok());
+  EXPECT_EQ(p.name, "vllm-0.6");
+  ASSERT_TRUE(SelectEngineProfile("vllm", "0.7.4", "", &p, &why).ok());
+  EXPECT_EQ(p.name, "vllm-0.6");
+  ASSERT_TRUE(SelectEngineProfile("sglang", "0.5.5", "moe", &p, &why).ok());
+  EXPECT_EQ(p.name, "sglang-0.4-moe");
+  ASSERT_TRUE(SelectEngineProfile("vllm", "0.4.3", "moe", &p, &why).ok());
+  EXPECT_EQ(p.name, "vllm-0.6-moe");
+  EXPECT_NE(why.find("outside every profile's versions"), std::string::npos) << why;
+  // For every kind: SGLang 0.3 has one profile, whichever the model.
+  ASSERT_TRUE(SelectEngineProfile("sglang", "0.3.6", "moe", &p, &why).ok());
+  EXPECT_EQ(p.name, "sglang-0.3");
+  EXPECT_EQ(why, "");
+  EXPECT_TRUE(ProfileCoversArchitecture(p, "moe"));
+  EXPECT_TRUE(ProfileCoversArchitecture(p, "dense"));
+  ASSERT_TRUE(LoadEngineProfile("vllm-0.8-moe", &p).ok());
+  EXPECT_TRUE(ProfileCoversArchitecture(p, "moe"));
+  EXPECT_FALSE(ProfileCoversArchitecture(p, "dense"));
+  EXPECT_FALSE(ProfileCoversArchitecture(p, ""));
+}
+
+// Only the other kind's profile in range (vLLM 0.12+'s is fitted on a dense model alone): it is
+// taken, and said; an unknown kind is refused where it is written.
+TEST(EngineProfile, AnotherKindsProfileIsSaid) {
+  EngineProfile p;
+  std::string why;
+  ASSERT_TRUE(SelectEngineProfile("vllm", "0.21.0", "moe", &p, &why).ok());
+  EXPECT_EQ(p.name, "vllm-0.12");
+  EXPECT_EQ(why, "no moe profile for vllm 0.21.0: vllm-0.12, fitted on dense models");
+  ASSERT_TRUE(SelectEngineProfile("vllm", "", "moe", &p, &why).ok());
+  EXPECT_EQ(p.name, "vllm-0.12");
+  EXPECT_EQ(why,
+            "no vllm version given: the newest profile, vllm-0.12; no moe profile for vllm: "
+            "vllm-0.12, fitted on dense models");
+  const Status s =
+      ParseEngineProfile("name: x\nengine: vllm\narchitecture: mixture\n", "e.yaml", &p);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("e.yaml:3:15: expected 'architecture' any, dense or moe, found "
+                             "'mixture'"),
+            std::string::npos)
+      << s.message();
 }
 
 TEST(EngineProfile, BadFilesAreRefusedWithTheirPosition) {

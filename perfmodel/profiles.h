@@ -135,6 +135,11 @@ Status WeightBytesPerParam(const ModelProfile& model, const std::string& precisi
 Status ParseHardwareProfile(std::string_view yaml, const std::string& origin, HardwareProfile* out);
 Status ParseModelProfile(std::string_view yaml, const std::string& origin, ModelProfile* out);
 
+// "moe" or "dense": the kind an engine profile's coefficients are for (EngineProfile).
+inline const char* ModelArchitecture(const ModelProfile& model) {
+  return model.experts > 0 ? "moe" : "dense";
+}
+
 // A shipped name ("h200") or a path to a YAML file.
 // Whether a profile name is a path to a YAML file (it has a '/' or ends in .yaml / .yml) rather
 // than the name of a shipped profile; a matrix resolves such paths against its own folder.

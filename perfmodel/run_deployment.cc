@@ -20,8 +20,18 @@ Status ResolveModelProfileName(schema::RunSpec::Reader spec, std::string* name) 
   return Status::Ok();
 }
 
+std::string ModelArchitectureOf(schema::RunSpec::Reader spec) {
+  std::string name;
+  ModelProfile model;
+  if (!ResolveModelProfileName(spec, &name).ok() || !LoadModelProfile(name, &model).ok()) {
+    return "";
+  }
+  return ModelArchitecture(model);
+}
+
 Status EngineProfileFor(schema::RunSpec::Reader spec, EngineProfile* out, std::string* why) {
-  return SelectEngineProfile(spec.getEngine(), spec.getEngineVersion(), out, why);
+  return SelectEngineProfile(spec.getEngine(), spec.getEngineVersion(), ModelArchitectureOf(spec),
+                             out, why);
 }
 
 namespace {

@@ -20,8 +20,11 @@ namespace servesweep::perfmodel {
 // appears in the run's model name (case-insensitive, e.g. "meta-llama/Llama-3.1-8B-Instruct").
 Status ResolveModelProfileName(schema::RunSpec::Reader spec, std::string* name);
 
-// The shipped engine profile of the run's engine and version (SelectEngineProfile); *why says
-// when it is not an exact match ("" when the version is in the profile's range).
+// "moe" or "dense" for the run's model profile (ResolveModelProfileName); "" when it has none.
+std::string ModelArchitectureOf(schema::RunSpec::Reader spec);
+
+// The shipped engine profile of the run's engine, version and model kind (SelectEngineProfile);
+// *why says when it is not an exact match ("" when it is).
 Status EngineProfileFor(schema::RunSpec::Reader spec, EngineProfile* out, std::string* why);
 
 // The deployment of a run spec's layout, precision and engine settings, on `engine`: its

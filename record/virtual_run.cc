@@ -178,8 +178,11 @@ std::vector<scraper::ScrapedSample> SamplesOf(const perfmodel::SimulationResult&
 
 Status ChooseEngineProfile(schema::RunSpec::Reader spec, const VirtualRunOptions& options,
                            perfmodel::EngineProfile* out, std::string* why) {
+  const std::string architecture =
+      options.engine_profiles.empty() ? "" : perfmodel::ModelArchitectureOf(spec);
   for (const auto& p : options.engine_profiles) {
-    if (p.engine == spec.getEngine().cStr() || p.engine == "any") {
+    if ((p.engine == spec.getEngine().cStr() || p.engine == "any") &&
+        perfmodel::ProfileCoversArchitecture(p, architecture)) {
       *out = p;
       why->clear();
       if (spec.getEngineVersion().size() > 0 &&

@@ -75,7 +75,8 @@ struct SimulatedRun {
 };
 
 // The engine profile that costs `spec`: the first of options.engine_profiles whose engine is the
-// run's (or "any"), else the shipped choice; `why` says how it was chosen when not an exact match.
+// run's (or "any") and whose kind of model covers the run's (a MoE-only profile never costs a
+// dense model), else the shipped choice; `why` says how it was chosen when not an exact match.
 Status ChooseEngineProfile(schema::RunSpec::Reader spec, const VirtualRunOptions& options,
                            perfmodel::EngineProfile* out, std::string* why);
 

@@ -28,38 +28,33 @@ done
   --fit kernels.weight_read_efficiency,cpu.request_us --out "$tmp/vllm-0.12.yaml" > /dev/null
 cp "$tmp/vllm-0.12.yaml" $E/vllm-0.12.yaml
 
-# vLLM 0.8-0.11 and SGLang 0.4+: the dense gpustack Qwen3-8B point, then DeepSeek-R1's.
+# vLLM 0.8-0.11 and SGLang 0.4-0.5.19, a profile per kind of model (architecture: dense / moe):
+# fitted across both, each followed whichever kind had more figures (held out, vllm-0.6's dense
+# Llama cases 107-124% off, sglang-0.4's Qwen3-8B 422%). The dense profiles: weight streaming
+# and the front end on their dense points (Qwen3-8B and Qwen3-14B; vLLM's also Llama-3.1-405B
+# on MI300X).
 for p in vllm-0.8 sglang-0.4; do
   "$S" calibrate --published $T --engine-profile $E/$p.yaml \
-    --fit kernels.weight_read_efficiency,cpu.request_us --fit-only model=Qwen/Qwen3-8B \
-    --out "$tmp/$p-dense.yaml" > /dev/null
-  "$S" calibrate --published $T --engine-profile "$tmp/$p-dense.yaml" --fit $MOE \
-    --fit-only model=deepseek-ai/DeepSeek-R1-0528 --max-evaluations 300 \
+    --fit kernels.weight_read_efficiency,cpu.request_us --out "$tmp/$p.yaml" > /dev/null
+  cp "$tmp/$p.yaml" $E/$p.yaml
+done
+# The MoE profiles of vLLM 0.7-0.11 and SGLang 0.4-0.5.19: the MoE coefficients with weight
+# streaming and the front end, on every MoE point of their versions (DeepSeek-R1 on H200 and
+# MI300X, Qwen3-235B-A22B, gpt-oss-20b and -120b): DeepSeek-R1 alone had put the expert GEMMs
+# at their lower bound, which made every other MoE model 3-10x too slow. sglang-0.4-moe's hand
+# comment on sliding_kv_ratio is restored after the write.
+for p in vllm-0.6-moe vllm-0.8-moe sglang-0.4-moe; do
+  "$S" calibrate --published $T --engine-profile $E/$p.yaml \
+    --fit $MOE,kernels.weight_read_efficiency,cpu.request_us --max-evaluations 300 \
     --out "$tmp/$p.yaml" > /dev/null
   cp "$tmp/$p.yaml" $E/$p.yaml
 done
-# vLLM 0.8-0.11 once more, on every point of its versions (the wider table's Qwen3-14B,
-# Qwen3-235B-A22B, gpt-oss-20b and the MI300X 405B point beside the two above): DeepSeek-R1 alone
-# had put the expert GEMMs at 0.05, their lower bound, which made every other MoE model 3-10x
-# too slow (gpt-oss-20b 949% off); fitted on all, R1 goes from 24% to 31% and the rest fall.
-"$S" calibrate --published $T --engine-profile $E/vllm-0.8.yaml \
-  --fit $MOE,kernels.weight_read_efficiency,cpu.request_us --max-evaluations 300 \
-  --out "$tmp/vllm-0.8.yaml" > /dev/null
-cp "$tmp/vllm-0.8.yaml" $E/vllm-0.8.yaml
-# SGLang 0.4+ once more: the MoE coefficients on every point of its versions (DeepSeek-R1 on
-# H200 and MI300X, Qwen3-235B-A22B, gpt-oss-120b under PD beside the two above), the front end
-# kept from the dense stage: R1 alone had put the expert GEMMs at 0.068 (gpt-oss-120b's PD
-# throughput 4.5x too low); fitted on all, the table goes from 31.6% to 26.8% (227 figures).
-# Its hand comment on sliding_kv_ratio is restored after the write.
-"$S" calibrate --published $T --engine-profile $E/sglang-0.4.yaml --fit $MOE --max-evaluations 300 \
-  --out "$tmp/sglang-0.4.yaml" > /dev/null
-cp "$tmp/sglang-0.4.yaml" $E/sglang-0.4.yaml
-echo "$E/sglang-0.4.yaml: put back the sliding_kv_ratio comment (git diff)"
+echo "$E/sglang-0.4-moe.yaml: put back the sliding_kv_ratio comment (git diff)"
 # SGLang 0.5.20+: DeepSeek-V4.1-Flash's two "after" points, one coefficient each: the per-layer
 # floor on the concurrency-1 TPOT, then the expert GEMM efficiency on the concurrency-64
-# throughput; the rest are sglang-0.4's (its file is the start, renamed).
-sed -e 's/^name: sglang-0.4$/name: sglang-0.5.20/' -e 's/^versions: .*/versions: {from: "0.5.20"}/' \
-  -e '/^calibration:/,$d' $E/sglang-0.4.yaml > "$tmp/sglang-0.5.20-start.yaml"
+# throughput; the rest are sglang-0.4-moe's (its file is the start, renamed).
+sed -e 's/^name: sglang-0.4-moe$/name: sglang-0.5.20/' -e 's/^versions: .*/versions: {from: "0.5.20"}/' \
+  -e '/^calibration:/,$d' $E/sglang-0.4-moe.yaml > "$tmp/sglang-0.5.20-start.yaml"
 echo 'calibration: {fitted: false, typical_error_pct: 24}' >> "$tmp/sglang-0.5.20-start.yaml"
 "$S" calibrate --published $T --engine-profile "$tmp/sglang-0.5.20-start.yaml" \
   --fit launch.layer_gpu_us:6:200 --fit-only concurrency=1 --out "$tmp/sglang-0.5.20-floor.yaml" > /dev/null
