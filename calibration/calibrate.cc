@@ -277,9 +277,10 @@ Status Calibrate(const CalibrateRequest& r, CalibrationReport* report) {
     }
     if (fitted.empty()) {
       return Status::InvalidArgument(fmt::format(
-          "calibrate: no point to fit {} to (its engine is {}; held-out and excluded points are "
-          "not fitted)",
-          profile->name, profile->engine));
+          "calibrate: no point to fit {} to (its engine is {}, its versions {}-{}, its models "
+          "{}; held-out and excluded points are not fitted)",
+          profile->name, profile->engine, profile->versions.from, profile->versions.before,
+          profile->architecture));
     }
     if (Status s = Fit(r, fitted, profile, report); !s.ok()) return s;
     report->fitted = true;

@@ -131,6 +131,36 @@ TEST_F(CalibrateTest, PointsAndAProfileGivenDirectlyAreFittedAsATablesAre) {
   EXPECT_NEAR(fitted_value / true_value, 1, 0.05) << fitted_value << " vs " << true_value;
 }
 
+// A profile for MoE models fits no dense point (one kind's fit must not move the other's
+// coefficients) and says why; the same profile for dense models fits them all.
+TEST_F(CalibrateTest, AProfileFitsOnlyItsKindOfModel) {
+  PointSet set;
+  ASSERT_TRUE(LoadPublishedTable(
+                  dir_.WriteFile("table.yaml", Table({{10, 5}, {12, 6}, {14, 7}}, 0, 0)), &set)
+                  .ok());
+  CalibrateRequest r;
+  r.points = set.points;
+  r.profile.emplace();
+  ASSERT_TRUE(perfmodel::LoadEngineProfile("vllm-0.12", &*r.profile).ok());
+  r.profile->architecture = perfmodel::kMoeArchitecture;
+  EXPECT_FALSE(ProfileFits(*r.profile, r.points[0]));
+  r.fit = {"cpu.step_us"};
+  r.fit_options.max_evaluations = 20;
+  CalibrationReport report;
+  Status s = Calibrate(r, &report);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("no point to fit vllm-0.12 to (its engine is vllm, its versions "
+                             "0.12.0-, its models moe;"),
+            std::string::npos)
+      << s.message();
+  r.profile->architecture = perfmodel::kDenseArchitecture;
+  EXPECT_TRUE(ProfileFits(*r.profile, r.points[0]));
+  CalibrationReport dense;
+  s = Calibrate(r, &dense);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(dense.profile->calibration.points, 3);
+}
+
 // Evaluation only: a case over its bound breaks, the table's median bound is its own verdict,
 // and a held-out point is predicted, counted apart, and never fitted.
 TEST_F(CalibrateTest, ACaseOverItsBoundIsBrokenAtItsEdge) {

@@ -166,6 +166,39 @@ workload: {input_len: 200, output_len: 50, num_requests: 20, concurrency: 4}
   EXPECT_GT(x.getCalibrationErrorPct(), vllm06.calibration.fit_error_pct);
 }
 
+// Profiles handed over (a search's learned ones, --engine-profile) cost only the kinds of model
+// they are for: a MoE-only profile is passed over for a dense model, which gets the next one that
+// covers it, else the shipped choice.
+TEST(VirtualRun, GivenProfilesCostOnlyTheirKindOfModel) {
+  capnp::MallocMessageBuilder message;
+  auto spec = message.initRoot<schema::RunSpec>();
+  spec.setEngine("vllm");
+  spec.setEngineVersion("0.8.5");
+  spec.setModel("Qwen/Qwen3-8B");
+  VirtualRunOptions options;
+  perfmodel::EngineProfile moe, any;
+  ASSERT_TRUE(perfmodel::LoadEngineProfile("vllm-0.8-moe", &moe).ok());
+  moe.name = "learned-moe";
+  options.engine_profiles = {moe};
+  perfmodel::EngineProfile chosen;
+  std::string why;
+  ASSERT_TRUE(ChooseEngineProfile(spec.asReader(), options, &chosen, &why).ok());
+  EXPECT_EQ(chosen.name, "vllm-0.8");
+  any = moe;
+  any.name = "learned-any";
+  any.architecture = perfmodel::kAnyArchitecture;
+  options.engine_profiles = {moe, any};
+  ASSERT_TRUE(ChooseEngineProfile(spec.asReader(), options, &chosen, &why).ok());
+  EXPECT_EQ(chosen.name, "learned-any");
+  spec.setModel("Qwen/Qwen3-235B-A22B-Instruct-2507");
+  ASSERT_TRUE(ChooseEngineProfile(spec.asReader(), options, &chosen, &why).ok());
+  EXPECT_EQ(chosen.name, "learned-moe");
+  options.engine_profiles.clear();
+  ASSERT_TRUE(ChooseEngineProfile(spec.asReader(), options, &chosen, &why).ok());
+  EXPECT_EQ(chosen.name, "vllm-0.8-moe");
+  EXPECT_EQ(why, "");
+}
+
 // workload.early_stop in virtual time: a steady closed loop stops once stable, short of its
 // num_requests; an open loop far above the engine's rate stops over-saturated with the evidence;
 // each record says so, and a phase without early stop runs its full length.
