@@ -283,15 +283,21 @@ Status LoadEngineProfile(const std::string& name_or_path, EngineProfile* out) {
   return Status::Ok();
 }
 
+namespace {
+// A model of unknown kind ("") is costed as a dense one.
+std::string KindOf(const std::string& architecture) {
+  return architecture.empty() ? kDenseArchitecture : architecture;
+}
+}  // namespace
+
 bool ProfileCoversArchitecture(const EngineProfile& profile, const std::string& architecture) {
-  return profile.architecture == kAnyArchitecture ||
-         profile.architecture == (architecture.empty() ? kDenseArchitecture : architecture);
+  return profile.architecture == kAnyArchitecture || profile.architecture == KindOf(architecture);
 }
 
 Status SelectEngineProfile(const std::string& engine, const std::string& version,
                            const std::string& architecture, EngineProfile* out, std::string* why) {
   why->clear();
-  const std::string kind = architecture.empty() ? kDenseArchitecture : architecture;
+  const std::string kind = KindOf(architecture);
   std::vector<EngineProfile> candidates;
   for (const auto& name : ShippedEngineProfiles()) {
     EngineProfile p;

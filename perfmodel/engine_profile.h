@@ -10,8 +10,9 @@
 //
 //   EngineProfile vllm;
 //   std::string why;
-//   Status s = SelectEngineProfile("vllm", "0.6.0", "dense", &vllm, &why);  // engine, version,
-//   kind Status t = LoadEngineProfile("profiles/engines/my-fit.yaml", &vllm);
+//   // by engine, version and kind of model
+//   Status s = SelectEngineProfile("vllm", "0.6.0", "dense", &vllm, &why);
+//   Status t = LoadEngineProfile("profiles/engines/my-fit.yaml", &vllm);
 //
 // Thread-safety: pure functions over values; a loaded profile is an immutable value.
 #pragma once

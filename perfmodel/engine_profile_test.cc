@@ -59,6 +59,9 @@ TEST(EngineProfile, SelectedByEngineAndVersion) {
   ASSERT_TRUE(SelectEngineProfile("sglang", "0.5.23", "moe", &p, &why).ok());
   EXPECT_EQ(p.name, "sglang-0.5.20");
   EXPECT_EQ(why, "");
+  ASSERT_TRUE(SelectEngineProfile("sglang", "0.5.23", "dense", &p, &why).ok());
+  EXPECT_EQ(p.name, "sglang-0.5.20");
+  EXPECT_EQ(why, "no dense profile for sglang 0.5.23: sglang-0.5.20, fitted on moe models");
   ASSERT_TRUE(SelectEngineProfile("sglang", "", "dense", &p, &why).ok());
   EXPECT_EQ(p.name, "sglang-0.5.20");
   EXPECT_NE(why.find("no sglang version given"), std::string::npos) << why;
