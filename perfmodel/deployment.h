@@ -83,10 +83,6 @@ struct DeploymentConfig {
   // The engine's coefficients (kernel efficiencies, latency floors, CPU per step). Default: the
   // bare roofline, which only tests want; DeploymentFor loads the run's engine profile.
   EngineProfile engine;
-
-  // Cold start: weights loaded at min(weight_load_bytes_per_s, host link) per GPU, then graphs.
-  double weight_load_bytes_per_s = 5e9;
-  int64_t graph_capture_ns = 10'000'000'000;
 };
 
 }  // namespace servesweep::perfmodel

@@ -48,6 +48,9 @@ constexpr Scalar kScalars[] = {
     {"cpu", "request_us", &EngineCoefficients::request_us, 0, 1e8},
     {"cpu", "api_request_us", &EngineCoefficients::api_request_us, 0, 1e7},
     {"cpu", "api_token_us", &EngineCoefficients::api_token_us, 0, 1e6},
+    {"startup", "init_s", &EngineCoefficients::startup_init_s, 0, 3600},
+    {"startup", "weight_load_gb_per_s", &EngineCoefficients::weight_load_gb_per_s, 0.01, 1000},
+    {"startup", "graph_capture_s", &EngineCoefficients::graph_capture_s, 0, 3600},
 };
 constexpr const char* kAttentionKinds[] = {"gqa", "mla", "sparse"};
 
@@ -214,7 +217,7 @@ Status ParseEngineProfile(std::string_view yaml, const std::string& origin, Engi
     d.Finish();
   }
   EngineCoefficients& c = p.coefficients;
-  for (const char* name : {"kernels", "launch", "collectives", "cpu"}) {
+  for (const char* name : {"kernels", "launch", "collectives", "cpu", "startup"}) {
     YamlMap section = r.Section(name);
     for (const Scalar& s : kScalars) {
       if (std::string_view(s.section) == name) ReadScalar(section, s, &c);
@@ -475,7 +478,7 @@ std::string EngineProfileYaml(const EngineProfile& p, const std::string& header)
         d.large_gpu_max_num_batched_tokens);
   }
   const EngineCoefficients& c = p.coefficients;
-  for (const char* section : {"kernels", "launch", "collectives", "cpu"}) {
+  for (const char* section : {"kernels", "launch", "collectives", "cpu", "startup"}) {
     out += fmt::format("{}:\n", section);
     for (const Scalar& s : kScalars) {
       if (std::string_view(s.section) == section) {

@@ -98,6 +98,14 @@ struct EngineCoefficients {
   // tokens beyond wait in its queue (in TTFT, ITL), while the engine's steps go on. 0: no cap.
   double api_request_us = 0;
   double api_token_us = 0;
+  // Cold start, process start to ready: init_s (interpreter and imports, device and distributed
+  // init, the memory-profiling run, torch.compile), the weights read at weight_load_gb_per_s per
+  // GPU (capped by the hardware's host link), then graph_capture_s when the engine captures
+  // graphs (cuda_graph_max_tok > 0). The defaults are the first-order assumption of a weight
+  // stream at 5 GB/s and 10 s of graphs.
+  double startup_init_s = 0;
+  double weight_load_gb_per_s = 5;
+  double graph_capture_s = 10;
 };
 
 // Scheduler defaults of the engine (a matrix's engine_config overrides them).

@@ -140,6 +140,11 @@ TEST(EngineProfile, BadFilesAreRefusedWithTheirPosition) {
   EXPECT_NE(s.message().find("e.yaml:3:30: expected 'sliding_kv_ratio' in [0, 1], found 1.5"),
             std::string::npos)
       << s.message();
+  s = ParseEngineProfile("name: x\nengine: vllm\nstartup: {graph_capture_s: 5000}\n", "e.yaml",
+                         &p);
+  EXPECT_NE(s.message().find("e.yaml:3:28: expected 'startup.graph_capture_s' at most 3600"),
+            std::string::npos)
+      << s.message();
   s = ParseEngineProfile("name: x\nengine: vllm\nversions: {from: latest}\n", "e.yaml", &p);
   EXPECT_NE(s.message().find("expected a version such as 0.6.0, found 'latest'"), std::string::npos)
       << s.message();
@@ -151,6 +156,7 @@ TEST(EngineProfile, WrittenYamlReadsBackTheSame) {
   ASSERT_TRUE(LoadEngineProfile("sglang-0.3", &p).ok());
   ASSERT_TRUE(SetCoefficient(&p, "cpu.step_us", 1234.5).ok());
   ASSERT_TRUE(SetCoefficient(&p, "kernels.attention_efficiency.mla", 0.25).ok());
+  ASSERT_TRUE(SetCoefficient(&p, "startup.init_s", 42.5).ok());
   p.defaults.sliding_kv_ratio = 0.8;
   p.calibration.fitted = true;
   p.calibration.points = 3;

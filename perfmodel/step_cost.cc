@@ -403,15 +403,21 @@ int64_t CostModel::KvTransferNs(int64_t tokens) const {
 int64_t CostModel::LoraLoadNs() const {
   if (lora_params_ == 0) return 0;
   const double bw = hw_.host_link_bytes_per_s > 0 ? hw_.host_link_bytes_per_s
-                                                  : deployment_.weight_load_bytes_per_s;
+                                                  : WeightLoadBytesPerS();
   return static_cast<int64_t>(std::llround(lora_params_ * 2 / gpus_per_replica() / bw * 1e9));
 }
 
+double CostModel::WeightLoadBytesPerS() const {
+  const double bw = deployment_.engine.coefficients.weight_load_gb_per_s * 1e9;
+  return hw_.host_link_bytes_per_s > 0 ? std::min(bw, hw_.host_link_bytes_per_s) : bw;
+}
+
 int64_t CostModel::ColdStartNs() const {
-  double bw = deployment_.weight_load_bytes_per_s;
-  if (hw_.host_link_bytes_per_s > 0) bw = std::min(bw, hw_.host_link_bytes_per_s);
-  return static_cast<int64_t>(std::llround(weight_bytes_per_gpu_ / bw * 1e9)) +
-         deployment_.graph_capture_ns;
+  const EngineCoefficients& c = deployment_.engine.coefficients;
+  const double graphs_s = c.cuda_graph_max_tok > 0 ? c.graph_capture_s : 0;
+  return static_cast<int64_t>(
+      std::llround((c.startup_init_s + weight_bytes_per_gpu_ / WeightLoadBytesPerS() + graphs_s) *
+                   1e9));
 }
 
 }  // namespace servesweep::perfmodel

@@ -63,6 +63,7 @@ class CostModel {
 
   // Time to move `tokens` tokens of KV cache from a prefill to a decode instance.
   int64_t KvTransferNs(int64_t tokens) const;
+  // Process start to ready, from the engine profile's startup coefficients.
   int64_t ColdStartNs() const;
 
   int64_t kv_capacity_tok() const { return kv_capacity_tok_; }  // per replica
@@ -81,6 +82,8 @@ class CostModel {
   double DistinctExperts(double tokens) const;
 
  private:
+  // The engine's weight stream at cold start, capped by the host link.
+  double WeightLoadBytesPerS() const;
   HardwareProfile hw_;
   ModelProfile model_;
   DeploymentConfig deployment_;

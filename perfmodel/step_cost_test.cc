@@ -218,8 +218,24 @@ TEST(StepCostTest, RefusesLayoutsThatDoNotFitOrMakeNoSense) {
 }
 
 TEST(StepCostTest, ColdStartAndKvTransfer) {
+  // The bare roofline captures no graphs: the weights at the default 5 GB/s alone.
   const CostModel cost = Make("h100", "llama-3.1-8b");
-  EXPECT_EQ(cost.ColdStartNs(), std::llround(kLlamaParams * 2 / 5e9 * 1e9) + 10'000'000'000);
+  EXPECT_EQ(cost.ColdStartNs(), std::llround(kLlamaParams * 2 / 5e9 * 1e9));
+  {
+    // The engine's startup: init, its weight stream, graphs only when it captures them.
+    DeploymentConfig d;
+    d.engine.coefficients.startup_init_s = 30;
+    d.engine.coefficients.weight_load_gb_per_s = 2;
+    d.engine.coefficients.graph_capture_s = 20;
+    EXPECT_EQ(Make("h100", "llama-3.1-8b", d).ColdStartNs(),
+              std::llround((30 + kLlamaParams * 2 / 2e9) * 1e9));
+    d.engine.coefficients.cuda_graph_max_tok = 512;
+    EXPECT_EQ(Make("h100", "llama-3.1-8b", d).ColdStartNs(),
+              std::llround((30 + kLlamaParams * 2 / 2e9 + 20) * 1e9));
+    d.tp = 2;  // each GPU reads its own half
+    EXPECT_EQ(Make("h100", "llama-3.1-8b", d).ColdStartNs(),
+              std::llround((30 + kLlamaParams * 2 / 2 / 2e9 + 20) * 1e9));
+  }
   // 1000 tokens of KV over one GPU's 400 Gb/s NIC (x 0.8) plus its latency.
   EXPECT_EQ(cost.KvTransferNs(1000), std::llround(1000 * kLlamaKv / (50e9 * 0.8) * 1e9) + 10'000);
   DeploymentConfig d;
