@@ -40,7 +40,7 @@ for p in vllm-0.8 sglang-0.4; do
     --fit kernels.weight_read_efficiency,cpu.request_us --out "$tmp/$p.yaml" > /dev/null
   cp "$tmp/$p.yaml" $E/$p.yaml
 done
-echo "$E/vllm-0.8.yaml, $E/sglang-0.4.yaml: put back the sliding_kv_ratio comments (git diff)"
+echo "$E/vllm-0.8.yaml, $E/sglang-0.4.yaml, $E/vllm-0.12.yaml: put back the sliding_kv_ratio and startup comments (git diff)"
 # The MoE profiles (vllm-0.6-moe, vllm-0.8-moe, sglang-0.4-moe) keep, for now, the coefficients
 # their versions had before the split: vllm-0.6's (dense points only) and vllm-0.8's and
 # sglang-0.4's fits across both kinds (2026-12-06: the front end on Qwen3-8B, then the MoE
