@@ -21,8 +21,9 @@ MOE=kernels.expert_gemm_efficiency:0.05:1,kernels.expert_read_efficiency:0.05:1,
 # A profile per kind of model where a version range has both (architecture: dense / moe), each
 # fitted on its own kind's points. Evaluation budgets as the shipped fits use them: 700 for the
 # 6-coefficient dense fits, 300 for the MoE profiles' MoE + front-end fits (250 for
-# sglang-0.4-moe; 0.4-0.7 s per evaluation), 150 for 1-2 coefficients. About 30 minutes on one
-# core (28 min wall on 2026-12-07; an hour with one profile across both kinds).
+# sglang-0.4-moe; 0.4-0.7 s per evaluation), 150 for 1-2 coefficients. About 15 minutes on one
+# core (841-937 s for variants of these recipes on 2026-12-07, two at a time on 2 cores; 28 min
+# beside a build; an hour with one profile across both kinds).
 "$B/servesweep" calibrate --published tests/fidelity/published.yaml --cross-validate $OUT \
   --recipe "$E/vllm-0.6.yaml=$DENSE@700" --recipe "$E/vllm-0.6-moe.yaml=$MOE,$FRONT@300" \
   --recipe "$E/sglang-0.3.yaml=$DENSE@700" --recipe "$E/vllm-0.12.yaml=$FRONT@150" \
