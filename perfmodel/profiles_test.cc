@@ -260,5 +260,22 @@ TEST(ProfilesTest, HardwareFromProbesMatchesTheShippedMeasuredProfile) {
   EXPECT_DOUBLE_EQ(nccl.hbm_efficiency, base.hbm_efficiency);
 }
 
+// mi300x keeps the NVIDIA profiles' share of what microbenchmarks reach (its file cites each
+// figure): its serving efficiency is h100's scaled by MI300X's measured fraction of peak over
+// the NVIDIA GPUs' measured fraction. Published figures, TFLOP/s or TB/s against the datasheets.
+TEST(ProfilesTest, Mi300xEfficienciesScaleNvidiasByPublishedMicrobenchmarks) {
+  const HardwareProfile mi300x = Hw("mi300x");
+  const HardwareProfile h100 = Hw("h100");
+  const double mi300x_gemm = (708.0 / 1307 + 1248.0 / 2615) / 2;  // AMD MAF BF16, FP8 (1224-1273)
+  const double nvidia_gemm = (798.0 / 989 + 792.0 / 989 + 1477.0 / 1979) / 3;  // H100, H200 probe
+  // 0.39, rounded to 0.4 in the file.
+  EXPECT_NEAR(mi300x.flops_efficiency, h100.flops_efficiency * mi300x_gemm / nvidia_gemm, 0.015);
+  const double mi300x_hbm = (4.15 + 4.10) / 2 / 5.3;           // BabelStream copy, triad
+  const double nvidia_hbm = (2.97 / 3.35 + 3.96 / 4.8) / 2;    // H100 triad, H200 probe copy
+  EXPECT_NEAR(mi300x.hbm_efficiency, h100.hbm_efficiency * mi300x_hbm / nvidia_hbm, 0.01);
+  // rccl-tests all-reduce busbw at 1-16 GB: 315-319 GB/s.
+  EXPECT_NEAR(mi300x.intra_node.busbw_bytes_per_s * mi300x.intra_node_efficiency, 317e9, 5e9);
+}
+
 }  // namespace
 }  // namespace servesweep::perfmodel
