@@ -20,7 +20,13 @@ E=profiles/engines
 # sets it to seconds to absorb the queueing of a 1,000-request burst (vllm-0.8 without Qwen3-8B:
 # 4.3 s, that case's TTFT 71x too long). The MoE fits keep it free: bounded, they get worse
 # (docs/perfmodel.md#cross-validation), their delay standing in for a miss the model has no term for.
-DENSE=kernels.weight_read_efficiency,kernels.gemm_efficiency,cpu.step_us,cpu.seq_us,cpu.request_us:0:100000,collectives.allreduce_us
+# The all-reduce floor per call (over the link's own latency) is bounded at 50 us: a small
+# all-reduce on the table's NVLink / xGMI nodes takes 7-27 us as published (rccl-tests, 8 KB on
+# 8 x MI300X: 13.3 us, 7.6 with graphs; 8 KB on 8 x H100 about 27 us from Azure's nccl-tests
+# busbw). Free, a fold without the one NVIDIA TP 4 online case put 102 us there (sglang-0.3:
+# 16 ms a step for Llama 70B's 160 all-reduces). A bound of this table, not of the coefficient:
+# PCIe or multi-node machines can be slower.
+DENSE=kernels.weight_read_efficiency,kernels.gemm_efficiency,cpu.step_us,cpu.seq_us,cpu.request_us:0:100000,collectives.allreduce_us:0:50
 DENSE_FRONT=kernels.weight_read_efficiency,cpu.request_us:0:100000
 FRONT=kernels.weight_read_efficiency,cpu.request_us
 MOE=kernels.expert_gemm_efficiency:0.05:1,kernels.expert_read_efficiency:0.05:1,kernels.expert_half_tok:1:512,kernels.attention_efficiency.mla:0.2:1
@@ -28,7 +34,7 @@ MOE=kernels.expert_gemm_efficiency:0.05:1,kernels.expert_read_efficiency:0.05:1,
 # fitted on its own kind's points. Evaluation budgets as the shipped fits use them: 700 for the
 # 6-coefficient dense fits, 300 for the MoE profiles' MoE + front-end fits (250 for
 # sglang-0.4-moe; 0.4-0.7 s per evaluation), 150 for 1-2 coefficients. About 15 minutes on one
-# core (841-937 s for variants of these recipes on 2026-12-07, two at a time on 2 cores; 28 min
+# core (839-937 s for variants of these recipes on 2026-12-07, two at a time on 2 cores; 28 min
 # beside a build; an hour with one profile across both kinds).
 "$B/servesweep" calibrate --published tests/fidelity/published.yaml --cross-validate $OUT \
   --recipe "$E/vllm-0.6.yaml=$DENSE@700" --recipe "$E/vllm-0.6-moe.yaml=$MOE,$FRONT@300" \
