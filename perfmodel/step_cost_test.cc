@@ -260,9 +260,9 @@ CostModel MakeWith(const std::string& gpu, const std::string& model, const Engin
 
 // The shipped startup coefficients against the published cold starts they were set from and
 // the one they were not (sources in vllm-0.12's and sglang-0.5.20's startup comments;
-// docs/perfmodel.md "Cold start"): vLLM's Qwen3-8B on one GPU (50.87 s, fitted), Llama-3.3-70B FP8 on one H100 (about
-// 62 s, held out: +8%; on h200, where the model fits one GPU, over the same host link);
-// SGLang's same 70B (about 58 s, held out: -31%).
+// docs/perfmodel.md "Cold start"): vLLM's Qwen3-8B on one GPU (50.87 s, fitted),
+// Llama-3.3-70B FP8 on one H100 (about 62 s, held out: +8%; on h200, where the model fits one
+// GPU, over the same host link); SGLang's same 70B (about 58 s, held out: -31%).
 TEST(StepCostTest, ShippedStartupsMatchThePublishedColdStarts) {
   EngineProfile vllm, sglang;
   ASSERT_TRUE(LoadEngineProfile("vllm-0.12", &vllm).ok());
