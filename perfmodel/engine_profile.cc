@@ -38,6 +38,7 @@ constexpr Scalar kScalars[] = {
     {"kernels", "expert_half_tok", &EngineCoefficients::expert_half_tok, 0, 1e6},
     {"kernels", "expert_read_efficiency", &EngineCoefficients::expert_read_efficiency, 0.001, 1},
     {"launch", "layer_gpu_us", &EngineCoefficients::layer_gpu_us, 0, 1e6},
+    {"launch", "mla_layer_gpu_us", &EngineCoefficients::mla_layer_gpu_us, 0, 1e6},
     {"launch", "layer_launch_us", &EngineCoefficients::layer_launch_us, 0, 1e6},
     {"collectives", "allreduce_us", &EngineCoefficients::allreduce_us, 0, 1e6},
     {"collectives", "all_to_all_us", &EngineCoefficients::all_to_all_us, 0, 1e6},

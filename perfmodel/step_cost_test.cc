@@ -310,6 +310,21 @@ TEST(StepCostTest, LayerFloorWithAndWithoutCudaGraphs) {
   EXPECT_LT(bare.Step(prefill).total_ns, eager.total_ns);
 }
 
+// An MLA layer's extra floor is added to every layer of an MLA model (DeepSeek-V3: 61) and to no
+// layer of a GQA one (Qwen3-30B-A3B, MoE too).
+TEST(StepCostTest, MlaLayerFloorOnlyOnMlaModels) {
+  DeploymentConfig d;
+  d.tp = 8;
+  const EngineProfile e = With("launch.mla_layer_gpu_us", 150);
+  const CostModel v3 = Make("h200", "deepseek-v3", d);
+  const CostModel v3_floor = MakeWith("h200", "deepseek-v3", e, d);
+  EXPECT_NEAR(v3_floor.Step(kOneDecodeAt1000).floor_ns - v3.Step(kOneDecodeAt1000).floor_ns,
+              61 * 150e3, 2);
+  const CostModel qwen = Make("h200", "qwen3-30b-a3b", d);
+  const CostModel qwen_floor = MakeWith("h200", "qwen3-30b-a3b", e, d);
+  EXPECT_EQ(qwen_floor.Step(kOneDecodeAt1000).total_ns, qwen.Step(kOneDecodeAt1000).total_ns);
+}
+
 // TP's all-reduces have a latency floor per call: two per layer.
 TEST(StepCostTest, CollectiveLatencyFloorPerLayerAtTensorParallel) {
   DeploymentConfig d;
