@@ -28,8 +28,8 @@ E=profiles/engines
 # PCIe or multi-node machines can be slower.
 # The MoE fits free an MLA layer's extra floor (the absorbed path's extra small kernels) and hold
 # their dense weight streaming to 0.3-1 (the dense fits: 0.61-1): together 31.8% -> 29.4%, either
-# alone worse (32.4%, 33.3%). Without the floor a fit put DeepSeek's slow small steps into dense
-# weight streaming at 0.02-0.04, a per-step cost then charged to every other MoE model too.
+# alone worse (32.4%, 33.3%). Without the floor the MoE folds had put dense weight streaming at
+# 0.02-0.04 (seen 2026-12-06), a per-step cost charged to every MoE model of the profile.
 DENSE=kernels.weight_read_efficiency,kernels.gemm_efficiency,cpu.step_us,cpu.seq_us,cpu.request_us:0:100000,collectives.allreduce_us:0:50
 DENSE_FRONT=kernels.weight_read_efficiency,cpu.request_us:0:100000
 FRONT=kernels.weight_read_efficiency:0.3:1,cpu.request_us

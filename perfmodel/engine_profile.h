@@ -74,8 +74,8 @@ struct EngineCoefficients {
   // unless graph_mixed_batches) a layer adds layer_gpu_us of small kernels and gaps; without
   // them the CPU launches every kernel, layer_launch_us per layer, and the GPU waits for it.
   double layer_gpu_us = 0;
-  // An MLA layer's extra floor on top of layer_gpu_us: its absorbed path runs about twice a GQA
-  // layer's small kernels (the query and KV down and up projections and their norms, rope, the
+  // An MLA layer's extra floor on top of layer_gpu_us: its absorbed path runs more small kernels
+  // than a GQA layer (the query and KV down and up projections and their norms, rope, the
   // absorbing batched GEMMs; with block-scaled FP8 weights a quantisation before each GEMM).
   double mla_layer_gpu_us = 0;
   double layer_launch_us = 0;

@@ -168,8 +168,7 @@ Status CostModel::Create(const HardwareProfile& hw, const ModelProfile& model,
     auto it = e.attention_efficiency.find(kind);
     return it == e.attention_efficiency.end() ? 1.0 : it->second;
   };
-  c.mla_ = model.attention == AttentionKind::kMla;
-  c.attention_efficiency_ = kind_efficiency(c.mla_ ? "mla" : "gqa");
+  c.attention_efficiency_ = kind_efficiency(model.attention == AttentionKind::kMla ? "mla" : "gqa");
   c.sparse_efficiency_ = kind_efficiency("sparse");
   // Attention runs at the KV cache's precision (FP8 attention with an FP8 cache), else bf16.
   const std::string kv_dtype =
@@ -346,7 +345,8 @@ StepCost CostModel::Step(const std::vector<BatchEntry>& batch) const {
   // Per-layer floor: small kernels and gaps on the GPU; without CUDA graphs the GPU also waits
   // for the CPU to launch each layer's kernels.
   const double layers_per_stage = static_cast<double>(L) / d.pp;
-  const double layer_floor_us = e.layer_gpu_us + (mla_ ? e.mla_layer_gpu_us : 0);
+  const double layer_floor_us =
+      e.layer_gpu_us + (model_.attention == AttentionKind::kMla ? e.mla_layer_gpu_us : 0);
   const double small_kernels = layers_per_stage * layer_floor_us * 1e3;
   const double launch = cost.cuda_graphs ? 0 : layers_per_stage * e.layer_launch_us * 1e3;
 

@@ -102,7 +102,6 @@ class CostModel {
   double decode_pair_flops_ = 0;   // per pair per layer, decode form (MLA: absorbed)
   double kv_layer_bytes_ = 0;      // KV per token per layer per GPU of the token's group
   double attention_flops_ = 0;     // achieved attention FLOP/s (KV dtype's rate)
-  bool mla_ = false;  // every layer's attention is MLA (its extra per-layer floor)
   double attention_efficiency_ = 1;
   double sparse_efficiency_ = 1;
   double lora_params_ = 0;  // one adapter, whole model
