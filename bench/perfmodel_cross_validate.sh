@@ -40,7 +40,7 @@ MOE=launch.mla_layer_gpu_us:0:1000,kernels.expert_gemm_efficiency:0.05:1,kernels
 # sglang-0.4-moe; 0.4-0.7 s per evaluation), 150 for 1-2 coefficients. About 24 minutes on one
 # core (839-937 s for variants of these recipes on 2026-12-07, 1,381-1,441 s for those with the
 # MLA floor, two at a time on 2 cores; 28 min beside a build; an hour with one profile across
-# both kinds).
+# both kinds). On the 20-case table of 2026-12-08: 1,770 s, two at a time on 2 cores.
 "$B/servesweep" calibrate --published tests/fidelity/published.yaml --cross-validate $OUT \
   --recipe "$E/vllm-0.6.yaml=$DENSE@700" --recipe "$E/vllm-0.6-moe.yaml=$MOE,$FRONT@300" \
   --recipe "$E/sglang-0.3.yaml=$DENSE@700" --recipe "$E/vllm-0.12.yaml=$DENSE_FRONT@150" \
